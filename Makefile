@@ -1,0 +1,33 @@
+# Two commands: `make lab` opens the product, `make test` runs everything CI runs.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && echo $$p && break; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: lab test install bench lint typecheck clean
+
+$(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "agentnb needs Python 3.11 or newer on PATH (python3.11, python3.12, ...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lab: install
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/01_first_loop.ipynb
+
+test: install
+	$(BIN)/ruff check agentnb tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python bench/loop_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,69 @@
+"""agentnb: see, step through, teach and analyse LLM tool-calling loops.
+
+Example:
+    >>> import agentnb as anb
+    >>> @anb.tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> model = anb.ScriptedModel([
+    ...     {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+    ...     {"text": "2 + 3 = 5."},
+    ... ])
+    >>> run = anb.Loop(model=model, tools=[add]).start("What is 2 + 3?").run()
+    >>> run.state, run.output
+    (<LoopState.COMPLETED: 'COMPLETED'>, '2 + 3 = 5.')
+"""
+
+from __future__ import annotations
+
+from . import stories
+from .engine import RunState
+from .events import Event
+from .exceptions import (
+    AgentnbError,
+    ApprovalError,
+    IllegalTransition,
+    ModelError,
+    RunNotPaused,
+    StreamInterrupted,
+    ToolDefinitionError,
+    TranscriptError,
+)
+from .messages import Message, ModelTurn, Usage
+from .providers.base import Model, ModelRequest
+from .providers.scripted import ScriptedModel
+from .run import Loop, Run
+from .states import TRANSITIONS, LoopState
+from .tools import Tool, ToolContext, tool
+from .transcript import Transcript
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TRANSITIONS",
+    "AgentnbError",
+    "ApprovalError",
+    "Event",
+    "IllegalTransition",
+    "Loop",
+    "LoopState",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelTurn",
+    "Run",
+    "RunNotPaused",
+    "RunState",
+    "ScriptedModel",
+    "StreamInterrupted",
+    "Tool",
+    "ToolContext",
+    "ToolDefinitionError",
+    "Transcript",
+    "TranscriptError",
+    "Usage",
+    "stories",
+    "tool",
+]

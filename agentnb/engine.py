@@ -1,0 +1,534 @@
+"""The sans-IO core: the fold that turns events into a run's state, and the decision of what comes next.
+
+Theory of operation. A run *is* its event log. :class:`RunState` is the fold of that log: applying events
+one by one (each checked against the transition table in :mod:`agentnb.states`) rebuilds the conversation,
+the calls of the current turn, the usage so far and the loop state. :func:`decide` looks at a ``RunState``
+and says what happens next, without doing it:
+
+- :class:`Emit` -- a decision that needs no I/O (a request is due, a call was parsed or validated, the
+  results are bound, a guard tripped, the run is over): the driver appends the event as given;
+- :class:`PullModel` -- read the next item of the model's answer (a fragment or the whole turn);
+- :class:`RunTool` -- execute one validated call;
+- :class:`Wait` -- a person has to approve or deny something; nothing happens until they do;
+- :class:`Done` -- the run is in a terminal state.
+
+Because the engine never performs I/O, each decision is testable in microseconds, and the same engine
+serves live runs, replays of saved transcripts and time travel in the debugger (fold a prefix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from .events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ArgumentsMerged,
+    BaseEvent,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    CompressionApplied,
+    GuardTripped,
+    ModelRequested,
+    ModelRetried,
+    ResultsBound,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
+    ToolInfo,
+    ToolStarted,
+    TurnCompleted,
+)
+from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
+from .states import LoopState, check_transition
+from .tools import ToolRegistry, describe_errors
+
+S = LoopState
+
+FINALIZE_PROMPT = (
+    "You have reached the limit of tool calls for this request. Do not call any more tools. "
+    "Answer the original request now, as well as you can, using only the information you already have; "
+    "say plainly what you could not find out."
+)
+"""The instruction sent (as a user turn) for the tools-free finalization call."""
+
+CallStatus = Literal[
+    "unparsed", "parsed", "valid", "awaiting_approval", "approved", "running", "done"
+]
+
+
+@dataclass
+class CallState:
+    """One call of the current turn, as far as the log has taken it."""
+
+    part: ToolCallPart
+    status: CallStatus = "unparsed"
+    arguments: dict[str, Any] | None = None
+    parse_error: str | None = None
+    needs_approval: bool = False
+    approval_id: str | None = None
+    decision: str | None = None
+    result: ToolResultPart | None = None
+    validated: BaseModel | None = None
+    """The validated arguments object (a cache; rebuilt from ``arguments`` when absent)."""
+
+    @property
+    def call_id(self) -> str:
+        """The call's id."""
+        return self.part.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name the model asked for."""
+        return self.part.name
+
+
+@dataclass
+class RunState:
+    """The fold of a run's events. Apply events in order with :meth:`apply`; read anything off it."""
+
+    run_id: str = ""
+    state: LoopState = S.NEW
+    seq: int = 0
+    """The ``seq`` the next event must have."""
+    turn: int = 0
+    """The number of model requests so far (the current turn's number)."""
+    messages: list[Message] = field(default_factory=list)
+    model: str = ""
+    tools: list[ToolInfo] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    response: ModelTurn | None = None
+    calls: dict[str, CallState] = field(default_factory=dict)
+    finalizing: bool = False
+    turns_completed: int = 0
+    tool_calls: int = 0
+    """Calls answered so far (executed, rejected or denied)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    retries: int = 0
+    """Retries of the current request."""
+    text_length: int = 0
+    argument_lengths: dict[int, int] = field(default_factory=dict)
+    guards: list[GuardTripped] = field(default_factory=list)
+    output: str | None = None
+    reason: str | None = None
+    last: BaseEvent | None = None
+
+    def apply(self, event: BaseEvent) -> None:
+        """Apply one event: check it against the transition table, then fold it in.
+
+        Raises:
+            IllegalTransition: when the event is not allowed in the current state.
+            ValueError: when the event's ``seq`` or ``run_id`` does not continue this run.
+        """
+        if event.seq != self.seq:
+            raise ValueError(f"event seq {event.seq} does not follow seq {self.seq - 1}")
+        if self.run_id and event.run_id != self.run_id:
+            raise ValueError(f"event of run {event.run_id!r} in run {self.run_id!r}")
+        etype = event.type  # type: ignore[attr-defined]
+        check_transition(self.state, etype, event.state)
+        _FOLD[etype](self, event)
+        self.state = event.state
+        self.seq += 1
+        self.last = event
+
+    @classmethod
+    def fold(cls, events: Iterable[BaseEvent]) -> RunState:
+        """The state after applying ``events`` from the start."""
+        rs = cls()
+        for ev in events:
+            rs.apply(ev)
+        return rs
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def pending_approvals(self) -> list[CallState]:
+        """Calls waiting for a person, in the model's order."""
+        return [c for c in self.calls.values() if c.status == "awaiting_approval"]
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens so far."""
+        return self.input_tokens + self.output_tokens
+
+
+# -- the fold, one function per event type ------------------------------------------------------------
+
+
+def _f_run_started(rs: RunState, ev: Any) -> None:
+    rs.run_id = ev.run_id
+    rs.messages = list(ev.messages)
+    rs.model = ev.model
+    rs.tools = list(ev.tools)
+    rs.settings = dict(ev.settings)
+
+
+def _f_model_requested(rs: RunState, ev: Any) -> None:
+    rs.messages.extend(ev.new_messages)
+    rs.turn = ev.turn
+    rs.finalizing = ev.finalize
+    rs.response = None
+    rs.calls = {}
+    rs.retries = 0
+    rs.text_length = 0
+    rs.argument_lengths = {}
+
+
+def _f_text_merged(rs: RunState, ev: Any) -> None:
+    rs.text_length = ev.length
+
+
+def _f_arguments_merged(rs: RunState, ev: Any) -> None:
+    rs.argument_lengths[ev.index] = ev.length
+
+
+def _f_model_retried(rs: RunState, ev: Any) -> None:
+    rs.retries = ev.attempt
+    rs.text_length = 0
+    rs.argument_lengths = {}
+
+
+def _f_turn_completed(rs: RunState, ev: Any) -> None:
+    resp: ModelTurn = ev.response
+    rs.response = resp
+    rs.messages.append(resp.message)
+    rs.turns_completed += 1
+    rs.input_tokens += resp.usage.input_tokens
+    rs.output_tokens += resp.usage.output_tokens
+    rs.calls = {p.call_id: CallState(part=p) for p in resp.message.tool_calls}
+
+
+def _f_call_parsed(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    c.status = "parsed"
+    c.arguments = ev.arguments
+    c.parse_error = ev.error
+
+
+def _f_call_validated(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    c.status = "valid"
+    c.arguments = ev.arguments
+    c.needs_approval = ev.needs_approval
+
+
+def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
+    c.status = "done"
+    c.result = result
+    rs.tool_calls += 1
+
+
+def _f_call_rejected(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="error", content=ev.message))
+
+
+def _f_approval_requested(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    c.status = "awaiting_approval"
+    c.approval_id = ev.approval_id
+
+
+def denial_text(note: str | None) -> str:
+    """What the model reads when a person denied its call."""
+    return f"Denied by the user: {note}" if note else "Denied by the user."
+
+
+def _f_approval_resolved(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    c.decision = ev.decision
+    if ev.decision == "denied":
+        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied", content=denial_text(ev.note)))
+        return
+    c.status = "approved"
+    if ev.arguments is not None:
+        c.arguments = ev.arguments
+        c.validated = None
+
+
+def _f_tool_started(rs: RunState, ev: Any) -> None:
+    rs.calls[ev.call_id].status = "running"
+
+
+def _f_tool_finished(rs: RunState, ev: Any) -> None:
+    c = rs.calls[ev.call_id]
+    c.validated = None
+    _answer(
+        rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=ev.status, content=ev.content, audit=ev.value)
+    )
+
+
+def _f_results_bound(rs: RunState, ev: Any) -> None:
+    parts = []
+    for cid in ev.call_ids:
+        result = rs.calls[cid].result
+        if result is None:
+            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
+        parts.append(result)
+    rs.messages.append(Message(role="tool", parts=tuple(parts)))
+
+
+def _f_guard_tripped(rs: RunState, ev: Any) -> None:
+    rs.guards.append(ev)
+
+
+def _f_compression_applied(rs: RunState, ev: Any) -> None:
+    rs.messages = list(ev.messages)
+
+
+def _f_run_finished(rs: RunState, ev: Any) -> None:
+    rs.output = ev.output
+    rs.reason = ev.reason
+
+
+_FOLD: dict[str, Any] = {
+    "RunStarted": _f_run_started,
+    "ModelRequested": _f_model_requested,
+    "TextMerged": _f_text_merged,
+    "ArgumentsMerged": _f_arguments_merged,
+    "ModelRetried": _f_model_retried,
+    "TurnCompleted": _f_turn_completed,
+    "CallParsed": _f_call_parsed,
+    "CallValidated": _f_call_validated,
+    "CallRejected": _f_call_rejected,
+    "ApprovalRequested": _f_approval_requested,
+    "ApprovalResolved": _f_approval_resolved,
+    "ToolStarted": _f_tool_started,
+    "ToolFinished": _f_tool_finished,
+    "ResultsBound": _f_results_bound,
+    "GuardTripped": _f_guard_tripped,
+    "CompressionApplied": _f_compression_applied,
+    "RunFinished": _f_run_finished,
+}
+
+
+# -- actions ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Append this event (no I/O needed to decide it)."""
+
+    cls: type[BaseEvent]
+    state: LoopState
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PullModel:
+    """Read the next item of the model's answer (start the request if none is open)."""
+
+
+@dataclass(frozen=True)
+class RunTool:
+    """Execute this validated call."""
+
+    call_id: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing to do until a person resolves the pending approvals."""
+
+
+@dataclass(frozen=True)
+class Done:
+    """The run is over."""
+
+
+Action = Emit | PullModel | RunTool | Wait | Done
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the engine needs to know about the loop."""
+
+    registry: ToolRegistry
+    max_turns: int = 25
+    on_max_turns: Literal["finalize", "stop"] = "finalize"
+    settings: dict[str, Any] = field(default_factory=dict)
+    finalize_prompt: str = FINALIZE_PROMPT
+
+
+def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
+    """SHA-256 of a call's tool name and canonical arguments (key order and spacing do not matter)."""
+    canon = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _finish(state: LoopState, reason: str, output: str | None = None) -> Emit:
+    return Emit(RunFinished, state, {"final": state, "reason": reason, "output": output})
+
+
+def classify(resp: ModelTurn) -> Emit | None:
+    """The finish-reason rules for a turn: a ``RunFinished`` to emit, or None when its calls go on.
+
+    Only an explicit completion (``stop`` with no calls) is ``COMPLETED``; a cut stream or a max-tokens
+    stop is ``INCOMPLETE`` (even when calls are present: their arguments may be cut); a refusal or a
+    content filter is ``REFUSED``; ``tool_calls`` with no calls is ``FAILED``, never a silent success.
+    """
+    msg = resp.message
+    raw = resp.finish_reason_raw
+    if not resp.complete:
+        return _finish(S.INCOMPLETE, "the response stream ended before the provider's done signal")
+    if resp.finish_reason == "length":
+        what = "inside a tool call's arguments" if msg.tool_calls else "before the answer was complete"
+        return _finish(S.INCOMPLETE, f"the model hit its output token limit ({raw}) {what}", msg.text or None)
+    if msg.refusal is not None or resp.finish_reason in ("refusal", "content_filter"):
+        why = "the provider's content filter stopped the answer" if resp.finish_reason == "content_filter" else (
+            "the model refused"
+        )
+        return _finish(S.REFUSED, f"{why} ({raw})", msg.refusal or msg.text or None)
+    if msg.tool_calls:
+        return None
+    if resp.finish_reason == "tool_calls":
+        return _finish(S.FAILED, f"the model said {raw!r} but sent no tool call")
+    if resp.finish_reason == "error":
+        return _finish(S.FAILED, f"the provider reported an error ({raw})")
+    if resp.finish_reason == "stop":
+        return _finish(S.COMPLETED, "the model answered", msg.text)
+    return _finish(S.INCOMPLETE, f"finish reason {raw!r} is not an explicit completion", msg.text or None)
+
+
+def decide(rs: RunState, cfg: EngineConfig) -> Action:
+    """What happens next in a run in state ``rs``. Pure: reads ``rs`` and ``cfg`` only."""
+    st = rs.state
+    if st.is_terminal:
+        return Done()
+    if st is S.MODEL_REQUESTED:
+        return PullModel()
+    if st is S.READY:
+        return _request(rs, cfg)
+    if st is S.RESULTS_READY:
+        if rs.turns_completed >= cfg.max_turns:
+            if not any(g.guard == "max_turns" for g in rs.guards):
+                return Emit(GuardTripped, st, {
+                    "guard": "max_turns", "limit": cfg.max_turns, "value": rs.turns_completed,
+                    "action": cfg.on_max_turns,
+                    "message": f"{rs.turns_completed} model turns reached the limit of {cfg.max_turns}",
+                })
+            if cfg.on_max_turns == "stop":
+                return _finish(S.BUDGET_EXHAUSTED, f"max_turns={cfg.max_turns} reached; policy 'stop'")
+            return Emit(ModelRequested, S.MODEL_REQUESTED, {
+                "message_count": len(rs.messages) + 1,
+                "new_messages": [Message.user(cfg.finalize_prompt)],
+                "tools": [],
+                "settings": {**cfg.settings, "tool_choice": "none"},
+                "finalize": True,
+            })
+        return _request(rs, cfg)
+    if st is S.RESPONDED:
+        assert rs.response is not None
+        if rs.finalizing:
+            return _finalized(rs.response)
+        verdict = classify(rs.response)
+        if verdict is not None:
+            return verdict
+    return _next_call_step(rs, cfg)
+
+
+def _request(rs: RunState, cfg: EngineConfig) -> Emit:
+    return Emit(ModelRequested, S.MODEL_REQUESTED, {
+        "message_count": len(rs.messages),
+        "tools": [t.name for t in rs.tools],
+        "settings": cfg.settings,
+    })
+
+
+def _finalized(resp: ModelTurn) -> Emit:
+    verdict = classify(resp)
+    if verdict is not None and verdict.state is not S.COMPLETED:
+        return verdict
+    text = resp.message.text
+    if text:
+        note = " (its tool calls were ignored)" if resp.message.tool_calls else ""
+        return _finish(S.COMPLETED, f"the model answered in the tools-free finalization turn{note}", text)
+    return _finish(S.BUDGET_EXHAUSTED, "the turn limit was reached and the finalization turn held no answer")
+
+
+def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
+    calls = rs.calls.values()
+    for c in calls:
+        if c.status == "unparsed":
+            return _parse(c)
+    for c in calls:
+        if c.status == "parsed":
+            return _validate(rs, c, cfg)
+    for c in calls:
+        if c.status == "running":
+            return RunTool(c.call_id)
+    for c in calls:
+        if c.status == "valid" and not c.needs_approval:
+            return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name})
+    for c in calls:
+        if c.status == "valid" and c.needs_approval:
+            assert c.arguments is not None
+            tool = cfg.registry.get(c.name)
+            return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
+                "approval_id": f"apr_{rs.run_id}_{c.call_id}",
+                "call_id": c.call_id, "name": c.name, "arguments": c.arguments,
+                "arguments_digest": arguments_digest(c.name, c.arguments),
+                "risk": tool.risk if tool else "read",
+            })
+    for c in calls:
+        if c.status == "approved":
+            return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name})
+    if any(c.status == "awaiting_approval" for c in calls):
+        return Wait()
+    return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
+
+
+def _parse(c: CallState) -> Emit:
+    error = None
+    if c.part.arguments is None:
+        try:
+            value = json.loads(c.part.arguments_raw)
+            error = f"expected a JSON object, got {type(value).__name__}"
+        except ValueError as exc:
+            error = str(exc)
+    return Emit(CallParsed, S.VALIDATING, {
+        "call_id": c.call_id, "name": c.name, "index": c.part.index if c.part.index is not None else 0,
+        "arguments": c.part.arguments, "error": error,
+    })
+
+
+def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
+    base = {"call_id": c.call_id, "name": c.name}
+    tool = cfg.registry.get(c.name)
+    if tool is None:
+        return Emit(CallRejected, S.VALIDATING, {
+            **base, "reason": "unknown_tool", "message": cfg.registry.unknown_message(c.name),
+        })
+    if c.arguments is None:
+        return Emit(CallRejected, S.VALIDATING, {
+            **base, "reason": "invalid_json",
+            "message": (
+                f"The arguments for tool '{c.name}' are not a valid JSON object ({c.parse_error}). "
+                "Call the tool again with the arguments as one JSON object."
+            ),
+        })
+    try:
+        validated = tool.validate(c.arguments)
+    except ValidationError as exc:
+        message, errors = describe_errors(c.name, exc)
+        return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": errors})
+    c.validated = validated
+    return Emit(CallValidated, S.VALIDATING, {
+        **base, "arguments": validated.model_dump(mode="json"),
+        "needs_approval": tool.needs_approval(c.part, rs),
+    })
+
+
+__all__ = [
+    "Action", "CallState", "Done", "Emit", "EngineConfig", "PullModel", "RunState", "RunTool", "Wait",
+    "arguments_digest", "classify", "decide", "ApprovalResolved", "ArgumentsMerged", "CompressionApplied",
+    "ModelRetried", "RunStarted", "TextMerged", "ToolFinished", "TurnCompleted",
+]

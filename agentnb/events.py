@@ -1,0 +1,271 @@
+"""The events of a run: one append-only log that everything else is a projection of.
+
+Each event is a frozen pydantic model with a literal ``type`` (the union :data:`Event` is discriminated on
+it) and the common fields ``seq`` (position in the log), ``ts`` (UTC time), ``run_id``, ``turn`` (the model
+turn it belongs to, 0 before the first request) and ``state`` (the loop state *after* the event).
+
+Events hold deltas, not snapshots: ``ModelRequested`` carries only what is new since the previous request
+(a finalization instruction, say) and the number of messages the request held, so the full request is
+rebuilt by folding the log up to it (see :mod:`agentnb.engine`). A long run therefore stays linear.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .messages import Message, ModelTurn, ResultStatus
+from .states import LoopState
+
+
+class BaseEvent(BaseModel):
+    """Fields every event has."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    seq: int
+    ts: datetime
+    run_id: str
+    turn: int
+    state: LoopState
+
+
+class ToolInfo(BaseModel):
+    """A tool as offered to the model: enough to show it and to render it for any provider."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    risk: str = "read"
+    approval: bool | str = False
+    """``True``/``False``, or ``"policy"`` when a callable decides per call."""
+
+
+class RunStarted(BaseEvent):
+    """A run began with these messages, this model and these tools."""
+
+    type: Literal["RunStarted"] = "RunStarted"
+    messages: list[Message]
+    model: str
+    """``provider:model`` of the model the loop was built with."""
+    tools: list[ToolInfo]
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Loop settings that shape the run (max_turns, the cap policy, request settings)."""
+
+
+class ModelRequested(BaseEvent):
+    """The loop asked the model for a turn."""
+
+    type: Literal["ModelRequested"] = "ModelRequested"
+    message_count: int
+    """How many messages of the conversation (after ``new_messages``) the request held."""
+    new_messages: list[Message] = Field(default_factory=list)
+    """Messages added to the conversation by this request (e.g. the finalization instruction)."""
+    tools: list[str] = Field(default_factory=list)
+    """Names of the tools offered; empty when finalizing."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    finalize: bool = False
+    """True for the tools-free call that asks the model to answer with what it has."""
+
+
+class TextMerged(BaseEvent):
+    """A streamed text fragment was appended to the answer."""
+
+    type: Literal["TextMerged"] = "TextMerged"
+    fragment: str
+    length: int
+    """Characters of text accumulated so far in this turn."""
+
+
+class ArgumentsMerged(BaseEvent):
+    """A streamed argument fragment was appended to one call's buffer."""
+
+    type: Literal["ArgumentsMerged"] = "ArgumentsMerged"
+    index: int
+    """The call's stream index (not its id: parallel calls are told apart by index)."""
+    call_id: str | None = None
+    name: str | None = None
+    fragment: str
+    length: int
+    """Bytes accumulated so far for this call."""
+
+
+class ModelRetried(BaseEvent):
+    """A model call failed in a way a retry may cure; the loop waits and asks again."""
+
+    type: Literal["ModelRetried"] = "ModelRetried"
+    attempt: int
+    status: int | None = None
+    error: str
+    delay_s: float
+
+
+class TurnCompleted(BaseEvent):
+    """The model's answer arrived whole: the assistant message and what the provider said about it."""
+
+    type: Literal["TurnCompleted"] = "TurnCompleted"
+    response: ModelTurn
+
+
+class CallParsed(BaseEvent):
+    """One call of the turn was read: its arguments parsed as JSON, or the parse error."""
+
+    type: Literal["CallParsed"] = "CallParsed"
+    call_id: str
+    name: str
+    index: int
+    arguments: dict[str, Any] | None = None
+    error: str | None = None
+    """Why ``arguments_raw`` is not a JSON object (it is never repaired)."""
+    generated_id: bool = False
+    """True when the model gave no (or a duplicate) id and agentnb made one, used on both sides."""
+
+
+class CallValidated(BaseEvent):
+    """A call named a known tool and its arguments passed the tool's schema."""
+
+    type: Literal["CallValidated"] = "CallValidated"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    needs_approval: bool = False
+
+
+RejectReason = Literal["unknown_tool", "invalid_json", "schema"]
+
+
+class CallRejected(BaseEvent):
+    """A call cannot run; ``message`` goes back to the model as an error result."""
+
+    type: Literal["CallRejected"] = "CallRejected"
+    call_id: str
+    name: str
+    reason: RejectReason
+    message: str
+    errors: list[dict[str, Any]] = Field(default_factory=list)
+    """Field errors (``loc``, ``msg``, ``type``) for schema failures."""
+
+
+class ApprovalRequested(BaseEvent):
+    """A call waits for a person to approve or deny it."""
+
+    type: Literal["ApprovalRequested"] = "ApprovalRequested"
+    approval_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    arguments_digest: str
+    risk: str
+
+
+class ApprovalResolved(BaseEvent):
+    """A person approved or denied a call (possibly with edited arguments)."""
+
+    type: Literal["ApprovalResolved"] = "ApprovalResolved"
+    approval_id: str
+    call_id: str
+    decision: Literal["approved", "denied"]
+    by: str | None = None
+    note: str | None = None
+    arguments: dict[str, Any] | None = None
+    """Edited arguments, when the approver changed them."""
+
+
+class ToolStarted(BaseEvent):
+    """A tool began to run for a call."""
+
+    type: Literal["ToolStarted"] = "ToolStarted"
+    call_id: str
+    name: str
+
+
+class ToolFinished(BaseEvent):
+    """A tool finished (or failed, or timed out) for a call."""
+
+    type: Literal["ToolFinished"] = "ToolFinished"
+    call_id: str
+    name: str
+    status: ResultStatus
+    content: str
+    """What the model will see."""
+    value: Any = None
+    """The tool's return value (audit projection), JSON-safe."""
+    error_type: str | None = None
+    error_message: str | None = None
+    duration_s: float
+
+
+class ResultsBound(BaseEvent):
+    """Every call of the turn has exactly one result; they join the conversation in the model's order."""
+
+    type: Literal["ResultsBound"] = "ResultsBound"
+    call_ids: list[str]
+
+
+class GuardTripped(BaseEvent):
+    """A budget or guard ran out; ``action`` is what the loop does about it."""
+
+    type: Literal["GuardTripped"] = "GuardTripped"
+    guard: str
+    limit: float
+    value: float
+    action: Literal["finalize", "stop", "escalate", "note"]
+    message: str
+
+
+class CompressionApplied(BaseEvent):
+    """The conversation was rebuilt shorter; ``messages`` is the new history."""
+
+    type: Literal["CompressionApplied"] = "CompressionApplied"
+    tier: int
+    tokens_before: int
+    tokens_after: int
+    messages: list[Message]
+    removed: list[int] = Field(default_factory=list)
+    """Indices (in the old history) of the messages removed or replaced."""
+
+
+class RunFinished(BaseEvent):
+    """The run reached a terminal state."""
+
+    type: Literal["RunFinished"] = "RunFinished"
+    final: LoopState
+    reason: str
+    output: str | None = None
+
+
+Event = Annotated[
+    RunStarted
+    | ModelRequested
+    | TextMerged
+    | ArgumentsMerged
+    | ModelRetried
+    | TurnCompleted
+    | CallParsed
+    | CallValidated
+    | CallRejected
+    | ApprovalRequested
+    | ApprovalResolved
+    | ToolStarted
+    | ToolFinished
+    | ResultsBound
+    | GuardTripped
+    | CompressionApplied
+    | RunFinished,
+    Field(discriminator="type"),
+]
+"""Any event, discriminated on ``type``."""
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+EVENT_CLASSES: dict[str, type[BaseEvent]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        RunStarted, ModelRequested, TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted, CallParsed,
+        CallValidated, CallRejected, ApprovalRequested, ApprovalResolved, ToolStarted, ToolFinished,
+        ResultsBound, GuardTripped, CompressionApplied, RunFinished,
+    )
+}
+"""Every event class by its ``type``."""

@@ -1,0 +1,74 @@
+"""Errors raised to the programmer.
+
+Errors a *model* should see (an unknown tool, malformed arguments, a tool that raised) are never exceptions:
+they become error results sent back to the model. The exceptions below are for mistakes in how agentnb is
+used, or for states a run cannot get out of by itself::
+
+    AgentnbError
+    ├── IllegalTransition      an event that the state machine does not allow in the current state
+    ├── ToolDefinitionError    a Python function that cannot become a tool (bad signature, duplicate name)
+    ├── RunNotPaused           approve/deny called when nothing waits for a person
+    ├── ApprovalError          approve/deny naming an unknown call or one not waiting
+    ├── TranscriptError        a transcript file that cannot be read back
+    └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
+        └── StreamInterrupted  a stream ended before the provider's done signal
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .states import LoopState
+
+
+class AgentnbError(Exception):
+    """Base class of every agentnb error."""
+
+
+class IllegalTransition(AgentnbError):
+    """An event arrived that the state machine does not allow in the current state."""
+
+    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str) -> None:
+        self.state = state
+        self.event_type = event_type
+        self.next_state = next_state
+        target = f" -> {next_state.value}" if next_state is not None else ""
+        super().__init__(f"illegal transition: {event_type} in state {state.value}{target} ({why})")
+
+
+class ToolDefinitionError(AgentnbError):
+    """A Python callable could not be turned into a tool."""
+
+
+class RunNotPaused(AgentnbError):
+    """An approval was given while the run was not waiting for one."""
+
+
+class ApprovalError(AgentnbError):
+    """An approval or denial named a call that is not waiting for one."""
+
+
+class TranscriptError(AgentnbError):
+    """A transcript could not be read back."""
+
+
+class ModelError(AgentnbError):
+    """A model call failed.
+
+    Attributes:
+        status: the HTTP status, when there is one (429, 500, ...).
+        retryable: whether another attempt may help (rate limits, server errors, connection errors).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None) -> None:
+        self.status = status
+        self.retryable = retryable if retryable is not None else (status in (408, 409, 429) or (status or 0) >= 500)
+        super().__init__(message)
+
+
+class StreamInterrupted(ModelError):
+    """A stream ended or broke before the provider's done signal; nothing in it may be executed."""
+
+    def __init__(self, message: str = "the stream ended before the provider's done signal") -> None:
+        super().__init__(message, status=None, retryable=False)

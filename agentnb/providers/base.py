@@ -1,0 +1,101 @@
+"""What a model is to the loop: one I/O seam, :meth:`Model.respond`.
+
+A model receives a :class:`ModelRequest` (the canonical conversation, the tools offered, the settings) and
+returns an iterator. A streaming model yields :class:`TextDelta` and :class:`ArgumentsDelta` items as
+fragments arrive, then the final :class:`~agentnb.messages.ModelTurn`; a non-streaming model yields only the
+final turn. The driver pulls the iterator lazily, so one ``run.step()`` can be one merged fragment.
+
+Failures are exceptions: :class:`~agentnb.exceptions.ModelError` (with an HTTP status and whether a retry
+may help) and :class:`~agentnb.exceptions.StreamInterrupted` for a stream that broke before its done signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..events import ToolInfo
+from ..messages import Message, ModelTurn
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything a model needs for one turn."""
+
+    messages: Sequence[Message]
+    """The conversation; a read-only view, valid after the call too (agentnb only appends)."""
+    tools: Sequence[ToolInfo]
+    """The tools offered (empty when finalizing)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Request settings: temperature, max_tokens, tool_choice, parallel_tool_calls, ..."""
+    finalize: bool = False
+    run_id: str = ""
+    turn: int = 0
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A fragment of answer text."""
+
+    fragment: str
+
+
+@dataclass(frozen=True)
+class ArgumentsDelta:
+    """A fragment of one call's argument text; ``index`` tells parallel calls apart."""
+
+    index: int
+    fragment: str
+    call_id: str | None = None
+    name: str | None = None
+
+
+StreamItem = TextDelta | ArgumentsDelta | ModelTurn
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a :class:`ModelRequest`.
+
+    Attributes:
+        provider: the provider name (``"scripted"``, ``"openai"``, ``"anthropic"``, ``"gemini"``).
+        name: the model name.
+    """
+
+    provider: str
+    name: str
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Yield stream items and end with the final turn; raise ``ModelError`` on failure."""
+        ...
+
+
+class HistoryView(Sequence[Message]):
+    """A fixed-length, read-only view of an append-only message list (O(1) to make, no copy)."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[Message], n: int | None = None) -> None:
+        self._items = items
+        self._n = len(items) if n is None else n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self._items[: self._n][i]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("history index out of range")
+        return self._items[i]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._n):
+            yield items[i]
+
+    def __repr__(self) -> str:
+        return f"HistoryView({self._n} messages)"

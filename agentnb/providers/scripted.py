@@ -1,0 +1,257 @@
+r"""ScriptedModel: the offline model that makes agentnb work with no key and no network.
+
+A script is a list of turns. Each turn is plain data (so a teacher can keep a script in a JSON file) or a
+function of the conversation so far that returns such data (so a script can use the tool results it got)::
+
+    {"text": "It is 3."}                                    # an answer
+    {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}   # one or several calls
+    {"tool_calls": [{"name": "add", "arguments": "{\\"a\\": 1,", "id": "call_x"}]}  # raw (malformed) JSON
+    {"refusal": "I can't help with that."}                  # a refusal
+    {"text": "The answer is", "finish": "length"}           # a max-tokens cut
+    {"error": {"status": 429, "message": "rate limited"}}   # an API error (retryable by status)
+    {"text": "partial", "interrupt": True}                  # a stream that breaks before its done signal
+
+Optional keys: ``"usage": {"input_tokens": .., "output_tokens": ..}`` (otherwise estimated at four characters
+a token), ``"reasoning": "..."`` (an opaque reasoning part tagged ``scripted``). The model answers the
+*k*-th request of a run with the *k*-th turn, counting retried requests, so ``[{"error": {"status": 500}},
+{"text": "ok"}]`` fails once and then answers. One instance can serve many runs; each run has its own place.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import ModelError, StreamInterrupted
+from ..messages import (
+    FinishReason,
+    Message,
+    ModelTurn,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from .base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+
+TurnSpec = dict[str, Any]
+ScriptStep = TurnSpec | Callable[[Sequence[Message]], TurnSpec]
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "refusal": "refusal",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+_KNOWN_KEYS = {"text", "tool_calls", "refusal", "finish", "error", "usage", "interrupt", "reasoning"}
+
+
+def _check_spec(spec: Any, where: str) -> TurnSpec:
+    if not isinstance(spec, dict):
+        raise TypeError(f"{where}: a scripted turn is a dict (or a function returning one), got {type(spec).__name__}")
+    unknown = set(spec) - _KNOWN_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; known keys are {sorted(_KNOWN_KEYS)}")
+    for i, call in enumerate(spec.get("tool_calls") or []):
+        if not isinstance(call, dict) or "name" not in call:
+            raise ValueError(f"{where}: tool_calls[{i}] needs at least a 'name'")
+    return spec
+
+
+def _chars(m: Message) -> int:
+    n = 0
+    for p in m.parts:
+        if isinstance(p, TextPart | RefusalPart):
+            n += len(p.text)
+        elif isinstance(p, ToolCallPart):
+            n += len(p.name) + len(p.arguments_raw)
+        elif isinstance(p, ToolResultPart):
+            n += len(p.content)
+    return n
+
+
+class ScriptedModel:
+    """A deterministic model that plays a script: for workshops, tests, docs, and anything offline.
+
+    Args:
+        script: the turns, as dicts or functions ``(messages) -> dict`` (see the module docs).
+        stream: split text and arguments into fragments, so ``TextMerged``/``ArgumentsMerged`` events happen.
+        chunk_size: characters per simulated fragment.
+        latency: seconds to wait before each answer (simulated time to first token).
+        chunk_delay: seconds to wait between fragments when streaming.
+        name: the model name shown in transcripts.
+
+    Example:
+        >>> import agentnb as anb
+        >>> @anb.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> model = anb.ScriptedModel([
+        ...     {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+        ...     lambda messages: {"text": f"It is {messages[-1].tool_results[0].content}."},
+        ... ])
+        >>> anb.Loop(model=model, tools=[add]).start("What is 1 + 2?").run().output
+        'It is 3.'
+    """
+
+    provider = "scripted"
+
+    def __init__(
+        self,
+        script: Sequence[ScriptStep],
+        *,
+        stream: bool = False,
+        chunk_size: int = 8,
+        latency: float = 0.0,
+        chunk_delay: float = 0.0,
+        name: str = "scripted",
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        self.script: list[ScriptStep] = [
+            s if callable(s) else _check_spec(s, f"script[{i}]") for i, s in enumerate(script)
+        ]
+        self.stream = stream
+        self.chunk_size = chunk_size
+        self.latency = latency
+        self.chunk_delay = chunk_delay
+        self.name = name
+        self._position: dict[str, int] = {}
+        self._token_cache: dict[str, tuple[int, int, int]] = {}
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel({len(self.script)} turns, stream={self.stream})"
+
+    @classmethod
+    def from_json(cls, path: str | Path, **options: Any) -> ScriptedModel:
+        """Load a script (a JSON list of turns) from a file."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            options = {**data.get("options", {}), **options}
+            data = data["script"]
+        return cls(data, **options)
+
+    @classmethod
+    def story(cls, name: str, **options: Any) -> ScriptedModel:
+        """A named story that ships with agentnb; see :func:`agentnb.stories.names` for the list.
+
+        Example:
+            >>> ScriptedModel.story("weather")
+            ScriptedModel(2 turns, stream=False)
+        """
+        from ..stories import story
+
+        return story(name, **options)
+
+    # -- the seam ---------------------------------------------------------------------------------------
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Answer the run's next request with the next turn of the script."""
+        pos = self._position.get(request.run_id, 0)
+        self._position[request.run_id] = pos + 1
+        if pos >= len(self.script):
+            raise ModelError(
+                f"ScriptedModel has no turn {pos + 1}: the script has {len(self.script)} turn(s)",
+                status=None,
+                retryable=False,
+            )
+        step = self.script[pos]
+        spec = _check_spec(step(request.messages), f"script[{pos}]()") if callable(step) else step
+        return self._play(spec, request, pos)
+
+    def _play(self, spec: TurnSpec, request: ModelRequest, pos: int) -> Iterator[StreamItem]:
+        if self.latency:
+            time.sleep(self.latency)
+        if "error" in spec:
+            err = spec["error"] or {}
+            status = err.get("status")
+            raise ModelError(err.get("message") or f"scripted API error (HTTP {status})", status=status)
+        turn = self._turn(spec, request, pos)
+        if not self.stream:
+            if spec.get("interrupt"):
+                raise StreamInterrupted("the scripted response was cut off")
+            yield turn
+            return
+        fragments: list[StreamItem] = []
+        text = turn.message.text
+        size = self.chunk_size
+        fragments.extend(TextDelta(text[i : i + size]) for i in range(0, len(text), size))
+        for index, call in enumerate(turn.message.tool_calls):
+            raw = call.arguments_raw
+            chunks = [raw[i : i + size] for i in range(0, len(raw), size)] or [""]
+            for k, chunk in enumerate(chunks):
+                first = k == 0
+                fragments.append(
+                    ArgumentsDelta(index, chunk, call.call_id if first else None, call.name if first else None)
+                )
+        cut = len(fragments) // 2 if spec.get("interrupt") else None
+        for i, item in enumerate(fragments):
+            if cut is not None and i == cut:
+                raise StreamInterrupted("the scripted stream broke before its done signal")
+            if self.chunk_delay:
+                time.sleep(self.chunk_delay)
+            yield item
+        if cut is not None:
+            raise StreamInterrupted("the scripted stream broke before its done signal")
+        yield turn
+
+    def _turn(self, spec: TurnSpec, request: ModelRequest, pos: int) -> ModelTurn:
+        parts: list[Any] = []
+        if spec.get("reasoning"):
+            parts.append(ReasoningPart(provider=self.provider, text=str(spec["reasoning"])))
+        if spec.get("text"):
+            parts.append(TextPart(text=str(spec["text"])))
+        if spec.get("refusal"):
+            parts.append(RefusalPart(text=str(spec["refusal"])))
+        calls = spec.get("tool_calls") or []
+        for i, call in enumerate(calls):
+            args = call.get("arguments", {})
+            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            parsed: dict[str, Any] | None
+            try:
+                loaded = json.loads(raw)
+                parsed = loaded if isinstance(loaded, dict) else None
+            except ValueError:
+                parsed = None
+            call_id = call["id"] if "id" in call else f"call_{pos + 1}_{i + 1}"
+            parts.append(
+                ToolCallPart(call_id=call_id or "", name=call["name"], arguments_raw=raw, arguments=parsed, index=i)
+            )
+        finish_raw = spec.get("finish") or (
+            "tool_calls" if calls else "refusal" if spec.get("refusal") else "stop"
+        )
+        usage = spec.get("usage")
+        return ModelTurn(
+            message=Message(role="assistant", parts=tuple(parts)),
+            provider=self.provider,
+            model=self.name,
+            response_id=f"scripted-{pos + 1}",
+            finish_reason_raw=finish_raw,
+            finish_reason=_FINISH.get(finish_raw, "other"),
+            usage=Usage(**usage) if usage else self._estimate(request, parts),
+            raw=spec if not callable(spec) else None,
+        )
+
+    def _estimate(self, request: ModelRequest, parts: list[Any]) -> Usage:
+        # Incremental over the append-only history, so a long run is not quadratic in its length.
+        msgs = request.messages
+        key = request.run_id
+        count, chars, ident = self._token_cache.get(key, (0, 0, 0))
+        base = getattr(msgs, "_items", msgs)
+        if id(base) != ident or count > len(msgs):
+            count, chars = 0, 0
+        for i in range(count, len(msgs)):
+            chars += _chars(msgs[i])
+        self._token_cache[key] = (len(msgs), chars, id(base))
+        tool_chars = sum(len(t.name) + len(t.description) for t in request.tools)
+        out_chars = _chars(Message(role="assistant", parts=tuple(parts)))
+        return Usage(input_tokens=(chars + tool_chars) // 4 + 1, output_tokens=out_chars // 4 + 1)

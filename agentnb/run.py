@@ -1,0 +1,429 @@
+"""The driver: :class:`Loop` holds what a run needs, :class:`Run` performs the engine's actions.
+
+``Run`` is the only place that does I/O: it asks the model for turns (pulling stream items lazily, so one
+``step()`` can be one merged fragment), runs tools through the registry, and appends every event to the
+transcript. Everything it knows comes from folding those events (:class:`~agentnb.engine.RunState`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .engine import (
+    FINALIZE_PROMPT,
+    CallState,
+    Done,
+    Emit,
+    EngineConfig,
+    PullModel,
+    RunState,
+    RunTool,
+    Wait,
+    decide,
+)
+from .events import (
+    ApprovalResolved,
+    ArgumentsMerged,
+    BaseEvent,
+    ModelRequested,
+    ModelRetried,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
+    ToolInfo,
+    TurnCompleted,
+)
+from .exceptions import ApprovalError, ModelError, RunNotPaused, StreamInterrupted
+from .messages import Message, ModelTurn, coerce_messages
+from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
+from .states import LoopState
+from .tools import Tool, ToolContext, ToolRegistry, as_registry
+from .transcript import Transcript
+
+S = LoopState
+
+
+class Loop:
+    """A tool-calling loop: a model, tools, and the rules of the run.
+
+    Args:
+        model: anything with ``respond(request)`` -- :class:`~agentnb.ScriptedModel` offline, or a provider model.
+        tools: functions decorated with :func:`~agentnb.tool` (plain functions are wrapped).
+        system: an optional system prompt placed first in every run.
+        max_turns: model turns allowed before the cap policy applies.
+        on_max_turns: ``"finalize"`` (one more, tools-free call asking for an answer from what the model
+            has) or ``"stop"`` (end in ``BUDGET_EXHAUSTED``).
+        settings: request settings passed to the model on every turn (temperature, max_tokens, ...).
+        max_retries: attempts after the first for retryable model errors (429, 5xx, connection errors).
+        retry_base_delay: seconds before the first retry; doubled each time, with jitter, capped at 30 s.
+        finalize_prompt: the instruction of the finalization call.
+
+    Example:
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> run = loop.start("What's the weather in Paris?").run()
+        >>> run.state, run.output
+        (<LoopState.COMPLETED: 'COMPLETED'>, 'It is 18 °C and sunny in Paris.')
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolRegistry | Sequence[Tool | Callable[..., Any]] = (),
+        *,
+        system: str | None = None,
+        max_turns: int = 25,
+        on_max_turns: Literal["finalize", "stop"] = "finalize",
+        settings: dict[str, Any] | None = None,
+        max_retries: int = 2,
+        retry_base_delay: float = 0.5,
+        finalize_prompt: str = FINALIZE_PROMPT,
+    ) -> None:
+        if not callable(getattr(model, "respond", None)):
+            raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        if on_max_turns not in ("finalize", "stop"):
+            raise ValueError(f"on_max_turns must be 'finalize' or 'stop', got {on_max_turns!r}")
+        self.model = model
+        self.registry = as_registry(tools)
+        self.system = system
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+        self.config = EngineConfig(
+            registry=self.registry,
+            max_turns=max_turns,
+            on_max_turns=on_max_turns,
+            settings=dict(settings or {}),
+            finalize_prompt=finalize_prompt,
+        )
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The loop's tools."""
+        return list(self.registry)
+
+    def start(self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None) -> Run:
+        """Begin a run from a prompt (or a prior message list). Nothing is sent until you step or run it."""
+        return Run(self, coerce_messages(prompt), run_id=run_id)
+
+    def __repr__(self) -> str:
+        model = f"{getattr(self.model, 'provider', '?')}:{getattr(self.model, 'name', '?')}"
+        return f"<agentnb.Loop model={model} tools={self.registry.names} max_turns={self.config.max_turns}>"
+
+
+class Run:
+    """One run of a loop. Step it, run it, approve or deny its calls, read its transcript.
+
+    Example:
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> run = loop.start("What's the weather in Paris?")
+        >>> run.step().type, run.state
+        ('RunStarted', <LoopState.READY: 'READY'>)
+        >>> run.run_until(lambda e: e.type == "ToolFinished").content
+        '{"city": "Paris", "temp_c": 18, "sky": "sunny"}'
+    """
+
+    def __init__(self, loop: Loop, messages: list[Message], *, run_id: str | None = None) -> None:
+        self.loop = loop
+        self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
+        self._rs = RunState()
+        self.transcript = Transcript([])
+        self._listeners: list[Callable[[BaseEvent], None]] = []
+        self._stream: Iterator[StreamItem] | None = None
+        self._t0 = 0.0
+        self._retry_at = 0.0
+        if loop.system:
+            messages = [Message.system(loop.system), *messages]
+        self._initial = messages
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> LoopState:
+        """The loop state now."""
+        return self._rs.state
+
+    @property
+    def output(self) -> str | None:
+        """The final answer text (None until the run finishes with one)."""
+        return self._rs.output
+
+    @property
+    def reason(self) -> str | None:
+        """Why the run ended, in words."""
+        return self._rs.reason
+
+    @property
+    def messages(self) -> list[Message]:
+        """The canonical conversation so far (a copy)."""
+        if self._rs.state is S.NEW:
+            return list(self._initial)
+        return list(self._rs.messages)
+
+    @property
+    def events(self) -> list[BaseEvent]:
+        """The events so far (the transcript's list)."""
+        return self.transcript.events
+
+    @property
+    def view(self) -> RunState:
+        """The folded state (read-only by convention): calls, usage, counters."""
+        return self._rs
+
+    @property
+    def done(self) -> bool:
+        """True once the run is in a terminal state."""
+        return self._rs.state.is_terminal
+
+    @property
+    def paused(self) -> bool:
+        """True while the run waits for a person."""
+        return self._rs.state is S.WAITING_APPROVAL and not self._rs.state.is_terminal
+
+    def pending_approvals(self) -> list[CallState]:
+        """Calls waiting for approval, in the model's order."""
+        return self._rs.pending_approvals()
+
+    def on_event(self, callback: Callable[[BaseEvent], None]) -> None:
+        """Call ``callback(event)`` after every appended event (the debugger listens here)."""
+        self._listeners.append(callback)
+
+    # -- driving -------------------------------------------------------------------------------------
+
+    def step(self) -> BaseEvent | None:
+        """Do exactly one event's worth of work and return that event.
+
+        Returns None when there is nothing to do: the run is over, or it waits for an approval.
+        """
+        rs = self._rs
+        if rs.state is S.NEW:
+            return self._append(RunStarted, S.READY, {
+                "messages": self._initial,
+                "model": f"{getattr(self.loop.model, 'provider', '?')}:{getattr(self.loop.model, 'name', '?')}",
+                "tools": [ToolInfo(**t.info()) for t in self.loop.registry],
+                "settings": {
+                    "max_turns": self.loop.config.max_turns,
+                    "on_max_turns": self.loop.config.on_max_turns,
+                    "request": self.loop.config.settings,
+                },
+            })
+        action = decide(rs, self.loop.config)
+        if isinstance(action, Emit):
+            return self._append(action.cls, action.state, action.fields)
+        if isinstance(action, PullModel):
+            return self._pull()
+        if isinstance(action, RunTool):
+            return self._run_tool(rs.calls[action.call_id])
+        if isinstance(action, Wait | Done):
+            return None
+        raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
+
+    def run(self) -> Run:
+        """Step until the run ends or pauses for a person; returns the run (handy as a cell's last line)."""
+        step = self.step
+        while step() is not None:
+            pass
+        return self
+
+    def run_until(self, predicate: Callable[[BaseEvent], bool]) -> BaseEvent | None:
+        """Step until an event satisfies ``predicate`` and return it (None if the run stops first)."""
+        while (ev := self.step()) is not None:
+            if predicate(ev):
+                return ev
+        return None
+
+    def cancel(self, reason: str = "cancelled by the user") -> BaseEvent | None:
+        """End the run in ``CANCELLED`` (no-op if it is already over)."""
+        if self.done or self._rs.state is S.NEW:
+            if self._rs.state is S.NEW:
+                self.step()
+            else:
+                return None
+        self._close_stream()
+        return self._append(RunFinished, S.CANCELLED, {"final": S.CANCELLED, "reason": reason, "output": None})
+
+    # -- approvals -----------------------------------------------------------------------------------
+
+    def _pending(self, call_id: str) -> CallState:
+        if self._rs.state is not S.WAITING_APPROVAL:
+            raise RunNotPaused(f"the run is {self._rs.state.value}, not waiting for an approval")
+        call = self._rs.calls.get(call_id)
+        if call is None:
+            known = ", ".join(c.call_id for c in self._rs.pending_approvals()) or "(none)"
+            raise ApprovalError(f"no call {call_id!r} in this turn; calls waiting for approval: {known}")
+        if call.status != "awaiting_approval":
+            raise ApprovalError(f"call {call_id!r} is not waiting for approval (it is {call.status})")
+        return call
+
+    def _resolve(self, call: CallState, fields: dict[str, Any]) -> BaseEvent:
+        still_waiting = any(
+            c.status == "awaiting_approval" and c.call_id != call.call_id for c in self._rs.calls.values()
+        )
+        return self._append(
+            ApprovalResolved,
+            S.WAITING_APPROVAL if still_waiting else S.EXECUTING,
+            {"approval_id": call.approval_id or "", "call_id": call.call_id, **fields},
+        )
+
+    def approve(
+        self, call_id: str, *, by: str | None = None, note: str | None = None, arguments: dict[str, Any] | None = None
+    ) -> BaseEvent:
+        """Approve a waiting call, optionally with edited arguments (validated against the schema first).
+
+        Then ``run.run()`` goes on.
+
+        Raises:
+            RunNotPaused, ApprovalError: when nothing waits, or the call is unknown or not waiting.
+            pydantic.ValidationError: when edited arguments fail the tool's schema (nothing is recorded).
+        """
+        call = self._pending(call_id)
+        edited = None
+        if arguments is not None:
+            tool = self.loop.registry.get(call.name)
+            assert tool is not None
+            edited = tool.validate(arguments).model_dump(mode="json")
+        return self._resolve(call, {"decision": "approved", "by": by, "note": note, "arguments": edited})
+
+    def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
+        """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
+        call = self._pending(call_id)
+        return self._resolve(call, {"decision": "denied", "by": by, "note": reason})
+
+    # -- I/O -----------------------------------------------------------------------------------------
+
+    def _append(self, cls: type[BaseEvent], state: LoopState, fields: dict[str, Any]) -> BaseEvent:
+        rs = self._rs
+        turn = rs.turn + 1 if cls is ModelRequested else rs.turn
+        event = cls(
+            seq=rs.seq, ts=datetime.now(UTC), run_id=self.run_id, turn=turn, state=state, **fields
+        )
+        rs.apply(event)
+        self.transcript.events.append(event)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def _request(self) -> ModelRequest:
+        rs = self._rs
+        finalize = rs.finalizing
+        offered = [] if finalize else rs.tools
+        return ModelRequest(
+            messages=HistoryView(rs.messages),
+            tools=offered,
+            settings=({**self.loop.config.settings, "tool_choice": "none"} if finalize else self.loop.config.settings),
+            finalize=finalize,
+            run_id=self.run_id,
+            turn=rs.turn,
+        )
+
+    def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        close = getattr(stream, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # closing a broken stream must not mask what broke it
+                pass
+
+    def _pull(self) -> BaseEvent:
+        rs = self._rs
+        try:
+            if self._stream is None:
+                wait = self._retry_at - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self._t0 = time.perf_counter()
+                self._stream = iter(self.loop.model.respond(self._request()))
+            item = next(self._stream)
+        except StopIteration:
+            self._stream = None
+            return self._finish(S.INCOMPLETE, "the model's response ended without a final turn")
+        except StreamInterrupted as exc:
+            self._close_stream()
+            return self._finish(S.INCOMPLETE, f"the response stream broke: {exc}; nothing in it was executed")
+        except ModelError as exc:
+            self._close_stream()
+            if exc.retryable and rs.retries < self.loop.max_retries:
+                attempt = rs.retries + 1
+                base = self.loop.retry_base_delay * 2 ** (attempt - 1)
+                delay = min(30.0, base * (0.5 + random.random() / 2))
+                self._retry_at = time.monotonic() + delay
+                return self._append(ModelRetried, S.MODEL_REQUESTED, {
+                    "attempt": attempt, "status": exc.status, "error": str(exc), "delay_s": round(delay, 3),
+                })
+            status = f"HTTP {exc.status}: " if exc.status else ""
+            tries = f" after {rs.retries + 1} attempts" if rs.retries else ""
+            return self._finish(S.FAILED, f"the model call failed{tries}: {status}{exc}")
+        except Exception as exc:  # a bug in a model or a script turn: keep the run consistent, keep the cause
+            self._close_stream()
+            where = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            return self._finish(S.FAILED, f"the model raised {where}")
+        if isinstance(item, ArgumentsDelta):
+            length = rs.argument_lengths.get(item.index, 0) + len(item.fragment.encode())
+            return self._append(ArgumentsMerged, S.MODEL_REQUESTED, {
+                "index": item.index, "call_id": item.call_id, "name": item.name,
+                "fragment": item.fragment, "length": length,
+            })
+        if isinstance(item, TextDelta):
+            return self._append(TextMerged, S.MODEL_REQUESTED, {
+                "fragment": item.fragment, "length": rs.text_length + len(item.fragment),
+            })
+        if isinstance(item, ModelTurn):
+            self._close_stream()
+            return self._append(TurnCompleted, S.RESPONDED, {"response": self._prepare(item)})
+        self._close_stream()
+        return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
+
+    def _prepare(self, turn: ModelTurn) -> ModelTurn:
+        """Give every call a unique id (generated where missing, used on both sides) and stamp latency."""
+        update: dict[str, Any] = {}
+        if turn.latency_s is None:
+            update["latency_s"] = round(time.perf_counter() - self._t0, 6)
+        calls = turn.message.tool_calls
+        if calls:
+            seen: set[str] = set()
+            parts = list(turn.message.parts)
+            changed = False
+            for i, p in enumerate(parts):
+                if p.kind != "tool_call":
+                    continue
+                if not p.call_id or p.call_id in seen:
+                    new_id = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}"
+                    parts[i] = p.model_copy(update={"call_id": new_id})
+                    changed = True
+                seen.add(parts[i].call_id)  # type: ignore[union-attr]
+            if changed:
+                update["message"] = turn.message.model_copy(update={"parts": tuple(parts)})
+        return turn.model_copy(update=update) if update else turn
+
+    def _finish(self, state: LoopState, reason: str) -> BaseEvent:
+        return self._append(RunFinished, state, {"final": state, "reason": reason, "output": None})
+
+    def _run_tool(self, call: CallState) -> BaseEvent:
+        tool = self.loop.registry.get(call.name)
+        assert tool is not None and call.arguments is not None
+        validated = call.validated or tool.validate(call.arguments)
+        ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn)
+        out = self.loop.registry.run(tool, validated, ctx)
+        return self._append(ToolFinished, S.EXECUTING, {
+            "call_id": call.call_id, "name": call.name, "status": out.status, "content": out.content,
+            "value": out.value, "error_type": out.error_type, "error_message": out.error_message,
+            "duration_s": round(out.duration_s, 6),
+        })
+
+    # -- display -------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
+            f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
+        )

@@ -1,0 +1,153 @@
+"""The loop's state machine.
+
+Every state change of a run goes through :data:`TRANSITIONS`, one table of
+``{state: {event type: allowed next states}}``; nothing here does I/O. An event type missing from a state's
+row, or a next state outside the allowed set, raises :class:`~agentnb.exceptions.IllegalTransition` naming
+both. Most rows allow exactly one next state; where the event itself decides (``RunFinished`` names the
+terminal state, ``ApprovalResolved`` goes on waiting while other approvals are open), the set lists every
+legal choice. The debugger draws its diagram from this table.
+
+A run's life::
+
+    NEW -RunStarted-> READY -ModelRequested-> MODEL_REQUESTED (-TextMerged/ArgumentsMerged/ModelRetried->)
+      -TurnCompleted-> RESPONDED -CallParsed-> VALIDATING (-CallValidated/CallRejected->)
+      [-ApprovalRequested-> WAITING_APPROVAL -ApprovalResolved->] -ToolStarted-> EXECUTING (-ToolFinished->)
+      -ResultsBound-> RESULTS_READY -ModelRequested-> MODEL_REQUESTED ...
+    RESPONDED -RunFinished-> COMPLETED | REFUSED | INCOMPLETE | FAILED | ...
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from .exceptions import IllegalTransition
+
+
+class LoopState(StrEnum):
+    """Where a run is. Terminal states are listed in :data:`TERMINAL`."""
+
+    NEW = "NEW"
+    READY = "READY"
+    MODEL_REQUESTED = "MODEL_REQUESTED"
+    RESPONDED = "RESPONDED"
+    VALIDATING = "VALIDATING"
+    WAITING_APPROVAL = "WAITING_APPROVAL"
+    EXECUTING = "EXECUTING"
+    RESULTS_READY = "RESULTS_READY"
+    COMPLETED = "COMPLETED"
+    REFUSED = "REFUSED"
+    INCOMPLETE = "INCOMPLETE"
+    FAILED = "FAILED"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+    NO_PROGRESS = "NO_PROGRESS"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True for the states a run never leaves."""
+        return self in TERMINAL
+
+
+S = LoopState
+
+TERMINAL: frozenset[LoopState] = frozenset(
+    {S.COMPLETED, S.REFUSED, S.INCOMPLETE, S.FAILED, S.BUDGET_EXHAUSTED, S.NO_PROGRESS, S.CANCELLED}
+)
+"""States with no way out."""
+
+PAUSED: frozenset[LoopState] = frozenset({S.WAITING_APPROVAL})
+"""States in which a run waits for a person and does nothing by itself."""
+
+_STAY = "stay"  # marker for self-loops, expanded below
+
+
+def _row(**events: frozenset[LoopState] | str) -> dict[str, frozenset[LoopState] | str]:
+    return events
+
+
+_ABORT = frozenset({S.CANCELLED, S.FAILED, S.BUDGET_EXHAUSTED})
+
+_TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
+    S.NEW: _row(RunStarted=frozenset({S.READY})),
+    S.READY: _row(
+        ModelRequested=frozenset({S.MODEL_REQUESTED}),
+        GuardTripped=_STAY,
+        CompressionApplied=_STAY,
+        RunFinished=_ABORT,
+    ),
+    S.MODEL_REQUESTED: _row(
+        TextMerged=_STAY,
+        ArgumentsMerged=_STAY,
+        ModelRetried=_STAY,
+        GuardTripped=_STAY,
+        TurnCompleted=frozenset({S.RESPONDED}),
+        RunFinished=_ABORT | {S.INCOMPLETE},
+    ),
+    S.RESPONDED: _row(
+        CallParsed=frozenset({S.VALIDATING}),
+        GuardTripped=_STAY,
+        RunFinished=_ABORT | {S.COMPLETED, S.REFUSED, S.INCOMPLETE},
+    ),
+    S.VALIDATING: _row(
+        CallParsed=_STAY,
+        CallValidated=_STAY,
+        CallRejected=_STAY,
+        ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
+        ToolStarted=frozenset({S.EXECUTING}),
+        ResultsBound=frozenset({S.RESULTS_READY}),
+        GuardTripped=_STAY,
+        CompressionApplied=_STAY,
+        RunFinished=_ABORT,
+    ),
+    S.WAITING_APPROVAL: _row(
+        ApprovalRequested=_STAY,
+        ApprovalResolved=frozenset({S.WAITING_APPROVAL, S.EXECUTING}),
+        GuardTripped=_STAY,
+        RunFinished=_ABORT,
+    ),
+    S.EXECUTING: _row(
+        ToolStarted=_STAY,
+        ToolFinished=_STAY,
+        ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
+        ResultsBound=frozenset({S.RESULTS_READY}),
+        GuardTripped=_STAY,
+        CompressionApplied=_STAY,
+        RunFinished=_ABORT,
+    ),
+    S.RESULTS_READY: _row(
+        ModelRequested=frozenset({S.MODEL_REQUESTED}),
+        GuardTripped=_STAY,
+        CompressionApplied=_STAY,
+        RunFinished=_ABORT | {S.NO_PROGRESS},
+    ),
+}
+
+TRANSITIONS: dict[LoopState, dict[str, frozenset[LoopState]]] = {
+    state: {ev: (frozenset({state}) if nxt == _STAY else nxt) for ev, nxt in row.items()}  # type: ignore[misc]
+    for state, row in _TABLE.items()
+}
+"""``{state: {event type: allowed next states}}``; terminal states have no row."""
+for _t in TERMINAL:
+    TRANSITIONS[_t] = {}
+
+EVENT_TYPES: frozenset[str] = frozenset(ev for row in TRANSITIONS.values() for ev in row)
+"""Every event type the table knows."""
+
+
+def check_transition(state: LoopState, event_type: str, next_state: LoopState) -> None:
+    """Raise :class:`IllegalTransition` unless ``event_type`` may move ``state`` to ``next_state``."""
+    allowed = TRANSITIONS[state].get(event_type)
+    if allowed is None:
+        if state in TERMINAL:
+            raise IllegalTransition(state, event_type, next_state, f"{state.value} is terminal")
+        raise IllegalTransition(state, event_type, next_state, f"{event_type} is not allowed in {state.value}")
+    if next_state not in allowed:
+        names = ", ".join(sorted(s.value for s in allowed))
+        raise IllegalTransition(
+            state, event_type, next_state, f"{event_type} in {state.value} may lead only to {names}"
+        )
+
+
+def edges() -> list[tuple[LoopState, str, LoopState]]:
+    """Every (state, event type, next state) edge of the table, for drawing the diagram."""
+    return [(s, ev, n) for s, row in TRANSITIONS.items() for ev, nxts in row.items() for n in sorted(nxts)]

@@ -1,0 +1,400 @@
+"""Tools: typed Python functions the model may call, an explicit registry, and the dispatcher.
+
+``@tool`` reads a function's signature and Google-style docstring and builds a pydantic model of its
+parameters; the JSON schema offered to the model comes from that model, and the same model validates the
+arguments the model sends. The model's text never selects an arbitrary callable: a call is looked up only in
+the loop's :class:`ToolRegistry`, and every way a call can go wrong becomes a structured error result the
+model can read and correct (see :meth:`ToolRegistry.check`):
+
+- an unknown name -> an error listing the tools that exist;
+- arguments that are not a JSON object -> an error quoting the parse error (never repaired);
+- arguments that fail the schema -> an error naming each bad field;
+- a tool that raises -> an error with the exception type and message;
+- a tool past its timeout -> a ``timeout`` result.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import PydanticUndefined, to_jsonable_python
+
+from ._aio import run_coroutine
+from .exceptions import ToolDefinitionError
+from .messages import ResultStatus
+
+Risk = Literal["read", "write", "dangerous"]
+ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
+_SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into the description and per-parameter texts.
+
+    Example:
+        >>> parse_docstring('''Add two numbers.
+        ...
+        ... Args:
+        ...     a: the first.
+        ...     b: the second.
+        ... ''')
+        ('Add two numbers.', {'a': 'the first.', 'b': 'the second.'})
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines) and not _ARGS_HEADER.match(lines[i]) and not _SECTION_HEADER.match(lines[i]):
+        desc.append(lines[i])
+        i += 1
+    current: str | None = None
+    indent = None
+    in_args = False
+    for line in lines[i:]:
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if _SECTION_HEADER.match(line) and not line.startswith((" ", "\t")):
+            in_args, current = False, None
+            continue
+        if not in_args:
+            continue
+        m = _PARAM_LINE.match(line)
+        if m and (indent is None or len(m.group(1)) <= indent):
+            indent = len(m.group(1))
+            current = m.group(2).lstrip("*")
+            params[current] = m.group(4).strip()
+        elif current and line.strip():
+            params[current] = (params[current] + " " + line.strip()).strip()
+    return "\n".join(desc).strip(), params
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may learn about the call it serves; declare a parameter of this type to receive it.
+
+    A parameter annotated ``ToolContext`` is filled by agentnb and never shown to the model.
+    """
+
+    run_id: str
+    call_id: str
+    tool_name: str
+    turn: int
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call. Build one with :func:`tool`."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    parameters: dict[str, Any]
+    risk: Risk = "read"
+    approval: ApprovalPolicy = None
+    timeout: float | None = None
+    is_async: bool = False
+    context_param: str | None = None
+    _field_names: tuple[str, ...] = field(default=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (the decorator keeps functions usable)."""
+        return self.fn(*args, **kwargs)
+
+    def needs_approval(self, call: Any = None, context: Any = None) -> bool:
+        """Whether a call of this tool waits for a person.
+
+        ``approval=None`` means "by risk": ``write`` and ``dangerous`` tools ask, ``read`` tools do not.
+        """
+        if self.approval is None:
+            return self.risk != "read"
+        if isinstance(self.approval, bool):
+            return self.approval
+        return bool(self.approval(call, context))
+
+    def validate(self, arguments: dict[str, Any]) -> BaseModel:
+        """Validate arguments against the schema; raises pydantic's ``ValidationError``."""
+        return self.args_model.model_validate(arguments)
+
+    def invoke(self, validated: BaseModel, context: ToolContext | None = None) -> Any:
+        """Run the tool on validated arguments, honouring its timeout.
+
+        Raises:
+            TimeoutError: when the tool runs past ``timeout`` seconds.
+        """
+        kwargs = {name: getattr(validated, name) for name in self._field_names}
+        if self.context_param is not None:
+            kwargs[self.context_param] = context
+        if self.is_async:
+            return run_coroutine(self.fn(**kwargs), self.timeout)
+        if self.timeout is None:
+            return self.fn(**kwargs)
+        # A thread cannot be killed: on timeout the call is answered and the thread is left to finish.
+        future = _executor().submit(self.fn, **kwargs)
+        try:
+            return future.result(self.timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError from None
+
+    def info(self) -> dict[str, Any]:
+        """The tool as offered to a model (name, description, JSON schema, risk, approval)."""
+        approval: bool | str = "policy" if callable(self.approval) else self.needs_approval()
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "risk": self.risk,
+            "approval": approval,
+        }
+
+    def __repr__(self) -> str:
+        return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
+
+
+_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agentnb-tool")
+    return _EXECUTOR
+
+
+def _build_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    approval: ApprovalPolicy,
+    risk: Risk,
+    timeout: float | None,
+) -> Tool:
+    if not callable(fn):
+        raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
+    if risk not in ("read", "write", "dangerous"):
+        raise ToolDefinitionError(f"risk must be 'read', 'write' or 'dangerous', got {risk!r}")
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", tool_name):
+        raise ToolDefinitionError(
+            f"tool name {tool_name!r} must be 1-64 characters of letters, digits, '_', '.' or '-'"
+        )
+    doc_desc, doc_params = parse_docstring(inspect.getdoc(fn))
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # unresolved forward references and the like
+        raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: *{pname} / **{pname} cannot be described to a model; name each parameter"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ToolDefinitionError(f"tool {tool_name!r}: positional-only parameter {pname!r} is not supported")
+        annotation = hints.get(pname, Any)
+        if annotation is ToolContext:
+            context_param = pname
+            continue
+        default = PydanticUndefined if param.default is param.empty else param.default
+        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname)))
+    model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
+    try:
+        args_model = create_model(
+            model_name, __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = args_model.model_json_schema()
+    except Exception as exc:
+        raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    return Tool(
+        name=tool_name,
+        description=(description if description is not None else doc_desc) or tool_name,
+        fn=fn,
+        args_model=args_model,
+        parameters=schema,
+        risk=risk,
+        approval=approval,
+        timeout=timeout,
+        is_async=inspect.iscoroutinefunction(fn),
+        context_param=context_param,
+        _field_names=tuple(fields),
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ApprovalPolicy = None,
+    risk: Risk = "read",
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ApprovalPolicy = None,
+    risk: Risk = "read",
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function into a tool; use bare or with options.
+
+    The JSON schema comes from the signature (defaults, enums, ``Literal``, nested pydantic models,
+    optional fields) and the docstring (the description and the ``Args:`` section).
+
+    Args:
+        fn: the function (when used bare, ``@tool``).
+        name: the name the model sees (default: the function's name).
+        description: the description the model sees (default: the docstring's first part).
+        approval: ``True``/``False``, or ``callable(call, context) -> bool``; ``None`` decides by risk.
+        risk: ``"read"``, ``"write"`` or ``"dangerous"``.
+        timeout: seconds before the call is answered with a ``timeout`` result.
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int = 0) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> add.parameters["required"]
+        ['a']
+        >>> add(2, 3)
+        5
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return _build_tool(f, name=name, description=description, approval=approval, risk=risk, timeout=timeout)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@dataclass
+class Outcome:
+    """What running a call produced, before it becomes an event."""
+
+    status: ResultStatus
+    content: str
+    value: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    duration_s: float = 0.0
+
+
+def render_value(value: Any) -> str:
+    """The text a model sees for a tool's return value: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of a value for the transcript (unknown objects become their repr)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return to_jsonable_python(value, fallback=repr)
+
+
+def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
+    """A model-readable message naming each bad field, plus the structured errors."""
+    errors: list[dict[str, Any]] = []
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
+        msg = err["msg"]
+        errors.append({"loc": loc, "msg": msg, "type": err["type"]})
+        lines.append(f"- {loc}: {msg}")
+    return f"Invalid arguments for tool '{tool_name}':\n" + "\n".join(lines), errors
+
+
+class ToolRegistry:
+    """The tools of one loop, looked up by name only.
+
+    Example:
+        >>> @tool
+        ... def ping() -> str:
+        ...     '''Reply pong.'''
+        ...     return "pong"
+        >>> ToolRegistry([ping]).names
+        ['ping']
+    """
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            t = t if isinstance(t, Tool) else tool(t)
+            if t.name in self._tools:
+                raise ToolDefinitionError(f"two tools are named {t.name!r}; give one of them name=...")
+            self._tools[t.name] = t
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def unknown_message(self, name: str) -> str:
+        """The error a model gets for a name that is not registered."""
+        available = ", ".join(self._tools) or "(none)"
+        return f"Unknown tool '{name}'. Available tools: {available}."
+
+    def run(self, t: Tool, validated: BaseModel, context: ToolContext | None) -> Outcome:
+        """Run one validated call and turn whatever happens into an :class:`Outcome`."""
+        start = time.perf_counter()
+        try:
+            value = t.invoke(validated, context)
+        except TimeoutError:
+            return Outcome(
+                status="timeout",
+                content=f"Tool '{t.name}' did not finish within {t.timeout:g} s.",
+                error_type="TimeoutError",
+                error_message=f"timed out after {t.timeout:g} s",
+                duration_s=time.perf_counter() - start,
+            )
+        except Exception as exc:  # the tool's own failure is data for the model
+            return Outcome(
+                status="error",
+                content=f"Tool '{t.name}' raised {type(exc).__name__}: {exc}",
+                error_type=type(exc).__name__,
+                error_message=str(exc),
+                duration_s=time.perf_counter() - start,
+            )
+        return Outcome(
+            status="ok", content=render_value(value), value=jsonable(value), duration_s=time.perf_counter() - start
+        )
+
+
+def as_registry(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:
+    """A registry from a registry or a list of tools/functions."""
+    return tools if isinstance(tools, ToolRegistry) else ToolRegistry(cast(Iterable[Any], tools))

@@ -1,0 +1,148 @@
+"""Transcripts: a run's event log, saved and loaded losslessly as JSON Lines.
+
+A transcript is nothing but its events. The conversation, the calls and the final state are recovered by
+folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, which is how the debugger shows
+"the conversation as of event 812".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import ValidationError
+
+from .events import EVENT_ADAPTER, BaseEvent
+from .exceptions import IllegalTransition, TranscriptError
+from .messages import Message
+from .states import LoopState
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .engine import RunState
+
+
+class Transcript:
+    """The ordered events of one run.
+
+    Example:
+        >>> import agentnb as anb, tempfile, os
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> run = run.start("Weather in Paris?").run()
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+        >>> run.transcript.save(path)
+        >>> anb.Transcript.load(path).state
+        <LoopState.COMPLETED: 'COMPLETED'>
+    """
+
+    def __init__(self, events: list[BaseEvent]) -> None:
+        self.events = events
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[BaseEvent]:
+        return iter(self.events)
+
+    @overload
+    def __getitem__(self, i: int) -> BaseEvent: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[BaseEvent]: ...
+    def __getitem__(self, i: int | slice) -> BaseEvent | list[BaseEvent]:
+        return self.events[i]
+
+    def __repr__(self) -> str:
+        run_id = self.events[0].run_id if self.events else "-"
+        return f"<agentnb.Transcript {run_id} {len(self)} events, {self.state.value}>"
+
+    # -- projections ---------------------------------------------------------------------------------
+
+    def fold(self) -> RunState:
+        """The run's state after all events."""
+        from .engine import RunState
+
+        return RunState.fold(self.events)
+
+    def at(self, seq: int) -> RunState:
+        """The run's state right after event ``seq`` (time travel)."""
+        from .engine import RunState
+
+        return RunState.fold(self.events[: seq + 1])
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (None for an empty transcript)."""
+        return self.events[0].run_id if self.events else None
+
+    @property
+    def state(self) -> LoopState:
+        """The loop state after the last event."""
+        return self.events[-1].state if self.events else LoopState.NEW
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation rebuilt from the events."""
+        return self.fold().messages
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per event, with the event's own fields as JSON text in ``payload``.
+
+        Columns: ``run_id``, ``seq``, ``ts``, ``turn``, ``type``, ``state``, ``call_id``, ``name``, ``payload``.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is a core dependency
+            raise ImportError("Transcript.to_pandas needs pandas: pip install pandas") from exc
+        common = {"seq", "ts", "run_id", "turn", "state", "type"}
+        rows: list[dict[str, Any]] = []
+        for ev in self.events:
+            data = ev.model_dump(mode="json")
+            rows.append({
+                "run_id": ev.run_id, "seq": ev.seq, "ts": ev.ts, "turn": ev.turn,
+                "type": data["type"], "state": ev.state.value,
+                "call_id": data.get("call_id"), "name": data.get("name"),
+                "payload": json.dumps({k: v for k, v in data.items() if k not in common}, ensure_ascii=False),
+            })
+        df = pd.DataFrame(rows, columns=["run_id", "seq", "ts", "turn", "type", "state", "call_id", "name", "payload"])
+        df["ts"] = pd.to_datetime(df["ts"], utc=True)
+        for col in ("type", "state"):
+            df[col] = df[col].astype("category")
+        df["turn"] = df["turn"].astype("Int64")
+        return df
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Write one JSON event per line (UTF-8). Lossless: :meth:`load` gives the same events back."""
+        with Path(path).open("w", encoding="utf-8") as fh:
+            for ev in self.events:
+                fh.write(ev.model_dump_json())
+                fh.write("\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Transcript:
+        """Read a transcript written by :meth:`save`, checking every event against the state machine.
+
+        Raises:
+            TranscriptError: naming the line, when a line is not a valid event or breaks the run's order.
+        """
+        events: list[BaseEvent] = []
+        with Path(path).open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    events.append(EVENT_ADAPTER.validate_json(line))
+                except ValidationError as exc:
+                    first = exc.errors(include_url=False)[0]
+                    where = ".".join(str(x) for x in first["loc"])
+                    raise TranscriptError(f"{path}:{lineno}: not a valid event ({where}: {first['msg']})") from None
+        transcript = cls(events)
+        try:
+            transcript.fold()
+        except (IllegalTransition, ValueError, KeyError) as exc:
+            raise TranscriptError(f"{path}: the events do not form a valid run: {exc}") from exc
+        return transcript
