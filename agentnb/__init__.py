@@ -41,7 +41,6 @@ from .transcript import Transcript
 __version__ = "0.1.0"
 
 __all__ = [
-    "TRANSITIONS",
     "AgentnbError",
     "ApprovalError",
     "Event",
@@ -58,6 +57,7 @@ __all__ = [
     "RunState",
     "ScriptedModel",
     "StreamInterrupted",
+    "TRANSITIONS",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",

@@ -48,10 +48,9 @@ from .events import (
     TurnCompleted,
 )
 from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
-from .states import LoopState, check_transition
+from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import ToolRegistry, describe_errors
 
-S = LoopState
 
 FINALIZE_PROMPT = (
     "You have reached the limit of tool calls for this request. Do not call any more tools. "
@@ -65,7 +64,7 @@ CallStatus = Literal[
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class CallState:
     """One call of the current turn, as far as the log has taken it."""
 
@@ -91,7 +90,7 @@ class CallState:
         return self.part.name
 
 
-@dataclass
+@dataclass(slots=True)
 class RunState:
     """The fold of a run's events. Apply events in order with :meth:`apply`; read anything off it."""
 
@@ -133,8 +132,10 @@ class RunState:
             raise ValueError(f"event seq {event.seq} does not follow seq {self.seq - 1}")
         if self.run_id and event.run_id != self.run_id:
             raise ValueError(f"event of run {event.run_id!r} in run {self.run_id!r}")
-        etype = event.type  # type: ignore[attr-defined]
-        check_transition(self.state, etype, event.state)
+        etype = event.type
+        allowed = TRANSITIONS[self.state].get(etype)
+        if allowed is None or event.state not in allowed:
+            check_transition(self.state, etype, event.state)  # raises, naming the state and the event
         _FOLD[etype](self, event)
         self.state = event.state
         self.seq += 1
@@ -313,7 +314,7 @@ _FOLD: dict[str, Any] = {
 # -- actions ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Emit:
     """Append this event (no I/O needed to decide it)."""
 
@@ -345,6 +346,8 @@ class Done:
 
 
 Action = Emit | PullModel | RunTool | Wait | Done
+
+DONE, PULL, WAIT = Done(), PullModel(), Wait()
 
 
 @dataclass(frozen=True)
@@ -401,10 +404,10 @@ def classify(resp: ModelTurn) -> Emit | None:
 def decide(rs: RunState, cfg: EngineConfig) -> Action:
     """What happens next in a run in state ``rs``. Pure: reads ``rs`` and ``cfg`` only."""
     st = rs.state
-    if st.is_terminal:
-        return Done()
+    if st in TERMINAL:
+        return DONE
     if st is S.MODEL_REQUESTED:
-        return PullModel()
+        return PULL
     if st is S.READY:
         return _request(rs, cfg)
     if st is S.RESULTS_READY:
@@ -482,7 +485,7 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
         if c.status == "approved":
             return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name})
     if any(c.status == "awaiting_approval" for c in calls):
-        return Wait()
+        return WAIT
     return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
 
 

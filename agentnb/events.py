@@ -1,29 +1,36 @@
 """The events of a run: one append-only log that everything else is a projection of.
 
-Each event is a frozen pydantic model with a literal ``type`` (the union :data:`Event` is discriminated on
-it) and the common fields ``seq`` (position in the log), ``ts`` (UTC time), ``run_id``, ``turn`` (the model
-turn it belongs to, 0 before the first request) and ``state`` (the loop state *after* the event).
+Each event is a slotted dataclass with a literal ``type`` (the union :data:`Event` is discriminated on it;
+pydantic validates and serializes it through ``TypeAdapter``) and the common fields ``seq`` (position in the
+log), ``ts`` (UTC time), ``run_id``, ``turn`` (the model turn it belongs to, 0 before the first request) and
+``state`` (the loop state *after* the event).
 
 Events hold deltas, not snapshots: ``ModelRequested`` carries only what is new since the previous request
 (a finalization instruction, say) and the number of messages the request held, so the full request is
 rebuilt by folding the log up to it (see :mod:`agentnb.engine`). A long run therefore stays linear.
+
+Events are never changed after they are appended. They are not ``frozen`` dataclasses only because a frozen
+dataclass costs three to four times more to build (each field goes through ``object.__setattr__``), and a run
+appends seven of them per tool round trip (``bench/loop_overhead.py``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from .messages import Message, ModelTurn, ResultStatus
 from .states import LoopState
 
 
-class BaseEvent(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class BaseEvent:
     """Fields every event has."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: str = ""
     seq: int
     ts: datetime
     run_id: str
@@ -31,10 +38,10 @@ class BaseEvent(BaseModel):
     state: LoopState
 
 
-class ToolInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ToolInfo:
     """A tool as offered to the model: enough to show it and to render it for any provider."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     description: str
     parameters: dict[str, Any]
@@ -43,6 +50,7 @@ class ToolInfo(BaseModel):
     """``True``/``False``, or ``"policy"`` when a callable decides per call."""
 
 
+@dataclass(slots=True, kw_only=True)
 class RunStarted(BaseEvent):
     """A run began with these messages, this model and these tools."""
 
@@ -51,25 +59,27 @@ class RunStarted(BaseEvent):
     model: str
     """``provider:model`` of the model the loop was built with."""
     tools: list[ToolInfo]
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
     """Loop settings that shape the run (max_turns, the cap policy, request settings)."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ModelRequested(BaseEvent):
     """The loop asked the model for a turn."""
 
     type: Literal["ModelRequested"] = "ModelRequested"
     message_count: int
     """How many messages of the conversation (after ``new_messages``) the request held."""
-    new_messages: list[Message] = Field(default_factory=list)
+    new_messages: list[Message] = field(default_factory=list)
     """Messages added to the conversation by this request (e.g. the finalization instruction)."""
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
     """Names of the tools offered; empty when finalizing."""
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
     finalize: bool = False
     """True for the tools-free call that asks the model to answer with what it has."""
 
 
+@dataclass(slots=True, kw_only=True)
 class TextMerged(BaseEvent):
     """A streamed text fragment was appended to the answer."""
 
@@ -79,6 +89,7 @@ class TextMerged(BaseEvent):
     """Characters of text accumulated so far in this turn."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ArgumentsMerged(BaseEvent):
     """A streamed argument fragment was appended to one call's buffer."""
 
@@ -92,6 +103,7 @@ class ArgumentsMerged(BaseEvent):
     """Bytes accumulated so far for this call."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ModelRetried(BaseEvent):
     """A model call failed in a way a retry may cure; the loop waits and asks again."""
 
@@ -102,13 +114,17 @@ class ModelRetried(BaseEvent):
     delay_s: float
 
 
+@dataclass(slots=True, kw_only=True)
 class TurnCompleted(BaseEvent):
     """The model's answer arrived whole: the assistant message and what the provider said about it."""
 
     type: Literal["TurnCompleted"] = "TurnCompleted"
     response: ModelTurn
+    latency_s: float
+    """Seconds from sending the request to the final item of the answer (streaming included)."""
 
 
+@dataclass(slots=True, kw_only=True)
 class CallParsed(BaseEvent):
     """One call of the turn was read: its arguments parsed as JSON, or the parse error."""
 
@@ -123,6 +139,7 @@ class CallParsed(BaseEvent):
     """True when the model gave no (or a duplicate) id and agentnb made one, used on both sides."""
 
 
+@dataclass(slots=True, kw_only=True)
 class CallValidated(BaseEvent):
     """A call named a known tool and its arguments passed the tool's schema."""
 
@@ -136,6 +153,7 @@ class CallValidated(BaseEvent):
 RejectReason = Literal["unknown_tool", "invalid_json", "schema"]
 
 
+@dataclass(slots=True, kw_only=True)
 class CallRejected(BaseEvent):
     """A call cannot run; ``message`` goes back to the model as an error result."""
 
@@ -144,10 +162,11 @@ class CallRejected(BaseEvent):
     name: str
     reason: RejectReason
     message: str
-    errors: list[dict[str, Any]] = Field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
     """Field errors (``loc``, ``msg``, ``type``) for schema failures."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ApprovalRequested(BaseEvent):
     """A call waits for a person to approve or deny it."""
 
@@ -160,6 +179,7 @@ class ApprovalRequested(BaseEvent):
     risk: str
 
 
+@dataclass(slots=True, kw_only=True)
 class ApprovalResolved(BaseEvent):
     """A person approved or denied a call (possibly with edited arguments)."""
 
@@ -173,6 +193,7 @@ class ApprovalResolved(BaseEvent):
     """Edited arguments, when the approver changed them."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolStarted(BaseEvent):
     """A tool began to run for a call."""
 
@@ -181,6 +202,7 @@ class ToolStarted(BaseEvent):
     name: str
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolFinished(BaseEvent):
     """A tool finished (or failed, or timed out) for a call."""
 
@@ -197,6 +219,7 @@ class ToolFinished(BaseEvent):
     duration_s: float
 
 
+@dataclass(slots=True, kw_only=True)
 class ResultsBound(BaseEvent):
     """Every call of the turn has exactly one result; they join the conversation in the model's order."""
 
@@ -204,6 +227,7 @@ class ResultsBound(BaseEvent):
     call_ids: list[str]
 
 
+@dataclass(slots=True, kw_only=True)
 class GuardTripped(BaseEvent):
     """A budget or guard ran out; ``action`` is what the loop does about it."""
 
@@ -215,6 +239,7 @@ class GuardTripped(BaseEvent):
     message: str
 
 
+@dataclass(slots=True, kw_only=True)
 class CompressionApplied(BaseEvent):
     """The conversation was rebuilt shorter; ``messages`` is the new history."""
 
@@ -223,10 +248,11 @@ class CompressionApplied(BaseEvent):
     tokens_before: int
     tokens_after: int
     messages: list[Message]
-    removed: list[int] = Field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
     """Indices (in the old history) of the messages removed or replaced."""
 
 
+@dataclass(slots=True, kw_only=True)
 class RunFinished(BaseEvent):
     """The run reached a terminal state."""
 
@@ -259,9 +285,10 @@ Event = Annotated[
 """Any event, discriminated on ``type``."""
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+"""Validates any event from JSON or Python data (used when loading a transcript)."""
 
 EVENT_CLASSES: dict[str, type[BaseEvent]] = {
-    cls.model_fields["type"].default: cls
+    next(f.default for f in fields(cls) if f.name == "type"): cls  # type: ignore[misc]
     for cls in (
         RunStarted, ModelRequested, TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted, CallParsed,
         CallValidated, CallRejected, ApprovalRequested, ApprovalResolved, ToolStarted, ToolFinished,
@@ -269,3 +296,22 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
     )
 }
 """Every event class by its ``type``."""
+
+_ADAPTERS: dict[type[BaseEvent], TypeAdapter[Any]] = {cls: TypeAdapter(cls) for cls in EVENT_CLASSES.values()}
+
+
+def event_to_json(event: BaseEvent) -> str:
+    """One event as compact JSON text (the transcript's line format)."""
+    return _ADAPTERS[type(event)].dump_json(event).decode()
+
+
+def event_to_dict(event: BaseEvent) -> dict[str, Any]:
+    """One event as JSON-safe Python data."""
+    data: dict[str, Any] = _ADAPTERS[type(event)].dump_python(event, mode="json")
+    return data
+
+
+def event_from_json(text: str | bytes) -> BaseEvent:
+    """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
+    event: BaseEvent = EVENT_ADAPTER.validate_json(text)
+    return event

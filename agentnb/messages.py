@@ -15,35 +15,39 @@ Parts (discriminated on ``kind``):
   provider that produced it, to be sent back only to that provider.
 
 A model turn (:class:`ModelTurn`) is one assistant message plus what the provider said about it: the raw and
-the normalized finish reason, usage, the response id and the latency.
+the normalized finish reason, usage and the response id (the ``TurnCompleted`` event that carries it adds the
+latency the driver measured).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, TypeAdapter
 
 Role = Literal["system", "user", "assistant", "tool"]
 ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout"]
 FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other"]
 """The normalized finish reason. Only ``stop`` is an explicit completion."""
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# Core records are frozen, slotted dataclasses: a run makes thousands of them, and a dataclass is several
+# times cheaper to build than a validating model (see bench/loop_overhead.py). Pydantic validates and
+# serializes them at the edges through TypeAdapter (loading a transcript, reading a message list).
 
 
-class TextPart(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextPart:
     """Plain text."""
 
-    model_config = _FROZEN
     kind: Literal["text"] = "text"
     text: str
 
 
-class ToolCallPart(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallPart:
     """One tool call the assistant asked for."""
 
-    model_config = _FROZEN
     kind: Literal["tool_call"] = "tool_call"
     call_id: str
     """The id the model gave (or one generated for it); results reference it."""
@@ -59,10 +63,10 @@ class ToolCallPart(BaseModel):
     """A second provider id where the wire has one (the Responses ``fc_...`` item id)."""
 
 
-class ToolResultPart(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultPart:
     """The answer to one call, bound to it by ``call_id``."""
 
-    model_config = _FROZEN
     kind: Literal["tool_result"] = "tool_result"
     call_id: str
     name: str
@@ -73,23 +77,23 @@ class ToolResultPart(BaseModel):
     """The full value for people and analysis; never rendered into a request."""
 
 
-class RefusalPart(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefusalPart:
     """A refusal reported by the provider apart from the answer text."""
 
-    model_config = _FROZEN
     kind: Literal["refusal"] = "refusal"
     text: str
 
 
-class ReasoningPart(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningPart:
     """Opaque continuation data; sent back only to ``provider``."""
 
-    model_config = _FROZEN
     kind: Literal["reasoning"] = "reasoning"
     provider: str
     text: str | None = None
     """Readable reasoning or a summary of it, when the provider gives one."""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     """The provider's own fields (signature, encrypted content, item id), kept verbatim."""
 
 
@@ -99,7 +103,8 @@ Part = Annotated[
 ]
 
 
-class Message(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
     """One message of the canonical conversation.
 
     Example:
@@ -107,7 +112,6 @@ class Message(BaseModel):
         'What is 2 + 3?'
     """
 
-    model_config = _FROZEN
     role: Role
     parts: tuple[Part, ...] = ()
 
@@ -148,10 +152,10 @@ class Message(BaseModel):
         return "".join(texts) if texts else None
 
 
-class Usage(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
     """Token counts of one model turn."""
 
-    model_config = _FROZEN
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -161,10 +165,10 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
-class ModelTurn(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTurn:
     """One answer of a model: the assistant message plus what the provider said about it."""
 
-    model_config = _FROZEN
     message: Message
     provider: str
     model: str
@@ -172,8 +176,7 @@ class ModelTurn(BaseModel):
     finish_reason_raw: str | None = None
     """The provider's own value (``tool_calls``, ``end_turn``, ``STOP``, ``max_tokens`` ...)."""
     finish_reason: FinishReason
-    usage: Usage = Usage()
-    latency_s: float | None = None
+    usage: Usage = field(default_factory=lambda: Usage())
     complete: bool = True
     """False when the stream ended early: nothing in an incomplete turn is executable."""
     raw: Any = None
@@ -193,5 +196,9 @@ def coerce_messages(prompt: str | Message | list[Message] | list[dict[str, Any]]
         elif isinstance(m, dict) and "parts" not in m and isinstance(m.get("content"), str):
             out.append(Message(role=m["role"], parts=(TextPart(text=m["content"]),)))
         else:
-            out.append(Message.model_validate(m))
+            out.append(MESSAGE_ADAPTER.validate_python(m))
     return out
+
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+"""Validates and serializes one message (``MESSAGE_ADAPTER.dump_python(m, mode="json")``)."""

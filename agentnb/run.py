@@ -12,6 +12,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -41,13 +42,12 @@ from .events import (
     TurnCompleted,
 )
 from .exceptions import ApprovalError, ModelError, RunNotPaused, StreamInterrupted
-from .messages import Message, ModelTurn, coerce_messages
+from .messages import Message, ModelTurn, ToolCallPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
-from .states import LoopState
+from .states import TERMINAL, LoopState, S
 from .tools import Tool, ToolContext, ToolRegistry, as_registry
 from .transcript import Transcript
 
-S = LoopState
 
 
 class Loop:
@@ -182,12 +182,12 @@ class Run:
     @property
     def done(self) -> bool:
         """True once the run is in a terminal state."""
-        return self._rs.state.is_terminal
+        return self._rs.state in TERMINAL
 
     @property
     def paused(self) -> bool:
         """True while the run waits for a person."""
-        return self._rs.state is S.WAITING_APPROVAL and not self._rs.state.is_terminal
+        return self._rs.state is S.WAITING_APPROVAL
 
     def pending_approvals(self) -> list[CallState]:
         """Calls waiting for approval, in the model's order."""
@@ -379,31 +379,24 @@ class Run:
             })
         if isinstance(item, ModelTurn):
             self._close_stream()
-            return self._append(TurnCompleted, S.RESPONDED, {"response": self._prepare(item)})
+            latency = round(time.perf_counter() - self._t0, 6)
+            return self._append(TurnCompleted, S.RESPONDED, {"response": self._prepare(item), "latency_s": latency})
         self._close_stream()
         return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
 
     def _prepare(self, turn: ModelTurn) -> ModelTurn:
-        """Give every call a unique id (generated where missing, used on both sides) and stamp latency."""
-        update: dict[str, Any] = {}
-        if turn.latency_s is None:
-            update["latency_s"] = round(time.perf_counter() - self._t0, 6)
-        calls = turn.message.tool_calls
-        if calls:
-            seen: set[str] = set()
-            parts = list(turn.message.parts)
-            changed = False
-            for i, p in enumerate(parts):
-                if p.kind != "tool_call":
-                    continue
-                if not p.call_id or p.call_id in seen:
-                    new_id = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}"
-                    parts[i] = p.model_copy(update={"call_id": new_id})
-                    changed = True
-                seen.add(parts[i].call_id)  # type: ignore[union-attr]
-            if changed:
-                update["message"] = turn.message.model_copy(update={"parts": tuple(parts)})
-        return turn.model_copy(update=update) if update else turn
+        """Give every call a unique id: generated where missing or repeated, and used on both sides."""
+        seen: set[str] = set()
+        parts = list(turn.message.parts)
+        changed = False
+        for i, p in enumerate(parts):
+            if not isinstance(p, ToolCallPart):
+                continue
+            if not p.call_id or p.call_id in seen:
+                p = parts[i] = replace(p, call_id=f"call_{self.run_id[4:]}_{self._rs.turn}_{i}")
+                changed = True
+            seen.add(p.call_id)
+        return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
 
     def _finish(self, state: LoopState, reason: str) -> BaseEvent:
         return self._append(RunFinished, state, {"final": state, "reason": reason, "output": None})
@@ -412,7 +405,9 @@ class Run:
         tool = self.loop.registry.get(call.name)
         assert tool is not None and call.arguments is not None
         validated = call.validated or tool.validate(call.arguments)
-        ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn)
+        ctx = None
+        if tool.context_param is not None:
+            ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn)
         out = self.loop.registry.run(tool, validated, ctx)
         return self._append(ToolFinished, S.EXECUTING, {
             "call_id": call.call_id, "name": call.name, "status": out.status, "content": out.content,

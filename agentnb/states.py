@@ -19,6 +19,7 @@ A run's life::
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 from .exceptions import IllegalTransition
 
@@ -47,8 +48,35 @@ class LoopState(StrEnum):
         """True for the states a run never leaves."""
         return self in TERMINAL
 
+    @property
+    def is_paused(self) -> bool:
+        """True for the states in which a run waits for a person."""
+        return self in PAUSED
 
-S = LoopState
+
+class S:
+    """The members of :class:`LoopState` as plain class attributes, for hot paths.
+
+    Reading ``LoopState.READY`` goes through the Enum metaclass and costs several times a plain attribute;
+    the engine reads states on every event.
+    """
+
+    NEW: Final = LoopState.NEW
+    READY: Final = LoopState.READY
+    MODEL_REQUESTED: Final = LoopState.MODEL_REQUESTED
+    RESPONDED: Final = LoopState.RESPONDED
+    VALIDATING: Final = LoopState.VALIDATING
+    WAITING_APPROVAL: Final = LoopState.WAITING_APPROVAL
+    EXECUTING: Final = LoopState.EXECUTING
+    RESULTS_READY: Final = LoopState.RESULTS_READY
+    COMPLETED: Final = LoopState.COMPLETED
+    REFUSED: Final = LoopState.REFUSED
+    INCOMPLETE: Final = LoopState.INCOMPLETE
+    FAILED: Final = LoopState.FAILED
+    BUDGET_EXHAUSTED: Final = LoopState.BUDGET_EXHAUSTED
+    NO_PROGRESS: Final = LoopState.NO_PROGRESS
+    CANCELLED: Final = LoopState.CANCELLED
+
 
 TERMINAL: frozenset[LoopState] = frozenset(
     {S.COMPLETED, S.REFUSED, S.INCOMPLETE, S.FAILED, S.BUDGET_EXHAUSTED, S.NO_PROGRESS, S.CANCELLED}

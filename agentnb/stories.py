@@ -25,7 +25,9 @@ _CITIES: dict[str, dict[str, Any]] = {
     "Tokyo": {"temp_c": 22, "sky": "clear"},
     "Oslo": {"temp_c": 3, "sky": "snow"},
 }
-_ORDERS: dict[str, dict[str, Any]] = {"42": {"order_id": "42", "item": "Blue kettle", "amount_cents": 1999, "status": "delivered"}}
+_ORDERS: dict[str, dict[str, Any]] = {
+    "42": {"order_id": "42", "item": "Blue kettle", "amount_cents": 1999, "status": "delivered"},
+}
 
 
 @tool

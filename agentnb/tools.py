@@ -291,7 +291,7 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What running a call produced, before it becomes an event."""
 

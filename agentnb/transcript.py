@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
-from .events import EVENT_ADAPTER, BaseEvent
+from .events import BaseEvent, event_from_json, event_to_dict, event_to_json
 from .exceptions import IllegalTransition, TranscriptError
 from .messages import Message
 from .states import LoopState
@@ -99,7 +99,7 @@ class Transcript:
         common = {"seq", "ts", "run_id", "turn", "state", "type"}
         rows: list[dict[str, Any]] = []
         for ev in self.events:
-            data = ev.model_dump(mode="json")
+            data = event_to_dict(ev)
             rows.append({
                 "run_id": ev.run_id, "seq": ev.seq, "ts": ev.ts, "turn": ev.turn,
                 "type": data["type"], "state": ev.state.value,
@@ -119,7 +119,7 @@ class Transcript:
         """Write one JSON event per line (UTF-8). Lossless: :meth:`load` gives the same events back."""
         with Path(path).open("w", encoding="utf-8") as fh:
             for ev in self.events:
-                fh.write(ev.model_dump_json())
+                fh.write(event_to_json(ev))
                 fh.write("\n")
 
     @classmethod
@@ -135,7 +135,7 @@ class Transcript:
                 if not line.strip():
                     continue
                 try:
-                    events.append(EVENT_ADAPTER.validate_json(line))
+                    events.append(event_from_json(line))
                 except ValidationError as exc:
                     first = exc.errors(include_url=False)[0]
                     where = ".".join(str(x) for x in first["loc"])

@@ -19,7 +19,7 @@ from ..events import ToolInfo
 from ..messages import Message, ModelTurn
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything a model needs for one turn."""
 
@@ -34,14 +34,14 @@ class ModelRequest:
     turn: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     """A fragment of answer text."""
 
     fragment: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArgumentsDelta:
     """A fragment of one call's argument text; ``index`` tells parallel calls apart."""
 

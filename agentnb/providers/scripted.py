@@ -78,6 +78,34 @@ def _chars(m: Message) -> int:
     return n
 
 
+def _compile(spec: TurnSpec, pos: int, provider: str) -> tuple[Message, str, int]:
+    """The assistant message, raw finish reason and output size of a turn spec (built once per static turn)."""
+    parts: list[Any] = []
+    if spec.get("reasoning"):
+        parts.append(ReasoningPart(provider=provider, text=str(spec["reasoning"])))
+    if spec.get("text"):
+        parts.append(TextPart(text=str(spec["text"])))
+    if spec.get("refusal"):
+        parts.append(RefusalPart(text=str(spec["refusal"])))
+    calls = spec.get("tool_calls") or []
+    for i, call in enumerate(calls):
+        args = call.get("arguments", {})
+        raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        parsed: dict[str, Any] | None
+        try:
+            loaded = json.loads(raw)
+            parsed = loaded if isinstance(loaded, dict) else None
+        except ValueError:
+            parsed = None
+        call_id = call["id"] if "id" in call else f"call_{pos + 1}_{i + 1}"
+        parts.append(
+            ToolCallPart(call_id=call_id or "", name=call["name"], arguments_raw=raw, arguments=parsed, index=i)
+        )
+    finish_raw = spec.get("finish") or ("tool_calls" if calls else "refusal" if spec.get("refusal") else "stop")
+    message = Message(role="assistant", parts=tuple(parts))
+    return message, str(finish_raw), _chars(message)
+
+
 class ScriptedModel:
     """A deterministic model that plays a script: for workshops, tests, docs, and anything offline.
 
@@ -125,6 +153,7 @@ class ScriptedModel:
         self.latency = latency
         self.chunk_delay = chunk_delay
         self.name = name
+        self._compiled = {i: _compile(s, i, self.provider) for i, s in enumerate(self.script) if not callable(s)}
         self._position: dict[str, int] = {}
         self._token_cache: dict[str, tuple[int, int, int]] = {}
 
@@ -166,9 +195,6 @@ class ScriptedModel:
             )
         step = self.script[pos]
         spec = _check_spec(step(request.messages), f"script[{pos}]()") if callable(step) else step
-        return self._play(spec, request, pos)
-
-    def _play(self, spec: TurnSpec, request: ModelRequest, pos: int) -> Iterator[StreamItem]:
         if self.latency:
             time.sleep(self.latency)
         if "error" in spec:
@@ -176,11 +202,13 @@ class ScriptedModel:
             status = err.get("status")
             raise ModelError(err.get("message") or f"scripted API error (HTTP {status})", status=status)
         turn = self._turn(spec, request, pos)
-        if not self.stream:
-            if spec.get("interrupt"):
-                raise StreamInterrupted("the scripted response was cut off")
-            yield turn
-            return
+        if self.stream:
+            return self._fragments(turn, bool(spec.get("interrupt")))
+        if spec.get("interrupt"):
+            raise StreamInterrupted("the scripted response was cut off")
+        return iter((turn,))
+
+    def _fragments(self, turn: ModelTurn, interrupt: bool) -> Iterator[StreamItem]:
         fragments: list[StreamItem] = []
         text = turn.message.text
         size = self.chunk_size
@@ -193,7 +221,7 @@ class ScriptedModel:
                 fragments.append(
                     ArgumentsDelta(index, chunk, call.call_id if first else None, call.name if first else None)
                 )
-        cut = len(fragments) // 2 if spec.get("interrupt") else None
+        cut = len(fragments) // 2 if interrupt else None
         for i, item in enumerate(fragments):
             if cut is not None and i == cut:
                 raise StreamInterrupted("the scripted stream broke before its done signal")
@@ -205,43 +233,23 @@ class ScriptedModel:
         yield turn
 
     def _turn(self, spec: TurnSpec, request: ModelRequest, pos: int) -> ModelTurn:
-        parts: list[Any] = []
-        if spec.get("reasoning"):
-            parts.append(ReasoningPart(provider=self.provider, text=str(spec["reasoning"])))
-        if spec.get("text"):
-            parts.append(TextPart(text=str(spec["text"])))
-        if spec.get("refusal"):
-            parts.append(RefusalPart(text=str(spec["refusal"])))
-        calls = spec.get("tool_calls") or []
-        for i, call in enumerate(calls):
-            args = call.get("arguments", {})
-            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            parsed: dict[str, Any] | None
-            try:
-                loaded = json.loads(raw)
-                parsed = loaded if isinstance(loaded, dict) else None
-            except ValueError:
-                parsed = None
-            call_id = call["id"] if "id" in call else f"call_{pos + 1}_{i + 1}"
-            parts.append(
-                ToolCallPart(call_id=call_id or "", name=call["name"], arguments_raw=raw, arguments=parsed, index=i)
-            )
-        finish_raw = spec.get("finish") or (
-            "tool_calls" if calls else "refusal" if spec.get("refusal") else "stop"
-        )
+        compiled = self._compiled.get(pos) if spec is self.script[pos] else None
+        if compiled is None:
+            compiled = _compile(spec, pos, self.provider)
+        message, finish_raw, out_chars = compiled
         usage = spec.get("usage")
         return ModelTurn(
-            message=Message(role="assistant", parts=tuple(parts)),
+            message=message,
             provider=self.provider,
             model=self.name,
             response_id=f"scripted-{pos + 1}",
             finish_reason_raw=finish_raw,
             finish_reason=_FINISH.get(finish_raw, "other"),
-            usage=Usage(**usage) if usage else self._estimate(request, parts),
-            raw=spec if not callable(spec) else None,
+            usage=Usage(**usage) if usage else self._estimate(request, out_chars),
+            raw=spec,
         )
 
-    def _estimate(self, request: ModelRequest, parts: list[Any]) -> Usage:
+    def _estimate(self, request: ModelRequest, out_chars: int) -> Usage:
         # Incremental over the append-only history, so a long run is not quadratic in its length.
         msgs = request.messages
         key = request.run_id
@@ -253,5 +261,4 @@ class ScriptedModel:
             chars += _chars(msgs[i])
         self._token_cache[key] = (len(msgs), chars, id(base))
         tool_chars = sum(len(t.name) + len(t.description) for t in request.tools)
-        out_chars = _chars(Message(role="assistant", parts=tuple(parts)))
         return Usage(input_tokens=(chars + tool_chars) // 4 + 1, output_tokens=out_chars // 4 + 1)

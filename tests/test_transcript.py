@@ -1,0 +1,145 @@
+"""Transcripts: lossless JSONL round trips, folding, time travel, refusing broken files; plus a property test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentnb as anb
+from agentnb.events import event_to_dict
+
+S = anb.LoopState
+
+
+def finished_run(name: str = "malformed", **options: Any) -> anb.Run:
+    loop = anb.Loop(model=anb.ScriptedModel.story(name, stream=True), tools=anb.stories.tools(name), **options)
+    return loop.start("go").run()
+
+
+def test_save_load_round_trip_is_lossless(tmp_path: Path) -> None:
+    run = finished_run()
+    path = tmp_path / "run.jsonl"
+    run.transcript.save(path)
+    loaded = anb.Transcript.load(path)
+    assert [event_to_dict(e) for e in loaded] == [event_to_dict(e) for e in run.events]
+    assert loaded.messages == run.messages and loaded.state is run.state is S.COMPLETED
+    folded = loaded.fold()
+    assert folded.output == run.output and folded.tool_calls == run.view.tool_calls == 3
+    assert folded.input_tokens == run.view.input_tokens
+    assert path.read_text(encoding="utf-8").count("\n") == len(run.events)
+
+
+def test_paused_run_round_trips_and_keeps_the_pending_call(tmp_path: Path) -> None:
+    run = finished_run("refund")
+    run.transcript.save(tmp_path / "p.jsonl")
+    folded = anb.Transcript.load(tmp_path / "p.jsonl").fold()
+    assert folded.state is S.WAITING_APPROVAL
+    assert [c.name for c in folded.pending_approvals()] == ["create_refund"]
+
+
+def test_time_travel_folds_a_prefix() -> None:
+    run = finished_run("weather")
+    first_tool = next(e for e in run.events if e.type == "ToolFinished")
+    before = run.transcript.at(first_tool.seq)
+    assert before.state is S.EXECUTING and [m.role for m in before.messages] == ["user", "assistant"]
+    assert run.transcript.at(len(run.events) - 1).messages == run.messages
+
+
+def test_broken_files_are_refused_naming_the_line(tmp_path: Path) -> None:
+    run = finished_run("weather")
+    path = tmp_path / "t.jsonl"
+    run.transcript.save(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:3], '{"type": "ToolStarted", "seq": 3}', *lines[4:]]), encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match=r"bad\.jsonl:4: not a valid event"):
+        anb.Transcript.load(bad)
+
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("\n".join([lines[0], lines[2], lines[1], *lines[3:]]), encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match="do not form a valid run"):
+        anb.Transcript.load(swapped)
+
+    tampered = tmp_path / "tampered.jsonl"
+    doc = json.loads(lines[2])
+    doc["state"] = "COMPLETED"
+    tampered.write_text("\n".join([*lines[:2], json.dumps(doc), *lines[3:]]), encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match="illegal transition"):
+        anb.Transcript.load(tampered)
+
+
+def test_events_frame_has_one_row_per_event() -> None:
+    run = finished_run("parallel")
+    df = run.transcript.to_pandas()
+    assert len(df) == len(run.events) and list(df["seq"]) == list(range(len(run.events)))
+    assert str(df["ts"].dtype) == "datetime64[ns, UTC]" or str(df["ts"].dtype).startswith("datetime64")
+    assert df["type"].dtype == "category" and str(df["turn"].dtype) == "Int64"
+    tools = df[df["type"] == "ToolFinished"]
+    assert list(tools["name"]) == ["get_weather"] * 3
+    assert json.loads(tools["payload"].iloc[0])["status"] == "ok"
+
+
+# -- property: any script ends in a terminal state or a pause, answers every call once, and round-trips --
+
+call = st.fixed_dictionaries({
+    "name": st.sampled_from(["add", "boom", "missing"]),
+    "arguments": st.one_of(
+        st.fixed_dictionaries({"a": st.integers(-5, 5), "b": st.integers(-5, 5)}),
+        st.just({"message": "x"}),
+        st.just('{"a": 1,'),
+    ),
+})
+turn_spec = st.one_of(
+    st.fixed_dictionaries({"tool_calls": st.lists(call, min_size=1, max_size=4)}),
+    st.just({"text": "done"}),
+    st.just({"text": "cut", "finish": "length"}),
+    st.just({"refusal": "no"}),
+    st.just({"error": {"status": 500}}),
+    st.just({"error": {"status": 400}}),
+    st.just({"text": "partial", "interrupt": True}),
+)
+
+
+@anb.tool(name="add")
+def _add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+@anb.tool(name="boom")
+def _boom(message: str) -> str:
+    """Fail."""
+    raise ValueError(message)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(turn_spec, min_size=1, max_size=8), stream=st.booleans(), max_turns=st.integers(1, 6),
+       policy=st.sampled_from(["finalize", "stop"]))
+def test_any_script_ends_well_and_round_trips(
+    tmp_path: Path, script: list[dict[str, Any]], stream: bool, max_turns: int, policy: Any
+) -> None:
+    model = anb.ScriptedModel(script, stream=stream, chunk_size=3)
+    loop = anb.Loop(model=model, tools=[_add, _boom], max_turns=max_turns, on_max_turns=policy,
+                    max_retries=1, retry_base_delay=0)
+    run = loop.start("q").run()
+    assert run.state.is_terminal
+    # every call answered exactly once, in order, right after the assistant message that made it
+    msgs = run.messages
+    for i, m in enumerate(msgs):
+        if m.role == "assistant" and m.tool_calls and i + 1 < len(msgs):
+            nxt = msgs[i + 1]
+            if nxt.role == "tool":
+                assert [r.call_id for r in nxt.tool_results] == [c.call_id for c in m.tool_calls]
+    answered = [r.call_id for m in msgs if m.role == "tool" for r in m.tool_results]
+    assert len(answered) == len(set(answered))
+    assert run.view.turns_completed <= max_turns + 1
+    path = tmp_path / f"{run.run_id}.jsonl"
+    run.transcript.save(path)
+    loaded = anb.Transcript.load(path)
+    assert loaded.messages == run.messages and loaded.state is run.state
