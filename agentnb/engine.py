@@ -51,7 +51,6 @@ from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import ToolRegistry, describe_errors
 
-
 FINALIZE_PROMPT = (
     "You have reached the limit of tool calls for this request. Do not call any more tools. "
     "Answer the original request now, as well as you can, using only the information you already have; "
@@ -457,36 +456,48 @@ def _finalized(resp: ModelTurn) -> Emit:
     return _finish(S.BUDGET_EXHAUSTED, "the turn limit was reached and the finalization turn held no answer")
 
 
+# The order in which a turn's calls move on: all are parsed, then all validated; a running call finishes
+# before another starts; calls that need no approval run before approvals are asked for, so a pause never
+# holds them back; approved calls run once approved. One pass finds the first call of each kind.
+_PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "running": 2, "valid": 3, "valid+approval": 4, "approved": 5}
+
+
 def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
-    calls = rs.calls.values()
-    for c in calls:
-        if c.status == "unparsed":
-            return _parse(c)
-    for c in calls:
-        if c.status == "parsed":
-            return _validate(rs, c, cfg)
-    for c in calls:
-        if c.status == "running":
-            return RunTool(c.call_id)
-    for c in calls:
-        if c.status == "valid" and not c.needs_approval:
-            return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name})
-    for c in calls:
-        if c.status == "valid" and c.needs_approval:
-            assert c.arguments is not None
-            tool = cfg.registry.get(c.name)
-            return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
-                "approval_id": f"apr_{rs.run_id}_{c.call_id}",
-                "call_id": c.call_id, "name": c.name, "arguments": c.arguments,
-                "arguments_digest": arguments_digest(c.name, c.arguments),
-                "risk": tool.risk if tool else "read",
-            })
-    for c in calls:
-        if c.status == "approved":
-            return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name})
-    if any(c.status == "awaiting_approval" for c in calls):
-        return WAIT
-    return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
+    best: CallState | None = None
+    best_rank = 99
+    waiting = False
+    for c in rs.calls.values():
+        status = c.status
+        if status == "done":
+            continue
+        if status == "awaiting_approval":
+            waiting = True
+            continue
+        rank = _PRIORITY["valid+approval"] if status == "valid" and c.needs_approval else _PRIORITY[status]
+        if rank < best_rank:
+            best, best_rank = c, rank
+            if rank == 0:
+                break
+    if best is None:
+        if waiting:
+            return WAIT
+        return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
+    if best_rank == 0:
+        return _parse(best)
+    if best_rank == 1:
+        return _validate(rs, best, cfg)
+    if best_rank == 2:
+        return RunTool(best.call_id)
+    if best_rank == 4:
+        assert best.arguments is not None
+        tool = cfg.registry.get(best.name)
+        return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
+            "approval_id": f"apr_{rs.run_id}_{best.call_id}",
+            "call_id": best.call_id, "name": best.name, "arguments": best.arguments,
+            "arguments_digest": arguments_digest(best.name, best.arguments),
+            "risk": tool.risk if tool else "read",
+        })
+    return Emit(ToolStarted, S.EXECUTING, {"call_id": best.call_id, "name": best.name})
 
 
 def _parse(c: CallState) -> Emit:
@@ -525,7 +536,7 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": errors})
     c.validated = validated
     return Emit(CallValidated, S.VALIDATING, {
-        **base, "arguments": validated.model_dump(mode="json"),
+        **base, "arguments": tool.dump(validated),
         "needs_approval": tool.needs_approval(c.part, rs),
     })
 

@@ -38,7 +38,6 @@ from .events import (
     RunStarted,
     TextMerged,
     ToolFinished,
-    ToolInfo,
     TurnCompleted,
 )
 from .exceptions import ApprovalError, ModelError, RunNotPaused, StreamInterrupted
@@ -47,7 +46,6 @@ from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, St
 from .states import TERMINAL, LoopState, S
 from .tools import Tool, ToolContext, ToolRegistry, as_registry
 from .transcript import Transcript
-
 
 
 class Loop:
@@ -209,7 +207,7 @@ class Run:
             return self._append(RunStarted, S.READY, {
                 "messages": self._initial,
                 "model": f"{getattr(self.loop.model, 'provider', '?')}:{getattr(self.loop.model, 'name', '?')}",
-                "tools": [ToolInfo(**t.info()) for t in self.loop.registry],
+                "tools": self.loop.registry.infos,
                 "settings": {
                     "max_turns": self.loop.config.max_turns,
                     "on_max_turns": self.loop.config.on_max_turns,

@@ -14,7 +14,9 @@ from agentnb.messages import Message, ModelTurn, RefusalPart, TextPart, ToolCall
 S = anb.LoopState
 
 
-def turn(finish: str, *, text: str = "", calls: int = 0, refusal: str | None = None, complete: bool = True) -> ModelTurn:
+def turn(
+    finish: str, *, text: str = "", calls: int = 0, refusal: str | None = None, complete: bool = True
+) -> ModelTurn:
     parts: list[Any] = [TextPart(text=text)] if text else []
     if refusal:
         parts.append(RefusalPart(text=refusal))

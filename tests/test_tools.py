@@ -18,7 +18,7 @@ from agentnb.tools import ToolRegistry, parse_docstring
 S = anb.LoopState
 
 
-class Color(str, Enum):
+class Color(str, Enum):  # noqa: UP042 - users write str enums like this
     RED = "red"
     BLUE = "blue"
 
