@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -102,6 +102,7 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     model: str = ""
     tools: list[ToolInfo] = field(default_factory=list)
+    tool_names: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     response: ModelTurn | None = None
     calls: dict[str, CallState] = field(default_factory=dict)
@@ -168,6 +169,7 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
     rs.messages = list(ev.messages)
     rs.model = ev.model
     rs.tools = list(ev.tools)
+    rs.tool_names = [t.name for t in ev.tools]
     rs.settings = dict(ev.settings)
 
 
@@ -402,45 +404,58 @@ def classify(resp: ModelTurn) -> Emit | None:
 
 def decide(rs: RunState, cfg: EngineConfig) -> Action:
     """What happens next in a run in state ``rs``. Pure: reads ``rs`` and ``cfg`` only."""
-    st = rs.state
-    if st in TERMINAL:
-        return DONE
-    if st is S.MODEL_REQUESTED:
-        return PULL
-    if st is S.READY:
+    return _DECIDE[rs.state](rs, cfg)
+
+
+def _at_results_ready(rs: RunState, cfg: EngineConfig) -> Action:
+    if rs.turns_completed < cfg.max_turns:
         return _request(rs, cfg)
-    if st is S.RESULTS_READY:
-        if rs.turns_completed >= cfg.max_turns:
-            if not any(g.guard == "max_turns" for g in rs.guards):
-                return Emit(GuardTripped, st, {
-                    "guard": "max_turns", "limit": cfg.max_turns, "value": rs.turns_completed,
-                    "action": cfg.on_max_turns,
-                    "message": f"{rs.turns_completed} model turns reached the limit of {cfg.max_turns}",
-                })
-            if cfg.on_max_turns == "stop":
-                return _finish(S.BUDGET_EXHAUSTED, f"max_turns={cfg.max_turns} reached; policy 'stop'")
-            return Emit(ModelRequested, S.MODEL_REQUESTED, {
-                "message_count": len(rs.messages) + 1,
-                "new_messages": [Message.user(cfg.finalize_prompt)],
-                "tools": [],
-                "settings": {**cfg.settings, "tool_choice": "none"},
-                "finalize": True,
-            })
-        return _request(rs, cfg)
-    if st is S.RESPONDED:
-        assert rs.response is not None
-        if rs.finalizing:
-            return _finalized(rs.response)
-        verdict = classify(rs.response)
-        if verdict is not None:
-            return verdict
-    return _next_call_step(rs, cfg)
+    if not any(g.guard == "max_turns" for g in rs.guards):
+        return Emit(GuardTripped, S.RESULTS_READY, {
+            "guard": "max_turns", "limit": cfg.max_turns, "value": rs.turns_completed,
+            "action": cfg.on_max_turns,
+            "message": f"{rs.turns_completed} model turns reached the limit of {cfg.max_turns}",
+        })
+    if cfg.on_max_turns == "stop":
+        return _finish(S.BUDGET_EXHAUSTED, f"max_turns={cfg.max_turns} reached; policy 'stop'")
+    return Emit(ModelRequested, S.MODEL_REQUESTED, {
+        "message_count": len(rs.messages) + 1,
+        "new_messages": [Message.user(cfg.finalize_prompt)],
+        "tools": [],
+        "settings": {**cfg.settings, "tool_choice": "none"},
+        "finalize": True,
+    })
+
+
+def _at_responded(rs: RunState, cfg: EngineConfig) -> Action:
+    assert rs.response is not None
+    if rs.finalizing:
+        return _finalized(rs.response)
+    verdict = classify(rs.response)
+    return verdict if verdict is not None else _next_call_step(rs, cfg)
+
+
+def _never(rs: RunState, cfg: EngineConfig) -> Action:
+    raise AssertionError("a NEW run starts with RunStarted, which the driver appends")
+
+
+_DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
+    S.NEW: _never,
+    S.READY: lambda rs, cfg: _request(rs, cfg),
+    S.MODEL_REQUESTED: lambda rs, cfg: PULL,
+    S.RESPONDED: _at_responded,
+    S.VALIDATING: lambda rs, cfg: _next_call_step(rs, cfg),
+    S.WAITING_APPROVAL: lambda rs, cfg: _next_call_step(rs, cfg),
+    S.EXECUTING: lambda rs, cfg: _next_call_step(rs, cfg),
+    S.RESULTS_READY: _at_results_ready,
+    **{t: (lambda rs, cfg: DONE) for t in TERMINAL},
+}
 
 
 def _request(rs: RunState, cfg: EngineConfig) -> Emit:
     return Emit(ModelRequested, S.MODEL_REQUESTED, {
         "message_count": len(rs.messages),
-        "tools": [t.name for t in rs.tools],
+        "tools": rs.tool_names,
         "settings": cfg.settings,
     })
 

@@ -31,9 +31,11 @@ ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout"]
 FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other"]
 """The normalized finish reason. Only ``stop`` is an explicit completion."""
 
-# Core records are frozen, slotted dataclasses: a run makes thousands of them, and a dataclass is several
-# times cheaper to build than a validating model (see bench/loop_overhead.py). Pydantic validates and
-# serializes them at the edges through TypeAdapter (loading a transcript, reading a message list).
+# Core records are slotted dataclasses: a run makes thousands of them, and a dataclass is several times
+# cheaper to build than a validating model (see bench/loop_overhead.py). Pydantic validates and serializes
+# them at the edges through TypeAdapter (loading a transcript, reading a message list). Messages and parts,
+# which runs share and users hold, are frozen; per-turn records (ModelTurn, Usage) are built once per model
+# turn on the hot path and are never changed after, so they skip the cost of frozen __init__.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +154,7 @@ class Message:
         return "".join(texts) if texts else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Usage:
     """Token counts of one model turn."""
 
@@ -165,7 +167,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ModelTurn:
     """One answer of a model: the assistant message plus what the provider said about it."""
 

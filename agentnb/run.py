@@ -47,6 +47,8 @@ from .states import TERMINAL, LoopState, S
 from .tools import Tool, ToolContext, ToolRegistry, as_registry
 from .transcript import Transcript
 
+_now = datetime.now
+
 
 class Loop:
     """A tool-calling loop: a model, tools, and the rules of the run.
@@ -135,6 +137,7 @@ class Run:
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
         self._rs = RunState()
         self.transcript = Transcript([])
+        self._events = self.transcript.events
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -301,13 +304,12 @@ class Run:
     def _append(self, cls: type[BaseEvent], state: LoopState, fields: dict[str, Any]) -> BaseEvent:
         rs = self._rs
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
-        event = cls(
-            seq=rs.seq, ts=datetime.now(UTC), run_id=self.run_id, turn=turn, state=state, **fields
-        )
+        event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
         rs.apply(event)
-        self.transcript.events.append(event)
-        for listener in self._listeners:
-            listener(event)
+        self._events.append(event)
+        if self._listeners:
+            for listener in self._listeners:
+                listener(event)
         return event
 
     def _request(self) -> ModelRequest:
@@ -365,6 +367,10 @@ class Run:
             self._close_stream()
             where = traceback.format_exception_only(type(exc), exc)[-1].strip()
             return self._finish(S.FAILED, f"the model raised {where}")
+        if isinstance(item, ModelTurn):
+            self._close_stream()
+            latency = round(time.perf_counter() - self._t0, 6)
+            return self._append(TurnCompleted, S.RESPONDED, {"response": self._prepare(item), "latency_s": latency})
         if isinstance(item, ArgumentsDelta):
             length = rs.argument_lengths.get(item.index, 0) + len(item.fragment.encode())
             return self._append(ArgumentsMerged, S.MODEL_REQUESTED, {
@@ -375,10 +381,6 @@ class Run:
             return self._append(TextMerged, S.MODEL_REQUESTED, {
                 "fragment": item.fragment, "length": rs.text_length + len(item.fragment),
             })
-        if isinstance(item, ModelTurn):
-            self._close_stream()
-            latency = round(time.perf_counter() - self._t0, 6)
-            return self._append(TurnCompleted, S.RESPONDED, {"response": self._prepare(item), "latency_s": latency})
         self._close_stream()
         return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
 

@@ -146,9 +146,9 @@ class Tool:
         Raises:
             TimeoutError: when the tool runs past ``timeout`` seconds.
         """
-        kwargs = {name: getattr(validated, name) for name in self._field_names}
+        kwargs = validated.__dict__  # exactly the declared fields (extra="forbid"), nested models kept as models
         if self.context_param is not None:
-            kwargs[self.context_param] = context
+            kwargs = {**kwargs, self.context_param: context}
         if self.is_async:
             return run_coroutine(self.fn(**kwargs), self.timeout)
         if self.timeout is None:
@@ -406,9 +406,8 @@ class ToolRegistry:
                 error_message=str(exc),
                 duration_s=time.perf_counter() - start,
             )
-        return Outcome(
-            status="ok", content=render_value(value), value=jsonable(value), duration_s=time.perf_counter() - start
-        )
+        duration = time.perf_counter() - start
+        return Outcome(status="ok", content=render_value(value), value=jsonable(value), duration_s=duration)
 
 
 def as_registry(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:

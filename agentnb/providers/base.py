@@ -19,7 +19,7 @@ from ..events import ToolInfo
 from ..messages import Message, ModelTurn
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelRequest:
     """Everything a model needs for one turn."""
 

@@ -156,6 +156,8 @@ class ScriptedModel:
         self._compiled = {i: _compile(s, i, self.provider) for i, s in enumerate(self.script) if not callable(s)}
         self._position: dict[str, int] = {}
         self._token_cache: dict[str, tuple[int, int, int]] = {}
+        self._tools_seen: object = None
+        self._tools_chars = 0
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.script)} turns, stream={self.stream})"
@@ -252,13 +254,17 @@ class ScriptedModel:
     def _estimate(self, request: ModelRequest, out_chars: int) -> Usage:
         # Incremental over the append-only history, so a long run is not quadratic in its length.
         msgs = request.messages
-        key = request.run_id
-        count, chars, ident = self._token_cache.get(key, (0, 0, 0))
         base = getattr(msgs, "_items", msgs)
-        if id(base) != ident or count > len(msgs):
+        cached = self._token_cache.get(request.run_id)
+        if cached is None or cached[2] != id(base) or cached[0] > len(msgs):
             count, chars = 0, 0
+        else:
+            count, chars = cached[0], cached[1]
         for i in range(count, len(msgs)):
             chars += _chars(msgs[i])
-        self._token_cache[key] = (len(msgs), chars, id(base))
-        tool_chars = sum(len(t.name) + len(t.description) for t in request.tools)
-        return Usage(input_tokens=(chars + tool_chars) // 4 + 1, output_tokens=out_chars // 4 + 1)
+        self._token_cache[request.run_id] = (len(msgs), chars, id(base))
+        tools = request.tools
+        if tools is not self._tools_seen:
+            self._tools_seen = tools
+            self._tools_chars = sum(len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
+        return Usage(input_tokens=(chars + self._tools_chars) // 4 + 1, output_tokens=out_chars // 4 + 1)
