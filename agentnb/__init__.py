@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import stories
 from .engine import RunState
 from .events import Event
@@ -38,10 +40,24 @@ from .states import TRANSITIONS, LoopState
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
+if TYPE_CHECKING:
+    from .debugger import Debugger
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The debugger pulls in ipywidgets; load it on first use so `import agentnb` stays light.
+    if name == "Debugger":
+        from .debugger import Debugger
+
+        return Debugger
+    raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
+
 
 __all__ = [
     "AgentnbError",
+    "Debugger",
     "ApprovalError",
     "Event",
     "IllegalTransition",

@@ -142,6 +142,8 @@ class Run:
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
         self._retry_at = 0.0
+        self.prompt = list(messages)
+        """The messages the run was started with (without the loop's system prompt)."""
         if loop.system:
             messages = [Message.system(loop.system), *messages]
         self._initial = messages
@@ -416,6 +418,12 @@ class Run:
         })
 
     # -- display -------------------------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """In a notebook, a run left as a cell's last line shows its debugger."""
+        from .debugger import Debugger
+
+        return Debugger(self)._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         return (

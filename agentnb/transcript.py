@@ -58,6 +58,12 @@ class Transcript:
         run_id = self.events[0].run_id if self.events else "-"
         return f"<agentnb.Transcript {run_id} {len(self)} events, {self.state.value}>"
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """In a notebook, a transcript shows a read-only debugger positioned at its last event."""
+        from .debugger import Debugger
+
+        return Debugger(self, start="end")._repr_mimebundle_(**kwargs)
+
     # -- projections ---------------------------------------------------------------------------------
 
     def fold(self) -> RunState:

@@ -183,6 +183,10 @@ class ScriptedModel:
 
         return story(name, **options)
 
+    def seek(self, run_id: str, position: int) -> None:
+        """Make run ``run_id`` continue from script turn ``position`` (0-based); used when a run is forked."""
+        self._position[run_id] = position
+
     # -- the seam ---------------------------------------------------------------------------------------
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:

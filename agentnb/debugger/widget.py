@@ -1,0 +1,698 @@
+"""The step-through debugger: a view of a run's event log plus buttons that append events.
+
+Layout, top to bottom: a header (run id, model, state, why it ended), the state machine with the current
+state lit, budget meters, the controls (Step, Next turn, Continue, Pause, Restart, Fork), breakpoints, the
+approval panel (when the run waits for a person), then the timeline -- a window of event cards around the
+selected event with a scrubber -- beside the selected card, expanded, and the conversation as it stood after
+that event (time travel).
+
+Every button calls a public method (``step``, ``next_turn``, ``cont``, ``pause``, ``restart``, ``select``,
+``approve``, ``deny``, ``fork``), so tests drive the same code a click does. Continue runs in a background
+thread when started from a button, so the kernel stays free to receive Pause while a model call streams.
+Only a window of cards is drawn at a time, so a 10,000-event transcript opens as fast as a short one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import ipywidgets as w
+
+from ..events import BaseEvent
+from ..exceptions import AgentnbError
+from ..run import Run
+from ..states import TERMINAL, LoopState
+from ..transcript import Transcript
+from . import cards
+from .diagram import state_diagram
+from .timeline import Timeline
+
+BreakpointKind = Literal["event", "tool", "state", "predicate"]
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    """Stop Continue / Next turn after an event that matches."""
+
+    id: int
+    kind: BreakpointKind
+    value: str = ""
+    predicate: Callable[[BaseEvent], bool] | None = None
+
+    def matches(self, ev: BaseEvent) -> bool:
+        """Whether ``ev`` hits this breakpoint."""
+        if self.kind == "event":
+            return ev.type == self.value
+        if self.kind == "tool":
+            return getattr(ev, "name", None) == self.value and hasattr(ev, "call_id")
+        if self.kind == "state":
+            return ev.state.value == self.value
+        return bool(self.predicate and self.predicate(ev))
+
+    def label(self) -> str:
+        """How the breakpoint is listed."""
+        if self.kind == "predicate":
+            name = getattr(self.predicate, "__name__", "predicate")
+            return f"when {name}(event)"
+        return f"{self.kind} = {self.value}"
+
+
+def _badge(state: LoopState) -> str:
+    if state is LoopState.COMPLETED:
+        cls = "agentnb-badge-done"
+    elif state in TERMINAL:
+        cls = "agentnb-badge-bad"
+    elif state is LoopState.WAITING_APPROVAL:
+        cls = "agentnb-badge-wait"
+    else:
+        cls = "agentnb-badge-live"
+    return f'<span class="agentnb-badge {cls} agentnb-state-badge">{state.value}</span>'
+
+
+class Debugger:
+    """A debugger for a run (live) or a saved transcript (replay, read-only).
+
+    Args:
+        source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
+        window: how many event cards the timeline draws around the selected one.
+        start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"))
+        >>> dbg = anb.Debugger(run.start("Refund order 42"))
+        >>> dbg.cont().state.value
+        'WAITING_APPROVAL'
+        >>> dbg.approve(dbg.pending()[0]).state.value
+        'COMPLETED'
+    """
+
+    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 40, start: int | str = 0) -> None:
+        if isinstance(source, str | Path):
+            source = Transcript.load(source)
+        self.window = window
+        self.run: Run | None = None
+        self._replay: list[BaseEvent] = []
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._breakpoints: list[Breakpoint] = []
+        self._next_bp = 1
+        self._last_refresh = 0.0
+        self._dirty = False
+        self._timer: threading.Timer | None = None
+        self.message = ""
+        self.follow = True
+        self.selected = 0
+        self._build()
+        if isinstance(source, Run):
+            self._attach(source)
+        else:
+            self._replay = list(source.events)
+            self.timeline = Timeline()
+            upto = len(self._replay) if start == "end" else max(1, int(start) + 1)
+            for ev in self._replay[:upto]:
+                self.timeline.add(ev)
+            self.selected = len(self.timeline) - 1
+        self.refresh()
+
+    @classmethod
+    def load(cls, path: str | Path, **options: Any) -> Debugger:
+        """Open a saved transcript read-only."""
+        return cls(Transcript.load(path), **options)
+
+    # -- state -----------------------------------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        """True for a live run, False for a replayed transcript."""
+        return self.run is not None
+
+    @property
+    def state(self) -> LoopState:
+        """The loop state at the latest event shown."""
+        return self.timeline.state.state
+
+    @property
+    def events(self) -> list[BaseEvent]:
+        """The events shown so far."""
+        return self.timeline.events
+
+    @property
+    def running(self) -> bool:
+        """True while Continue runs in the background."""
+        return self._worker is not None and self._worker.is_alive()
+
+    def pending(self) -> list[str]:
+        """Ids of the calls waiting for approval."""
+        if self.run is None:
+            return []
+        return [c.call_id for c in self.run.pending_approvals()]
+
+    def _attach(self, run: Run) -> None:
+        self.run = run
+        self.timeline = Timeline(run.events)
+        self.selected = max(0, len(self.timeline) - 1)
+        self.follow = True
+        run.on_event(self._on_event)
+
+    def _on_event(self, ev: BaseEvent) -> None:
+        if self.run is None or ev.run_id != self.run.run_id:
+            return  # an event of a run we no longer show (after Restart)
+        with self._lock:
+            self.timeline.add(ev)
+            if self.follow:
+                self.selected = ev.seq
+        self._schedule_refresh()
+
+    # -- controls (public: the buttons call these) --------------------------------------------------------
+
+    def step(self) -> BaseEvent | None:
+        """One event: the run's next event, or the transcript's next one in replay."""
+        with self._lock:
+            self.follow = True
+            ev = self._advance()
+            if ev is None:
+                self.message = self._why_stopped()
+            else:
+                self.message = ""
+        self.refresh()
+        return ev
+
+    def _advance(self) -> BaseEvent | None:
+        if self.run is not None:
+            return self.run.step()
+        n = len(self.timeline)
+        if n >= len(self._replay):
+            return None
+        ev = self._replay[n]
+        self.timeline.add(ev)
+        self.selected = ev.seq
+        return ev
+
+    def _why_stopped(self) -> str:
+        if self.state is LoopState.WAITING_APPROVAL:
+            return "waiting for approval"
+        if self.state in TERMINAL:
+            return f"the run is over ({self.state.value})"
+        if self.run is None and len(self.timeline) >= len(self._replay):
+            return "end of the transcript"
+        return ""
+
+    def next_turn(self) -> Debugger:
+        """Run to the start of the next model turn (or a breakpoint, a pause for approval, the end)."""
+        turn = self.events[-1].turn if self.events else 0
+        return self._go(lambda ev: ev.type == "ModelRequested" and ev.turn > turn)
+
+    def cont(self, *, background: bool = False) -> Debugger:
+        """Continue until a breakpoint, a pause for approval, Pause, or the end.
+
+        Args:
+            background: run in a thread and return at once (what the Continue button does, so Pause works).
+        """
+        return self._go(None, background=background)
+
+    def _go(self, until: Callable[[BaseEvent], bool] | None, *, background: bool = False) -> Debugger:
+        if self.running:
+            return self
+        self._stop.clear()
+        self.follow = True
+        if background:
+            self._worker = threading.Thread(target=self._loop, args=(until,), name="agentnb-debugger", daemon=True)
+            self._set_running(True)
+            self._worker.start()
+            return self
+        self._loop(until)
+        return self
+
+    def _loop(self, until: Callable[[BaseEvent], bool] | None) -> None:
+        message = ""
+        try:
+            while not self._stop.is_set():
+                with self._lock:
+                    ev = self._advance()
+                if ev is None:
+                    message = self._why_stopped()
+                    break
+                hit = next((bp for bp in self._breakpoints if bp.matches(ev)), None)
+                if hit is not None:
+                    message = f"breakpoint: {hit.label()} (event {ev.seq})"
+                    break
+                if until is not None and until(ev):
+                    break
+            else:
+                message = "paused"
+        except Exception as exc:  # keep the debugger usable; the run itself records model/tool failures
+            message = f"error: {type(exc).__name__}: {exc}"
+        self.message = message
+        self._set_running(False)
+        self.refresh()
+
+    def pause(self) -> None:
+        """Stop a running Continue between two events."""
+        self._stop.set()
+        if self._worker is not None and self._worker is not threading.current_thread():
+            self._worker.join(timeout=30)
+
+    def wait(self, timeout: float | None = 60) -> Debugger:
+        """Wait for a background Continue to stop."""
+        if self._worker is not None:
+            self._worker.join(timeout)
+        return self
+
+    def restart(self) -> Debugger:
+        """A new run of the same loop and prompt (live), or back to the first event (replay)."""
+        self.pause()
+        with self._lock:
+            if self.run is not None:
+                self._attach(self.run.loop.start(self.run.prompt))
+            else:
+                self.timeline = Timeline(self._replay[:1])
+                self.selected = 0
+            self.message = "restarted"
+        self.refresh()
+        return self
+
+    def select(self, seq: int) -> Debugger:
+        """Show the run as it stood after event ``seq`` (time travel)."""
+        with self._lock:
+            n = len(self.timeline)
+            self.selected = max(0, min(int(seq), n - 1))
+            self.follow = self.selected == n - 1
+        self.refresh()
+        return self
+
+    # -- approvals -------------------------------------------------------------------------------------
+
+    def _need_run(self) -> Run:
+        if self.run is None:
+            raise AgentnbError("a replayed transcript is read-only: nothing can be approved or denied")
+        return self.run
+
+    def approve(
+        self, call_id: str, *, by: str | None = None, note: str | None = None,
+        arguments: dict[str, Any] | None = None, resume: bool = True, background: bool = False,
+    ) -> Debugger:
+        """Approve a waiting call (optionally with edited arguments) and, by default, continue the run."""
+        self._need_run().approve(call_id, by=by, note=note, arguments=arguments)
+        return self._after_decision(resume, background)
+
+    def deny(
+        self, call_id: str, reason: str | None = None, *, by: str | None = None, resume: bool = True,
+        background: bool = False,
+    ) -> Debugger:
+        """Deny a waiting call (the model gets the reason) and, by default, continue the run."""
+        self._need_run().deny(call_id, reason, by=by)
+        return self._after_decision(resume, background)
+
+    def _after_decision(self, resume: bool, background: bool) -> Debugger:
+        self.follow = True
+        if resume and not self.pending():
+            return self.cont(background=background)
+        self.refresh()
+        return self
+
+    # -- breakpoints -----------------------------------------------------------------------------------
+
+    def add_breakpoint(
+        self, *, event: str | None = None, tool: str | None = None, state: str | LoopState | None = None,
+        when: Callable[[BaseEvent], bool] | None = None,
+    ) -> Breakpoint:
+        """Break after an event of a type, of a tool, entering a state, or satisfying ``when(event)``."""
+        given = [(k, v) for k, v in (("event", event), ("tool", tool), ("state", state), ("predicate", when)) if v]
+        if len(given) != 1:
+            raise ValueError("give exactly one of event=, tool=, state=, when=")
+        kind, value = given[0]
+        if kind == "state":
+            value = LoopState(value).value  # type: ignore[arg-type]
+        if kind == "event":
+            from ..events import EVENT_CLASSES
+
+            if value not in EVENT_CLASSES:
+                raise ValueError(f"no event type {value!r}; types: {', '.join(sorted(EVENT_CLASSES))}")
+        bp = Breakpoint(
+            id=self._next_bp, kind=kind,  # type: ignore[arg-type]
+            value="" if kind == "predicate" else str(value),
+            predicate=value if kind == "predicate" else None,  # type: ignore[arg-type]
+        )
+        self._next_bp += 1
+        self._breakpoints.append(bp)
+        self._render_breakpoints()
+        return bp
+
+    def remove_breakpoint(self, bp: Breakpoint | int) -> None:
+        """Remove a breakpoint (by object or id)."""
+        bp_id = bp.id if isinstance(bp, Breakpoint) else bp
+        self._breakpoints = [b for b in self._breakpoints if b.id != bp_id]
+        self._render_breakpoints()
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        """The breakpoints, in the order they were added."""
+        return list(self._breakpoints)
+
+    # -- fork ------------------------------------------------------------------------------------------
+
+    def fork(self, seq: int | None = None, *, results: dict[str, Any] | None = None) -> Debugger:
+        """A new run from the conversation as it stood at event ``seq`` (default: the selected one).
+
+        The fork starts from the last complete point at or before ``seq`` (every call answered), so its
+        history is valid for any provider. ``results`` replaces tool results by call id (what if the
+        tool had answered this?). Returns a new debugger on the forked run.
+        """
+        run = self._need_run()
+        seq = self.selected if seq is None else seq
+        history = self._complete_history(seq)
+        if results:
+            history = _replace_results(history, results)
+        forked = run.loop.start(history)
+        seek = getattr(run.loop.model, "seek", None)
+        if callable(seek):
+            attempts = sum(1 for e in self.events[: seq + 1] if e.type in ("ModelRequested", "ModelRetried"))
+            assistant_turns = sum(1 for m in history if m.role == "assistant")
+            seek(forked.run_id, attempts if assistant_turns else 0)
+        return Debugger(forked, window=self.window)
+
+    def _complete_history(self, seq: int) -> list[Any]:
+        messages = self.timeline.messages_at(seq)
+        while messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
+            messages = messages[:-1]  # drop a turn whose calls are not all answered yet
+        return messages
+
+    # -- view ------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        lay = w.Layout
+        self.header = w.HTML()
+        self.header.add_class("agentnb-header")
+        self.diagram = w.HTML(layout=lay(width="100%"))
+        self.diagram.add_class("agentnb-diagram")
+        self.meter_turns = w.IntProgress(min=0, max=1, value=0, layout=lay(width="160px"))
+        self.meter_turns.add_class("agentnb-meter-turns")
+        self.meter_label = w.HTML()
+        self.meters = w.HBox([self.meter_turns, self.meter_label], layout=lay(align_items="center", gap="8px"))
+        self.meters.add_class("agentnb-meters")
+
+        def button(label: str, icon: str, tip: str, handler: Callable[[], Any], name: str) -> w.Button:
+            b = w.Button(description=label, icon=icon, tooltip=tip, layout=lay(width="auto"))
+            b.add_class(f"agentnb-btn-{name}")
+            b.on_click(lambda _b: self._safely(handler))
+            return b
+
+        self.btn_step = button("Step", "step-forward", "one event", self.step, "step")
+        self.btn_turn = button("Next turn", "forward", "run to the next model turn", self.next_turn, "next-turn")
+        self.btn_cont = button("Continue", "play", "until a breakpoint, a pause or the end",
+                               lambda: self.cont(background=True), "continue")
+        self.btn_pause = button("Pause", "pause", "stop between two events", self.pause, "pause")
+        self.btn_restart = button("Restart", "refresh", "a new run of the same loop and prompt", self.restart,
+                                  "restart")
+        self.btn_fork = button("Fork here", "code-fork", "a new run from the selected moment", self._fork_ui, "fork")
+        self.status = w.HTML()
+        self.status.add_class("agentnb-status")
+        self.controls = w.HBox(
+            [self.btn_step, self.btn_turn, self.btn_cont, self.btn_pause, self.btn_restart, self.btn_fork, self.status],
+            layout=lay(flex_flow="row wrap", align_items="center"),
+        )
+        self.controls.add_class("agentnb-controls")
+
+        self.bp_kind = w.Dropdown(options=["event", "tool", "state"], value="event", layout=lay(width="90px"))
+        self.bp_value = w.Text(placeholder="e.g. ToolFinished, get_weather, WAITING_APPROVAL",
+                               layout=lay(width="300px"))
+        self.bp_add = w.Button(description="Add breakpoint", icon="plus", layout=lay(width="auto"))
+        self.bp_add.add_class("agentnb-btn-add-breakpoint")
+        self.bp_add.on_click(lambda _b: self._safely(self._add_bp_ui))
+        self.bp_list = w.HBox(layout=lay(flex_flow="row wrap"))
+        self.bp_list.add_class("agentnb-breakpoints")
+        self.bp_row = w.HBox([self.bp_kind, self.bp_value, self.bp_add, self.bp_list],
+                             layout=lay(flex_flow="row wrap", align_items="center"))
+
+        self.approvals = w.VBox()
+        self.approvals.add_class("agentnb-approvals")
+        self._approval_key: tuple[str, ...] = ()
+
+        self.btn_first = w.Button(icon="fast-backward", tooltip="first event", layout=lay(width="40px"))
+        self.btn_prev = w.Button(icon="chevron-left", tooltip="previous event", layout=lay(width="40px"))
+        self.btn_next = w.Button(icon="chevron-right", tooltip="next event", layout=lay(width="40px"))
+        self.btn_last = w.Button(icon="fast-forward", tooltip="latest event", layout=lay(width="40px"))
+        for b, name, fn in ((self.btn_first, "first", lambda: self.select(0)),
+                            (self.btn_prev, "prev", lambda: self.select(self.selected - 1)),
+                            (self.btn_next, "next", lambda: self.select(self.selected + 1)),
+                            (self.btn_last, "last", lambda: self.select(len(self.timeline) - 1))):
+            b.add_class(f"agentnb-btn-{name}")
+            b.on_click(lambda _b, fn=fn: self._safely(fn))
+        self.scrubber = w.IntSlider(min=0, max=0, value=0, description="event", continuous_update=False,
+                                    layout=lay(width="100%"))
+        self.scrubber.add_class("agentnb-scrubber")
+        self.scrubber.observe(self._on_scrub, names="value")
+        nav = w.HBox([self.btn_first, self.btn_prev, self.scrubber, self.btn_next, self.btn_last],
+                     layout=lay(align_items="center"))
+        self.cards = w.HTML(layout=lay(max_height="560px", overflow_y="auto"))
+        self.cards.add_class("agentnb-timeline")
+        left = w.VBox([nav, self.cards], layout=lay(width="50%", min_width="0"))
+        self.detail = w.HTML()
+        self.detail.add_class("agentnb-detail")
+        self.conversation = w.HTML()
+        self.conversation.add_class("agentnb-conversation")
+        self.tabs = w.Tab([self.detail, self.conversation], layout=lay(width="50%", min_width="0"))
+        self.tabs.titles = ("Event", "Conversation")
+        body = w.HBox([left, self.tabs], layout=lay(width="100%", gap="8px"))
+
+        self.style = w.HTML(cards.CSS)
+        self.widget = w.VBox(
+            [self.style, self.header, self.diagram, self.meters, self.controls, self.bp_row, self.approvals, body],
+            layout=lay(width="100%", overflow_x="hidden"),
+        )
+        self.widget.add_class("agentnb-root")
+        self.widget.add_class("agentnb-debugger")
+
+    def _safely(self, fn: Callable[[], Any]) -> None:
+        try:
+            fn()
+        except Exception as exc:  # a click must never leave a traceback in the notebook
+            self.message = f"{type(exc).__name__}: {exc}"
+            self.refresh()
+
+    def _on_scrub(self, change: dict[str, Any]) -> None:
+        if change["new"] != self.selected:
+            self._safely(lambda: self.select(change["new"]))
+
+    def _add_bp_ui(self) -> None:
+        value = self.bp_value.value.strip()
+        kind = self.bp_kind.value
+        self.add_breakpoint(**{kind: value})
+        self.bp_value.value = ""
+
+    def _fork_ui(self) -> None:
+        from IPython.display import display
+
+        child = self.fork()
+        self.message = f"forked at event {self.selected}: new run {child.run.run_id if child.run else ''} below"
+        self.refresh()
+        display(child)
+
+    def _render_breakpoints(self) -> None:
+        chips = []
+        for bp in self._breakpoints:
+            x = w.Button(description=f"✕ {bp.label()}", tooltip="remove", layout=w.Layout(width="auto"))
+            x.add_class("agentnb-breakpoint")
+            x.on_click(lambda _b, bid=bp.id: self._safely(lambda: self.remove_breakpoint(bid)))
+            chips.append(x)
+        self.bp_list.children = tuple(chips)
+
+    def _render_approvals(self) -> None:
+        run = self.run
+        pending = run.pending_approvals() if run is not None else []
+        key = tuple(c.call_id for c in pending)
+        if key == self._approval_key:
+            return
+        self._approval_key = key
+        rows: list[w.Widget] = []
+        tools = {t.name: t for t in (run.loop.tools if run is not None else [])}
+        for call in pending:
+            tool = tools.get(call.name)
+            risk = tool.risk if tool else "?"
+            info = w.HTML(
+                f'<div class="agentnb-root"><b>{cards.esc(call.name)}</b> wants to run '
+                f'<span class="agentnb-badge agentnb-badge-wait">risk {cards.esc(risk)}</span> '
+                f"<code>{cards.esc(call.call_id)}</code>{cards.json_tree(call.arguments)}</div>"
+            )
+            reason = w.Text(placeholder="reason (sent to the model)", layout=w.Layout(width="260px"))
+            reason.add_class("agentnb-deny-reason")
+            edit = w.Textarea(value=json.dumps(call.arguments, indent=2), layout=w.Layout(width="100%", height="90px"))
+            edit.add_class("agentnb-edit-arguments")
+            error = w.HTML()
+            error.add_class("agentnb-edit-error")
+            approve = w.Button(description="Approve", icon="check", button_style="success",
+                               layout=w.Layout(width="auto"))
+            approve.add_class("agentnb-btn-approve")
+            deny = w.Button(description="Deny", icon="times", button_style="danger", layout=w.Layout(width="auto"))
+            deny.add_class("agentnb-btn-deny")
+            edited = w.Button(description="Approve edited arguments", icon="edit", layout=w.Layout(width="auto"))
+            edited.add_class("agentnb-btn-approve-edited")
+            cid = call.call_id
+            approve.on_click(lambda _b, cid=cid: self._safely(lambda: self.approve(cid, background=True)))
+            deny.on_click(lambda _b, cid=cid, r=reason: self._safely(
+                lambda: self.deny(cid, r.value or None, background=True)))
+            edited.on_click(lambda _b, cid=cid, e=edit, err=error: self._approve_edited(cid, e.value, err))
+            rows.append(w.VBox([
+                info,
+                w.HBox([approve, deny, reason], layout=w.Layout(align_items="center", flex_flow="row wrap")),
+                w.HTML('<span class="agentnb-muted">edit the arguments (checked against the schema):</span>'),
+                edit, w.HBox([edited, error], layout=w.Layout(align_items="center")),
+            ], layout=w.Layout(border="1px solid var(--jp-warn-color1)", padding="6px", margin="4px 0")))
+        self.approvals.children = tuple(rows)
+
+    def _approve_edited(self, call_id: str, text: str, error: w.HTML) -> None:
+        try:
+            arguments = json.loads(text)
+        except ValueError as exc:
+            error.value = f'<span class="agentnb-err">not JSON: {cards.esc(exc)}</span>'
+            return
+        if not isinstance(arguments, dict):
+            error.value = '<span class="agentnb-err">the arguments must be a JSON object</span>'
+            return
+        try:
+            self.approve(call_id, arguments=arguments, by="debugger", background=True)
+        except Exception as exc:
+            from pydantic import ValidationError
+
+            if isinstance(exc, ValidationError):
+                msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                error.value = f'<span class="agentnb-err">{cards.esc(msgs)}</span>'
+            else:
+                error.value = f'<span class="agentnb-err">{cards.esc(exc)}</span>'
+
+    def _set_running(self, running: bool) -> None:
+        for b in (self.btn_step, self.btn_turn, self.btn_cont, self.btn_restart, self.btn_fork):
+            b.disabled = running
+        self.btn_pause.disabled = not running
+
+    def _schedule_refresh(self) -> None:
+        now = time.monotonic()
+        if now - self._last_refresh > 0.1:
+            self.refresh()
+            return
+        self._dirty = True
+        if self._timer is None:
+            self._timer = threading.Timer(0.15, self._flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw everything from the timeline (cheap: only a window of cards is drawn)."""
+        with self._lock:
+            self._dirty = False
+            self._last_refresh = time.monotonic()
+            tl = self.timeline
+            n = len(tl)
+            sel = max(0, min(self.selected, n - 1))
+            self.selected = sel
+            state = tl.state.state
+            rs = tl.state
+            first = tl.events[0] if n else None
+            model = getattr(first, "model", "?")
+            mode = "live" if self.live else f"replay · {n}/{len(self._replay)} events"
+            reason = f" — {cards.esc(rs.reason)}" if rs.reason else ""
+            self.header.value = (
+                f'<div class="agentnb-root"><b>agentnb</b> · run <code>{cards.esc(rs.run_id or "-")}</code> · '
+                f"{cards.esc(model)} · {mode} · {_badge(state)}{reason}</div>"
+            )
+            shown_state = tl.events[sel].state if n else state
+            self.diagram.value = f'<div class="agentnb-root agentnb-diagram">{state_diagram(shown_state)}</div>'
+            self._render_meters(sel)
+            msg = cards.esc(self.message)
+            at = "" if self.follow else f' · <span class="agentnb-muted">viewing event {sel} of {n - 1}</span>'
+            self.status.value = f'<span class="agentnb-root">{msg}{at}</span>'
+            done = state in TERMINAL
+            if not self.running:
+                self.btn_step.disabled = done or (self.live and state is LoopState.WAITING_APPROVAL)
+                self.btn_cont.disabled = self.btn_step.disabled
+                self.btn_turn.disabled = self.btn_step.disabled
+                self.btn_pause.disabled = True
+                self.btn_fork.disabled = not self.live
+            self.scrubber.unobserve(self._on_scrub, names="value")
+            self.scrubber.max = max(0, n - 1)
+            self.scrubber.value = sel
+            self.scrubber.observe(self._on_scrub, names="value")
+            ctx = cards.CardContext(tl)
+            start = max(0, min(sel - self.window // 2, n - self.window))
+            end = min(n, start + self.window)
+            more_before = f'<div class="agentnb-muted">… {start} earlier events</div>' if start else ""
+            more_after = f'<div class="agentnb-muted">… {n - end} later events</div>' if end < n else ""
+            self.cards.value = (
+                f'<div class="agentnb-root">{more_before}'
+                + "".join(cards.card(tl.events[i], ctx, selected=i == sel, open_=False) for i in range(start, end))
+                + f"{more_after}</div>"
+            )
+            if n:
+                ev = tl.events[sel]
+                self.detail.value = (
+                    f'<div class="agentnb-root"><div class="agentnb-card agentnb-selected-detail">'
+                    f'<div style="padding:4px 6px">{cards.summary_html(ev)}</div>'
+                    f'<div class="agentnb-body">{cards.body_html(ev, ctx)}</div></div></div>'
+                )
+                msgs = tl.messages_at(sel)
+                self.conversation.value = (
+                    f'<div class="agentnb-root agentnb-time-travel" data-seq="{sel}">'
+                    f'<div class="agentnb-muted">the conversation after event {sel} ({cards.esc(ev.type)}): '
+                    f"{len(msgs)} messages</div>{cards.conversation_html(msgs)}</div>"
+                )
+            self._render_approvals()
+
+    def _render_meters(self, sel: int) -> None:
+        c = self.timeline.counters_at(sel)
+        first = self.timeline.events[0] if len(self.timeline) else None
+        settings = getattr(first, "settings", {}) or {}
+        max_turns = settings.get("max_turns") or 0
+        self.meter_turns.max = max(1, max_turns)
+        self.meter_turns.value = min(c.turns, self.meter_turns.max)
+        self.meter_turns.layout.display = "" if max_turns else "none"
+        self.meter_label.value = (
+            f'<span class="agentnb-root">turns {c.turns}{f" / {max_turns}" if max_turns else ""} · '
+            f"tool calls {c.tool_calls} · tokens {c.input_tokens + c.output_tokens:,} "
+            f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span>'
+        )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        mode = "live" if self.live else "replay"
+        return f"<agentnb.Debugger {mode} {self.state.value} {len(self.timeline)} events>"
+
+
+def _replace_results(history: list[Any], results: dict[str, Any]) -> list[Any]:
+    from dataclasses import replace
+
+    from ..messages import Message, ToolResultPart
+    from ..tools import jsonable, render_value
+
+    out: list[Message] = []
+    found: set[str] = set()
+    for m in history:
+        if m.role == "tool":
+            parts = []
+            for p in m.parts:
+                if isinstance(p, ToolResultPart) and p.call_id in results:
+                    value = results[p.call_id]
+                    parts.append(replace(p, status="ok", content=render_value(value), audit=jsonable(value)))
+                    found.add(p.call_id)
+                else:
+                    parts.append(p)
+            m = replace(m, parts=tuple(parts))
+        out.append(m)
+    missing = set(results) - found
+    if missing:
+        raise AgentnbError(f"no result for call(s) {', '.join(sorted(missing))} before the fork point")
+    return out
