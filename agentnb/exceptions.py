@@ -11,7 +11,11 @@ used, or for states a run cannot get out of by itself::
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
     ├── TranscriptError        a transcript file that cannot be read back
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
+        ├── WireFormatError    a response or stream event that does not have the provider's shape
         └── StreamInterrupted  a stream ended before the provider's done signal
+            ├── ArgumentsTooLarge    one call's streamed arguments passed the adapter's byte cap
+            └── StreamProtocolError  stream events that contradict each other (two ids for one call,
+                                     a done event whose arguments differ from the merged fragments)
 """
 
 from __future__ import annotations
@@ -72,3 +76,37 @@ class StreamInterrupted(ModelError):
 
     def __init__(self, message: str = "the stream ended before the provider's done signal") -> None:
         super().__init__(message, status=None, retryable=False)
+
+
+class WireFormatError(ModelError):
+    """A response body or stream event that does not have the shape of the provider's wire API.
+
+    Raised by the adapters in :mod:`agentnb.providers` for input they cannot read at all (not a JSON
+    object, no ``choices``/``content``/``candidates``, a ``data:`` line that is not JSON mid-stream).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=None, retryable=False)
+
+
+class ArgumentsTooLarge(StreamInterrupted):
+    """One call's streamed arguments grew past the adapter's byte cap; the stream is abandoned.
+
+    Attributes:
+        call_id: the call's id (may be empty when the provider has not sent one yet).
+        name: the tool name.
+        limit: the cap in bytes (``max_argument_bytes``).
+    """
+
+    def __init__(self, *, call_id: str, name: str, limit: int) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.limit = limit
+        super().__init__(
+            f"the arguments of call {call_id or '?'} ({name or '?'}) passed {limit} bytes; the stream was "
+            f"abandoned (raise max_argument_bytes if such calls are expected)"
+        )
+
+
+class StreamProtocolError(StreamInterrupted):
+    """Stream events contradicted each other, so the turn cannot be trusted (nothing in it is executed)."""

@@ -44,6 +44,10 @@ class TextPart:
 
     kind: Literal["text"] = "text"
     text: str
+    provider_data: dict[str, dict[str, Any]] | None = None
+    """Opaque per-part data keyed by the wire API that produced it (``{"gemini": {"thoughtSignature": ..}}``).
+
+    An adapter reads only its own key, so this data goes back only to the provider that sent it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +66,10 @@ class ToolCallPart:
     index: int | None = None
     """The call's position in the provider's stream (Chat ``index``, Anthropic block index, ...)."""
     provider_id: str | None = None
-    """A second provider id where the wire has one (the Responses ``fc_...`` item id)."""
+    """A second provider id where the wire has one (the Responses ``fc_...`` item id, the Gemini call id)."""
+    provider_data: dict[str, dict[str, Any]] | None = None
+    """Opaque per-part data keyed by the wire API that produced it (a Gemini ``thoughtSignature``); see
+    :attr:`TextPart.provider_data`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,6 +188,8 @@ class ModelTurn:
     usage: Usage = field(default_factory=lambda: Usage())
     complete: bool = True
     """False when the stream ended early: nothing in an incomplete turn is executable."""
+    incomplete_reason: str | None = None
+    """Why an incomplete turn is incomplete (the stream ended early, the provider sent an error event)."""
     raw: Any = None
     """The provider's response as received (for the debugger), when kept."""
 
