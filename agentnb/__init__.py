@@ -57,8 +57,8 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AgentnbError",
-    "Debugger",
     "ApprovalError",
+    "Debugger",
     "Event",
     "IllegalTransition",
     "Loop",

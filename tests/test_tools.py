@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -224,7 +225,11 @@ def test_async_tools_work_inside_a_running_event_loop(make_loop: Callable[..., a
         loop = make_loop([{"tool_calls": [{"name": "fetch", "arguments": {"url": "x"}}]}, {"text": "ok"}], [fetch])
         return loop.start("q").run()
 
-    run = asyncio.run(cell())
+    out: list[anb.Run] = []
+    worker = threading.Thread(target=lambda: out.append(asyncio.run(cell())))  # a thread of its own, like a kernel
+    worker.start()
+    worker.join(30)
+    (run,) = out
     assert run.state is S.COMPLETED and results(run)[0].content == "<html>x</html>"
 
 

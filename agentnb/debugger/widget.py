@@ -362,28 +362,28 @@ class Debugger:
     def fork(self, seq: int | None = None, *, results: dict[str, Any] | None = None) -> Debugger:
         """A new run from the conversation as it stood at event ``seq`` (default: the selected one).
 
-        The fork starts from the last complete point at or before ``seq`` (every call answered), so its
-        history is valid for any provider. ``results`` replaces tool results by call id (what if the
-        tool had answered this?). Returns a new debugger on the forked run.
+        The fork keeps the history up to the last complete point at or before ``seq``: a turn whose calls
+        are not all answered yet, and a final answer, are dropped, so the model is asked again from there.
+        ``results`` replaces tool results by call id ("what if the tool had answered this?"); without a
+        ``seq`` the fork then starts right after those results were bound. Returns a debugger on the fork.
         """
         run = self._need_run()
+        if seq is None and results:
+            bound = [e.seq for e in self.events if e.type == "ResultsBound" and set(results) & set(e.call_ids)]
+            seq = max(bound) if bound else self.selected
         seq = self.selected if seq is None else seq
-        history = self._complete_history(seq)
+        history = self.timeline.messages_at(seq)
+        while history and history[-1].role == "assistant":
+            history = history[:-1]
         if results:
             history = _replace_results(history, results)
-        forked = run.loop.start(history)
+        forked = run.loop.start(history[1:] if run.loop.system else history)
         seek = getattr(run.loop.model, "seek", None)
-        if callable(seek):
-            attempts = sum(1 for e in self.events[: seq + 1] if e.type in ("ModelRequested", "ModelRetried"))
-            assistant_turns = sum(1 for m in history if m.role == "assistant")
-            seek(forked.run_id, attempts if assistant_turns else 0)
+        if callable(seek):  # a scripted model goes on from the turn the fork starts at
+            kept = sum(m.role == "assistant" for m in history) - sum(m.role == "assistant" for m in run.prompt)
+            attempts = sum(e.type in ("ModelRequested", "ModelRetried") and e.turn <= kept for e in self.events)
+            seek(forked.run_id, attempts)
         return Debugger(forked, window=self.window)
-
-    def _complete_history(self, seq: int) -> list[Any]:
-        messages = self.timeline.messages_at(seq)
-        while messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
-            messages = messages[:-1]  # drop a turn whose calls are not all answered yet
-        return messages
 
     # -- view ------------------------------------------------------------------------------------------
 
@@ -396,7 +396,7 @@ class Debugger:
         self.meter_turns = w.IntProgress(min=0, max=1, value=0, layout=lay(width="160px"))
         self.meter_turns.add_class("agentnb-meter-turns")
         self.meter_label = w.HTML()
-        self.meters = w.HBox([self.meter_turns, self.meter_label], layout=lay(align_items="center", gap="8px"))
+        self.meters = w.HBox([self.meter_turns, self.meter_label], layout=lay(align_items="center"))
         self.meters.add_class("agentnb-meters")
 
         def button(label: str, icon: str, tip: str, handler: Callable[[], Any], name: str) -> w.Button:
@@ -452,7 +452,7 @@ class Debugger:
         self.scrubber.observe(self._on_scrub, names="value")
         nav = w.HBox([self.btn_first, self.btn_prev, self.scrubber, self.btn_next, self.btn_last],
                      layout=lay(align_items="center"))
-        self.cards = w.HTML(layout=lay(max_height="560px", overflow_y="auto"))
+        self.cards = w.HTML(layout=lay(max_height="560px", overflow="auto"))
         self.cards.add_class("agentnb-timeline")
         left = w.VBox([nav, self.cards], layout=lay(width="50%", min_width="0"))
         self.detail = w.HTML()
@@ -461,12 +461,12 @@ class Debugger:
         self.conversation.add_class("agentnb-conversation")
         self.tabs = w.Tab([self.detail, self.conversation], layout=lay(width="50%", min_width="0"))
         self.tabs.titles = ("Event", "Conversation")
-        body = w.HBox([left, self.tabs], layout=lay(width="100%", gap="8px"))
+        body = w.HBox([left, self.tabs], layout=lay(width="100%"))
 
         self.style = w.HTML(cards.CSS)
         self.widget = w.VBox(
             [self.style, self.header, self.diagram, self.meters, self.controls, self.bp_row, self.approvals, body],
-            layout=lay(width="100%", overflow_x="hidden"),
+            layout=lay(width="100%", overflow="hidden"),
         )
         self.widget.add_class("agentnb-root")
         self.widget.add_class("agentnb-debugger")

@@ -113,8 +113,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium: str) -> Iterator[dic
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Any]:
+    # module scope: Playwright's sync API keeps an event loop in this thread until it is closed
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
