@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+import agentnb as anb
+from agentnb.events import ToolInfo
 
 Split = Callable[[str], list[str]]
 
@@ -157,7 +162,11 @@ def anthropic_whole(spec: Spec) -> dict[str, Any]:
     if spec.text or spec.refusal:
         content.append({"type": "text", "text": spec.text + spec.refusal})
     for c in spec.calls:
-        content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.args)})
+        try:
+            args = json.loads(c.args)
+        except ValueError:  # a cut call: the whole response has what the API could parse
+            args = {}
+        content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
             "stop_reason": _anthropic_stop(spec), "usage": {"input_tokens": 11, "output_tokens": 7}}
 
@@ -251,3 +260,66 @@ BUILDERS: dict[str, tuple[Callable[[Spec], dict[str, Any]], Callable[..., list[d
     "anthropic": (anthropic_whole, anthropic_stream),
     "gemini": (gemini_whole, gemini_stream),
 }
+
+
+# -- round trips ------------------------------------------------------------------------------------------
+
+
+def adapter(name: str) -> Any:
+    from agentnb import providers
+
+    return getattr(providers, name)
+
+
+def roundtrip(name: str, spec: Spec, split: Split = whole) -> tuple[Any, Any, list[Any]]:
+    """(turn from the whole response, turn from the stream, the stream items before the turn)."""
+    mod = adapter(name)
+    build_whole, build_stream = BUILDERS[name]
+    from_whole = mod.parse_response(build_whole(spec))
+    items = list(mod.parse_stream(build_stream(spec, split)))
+    return from_whole, items[-1], items[:-1]
+
+
+def same_turn(a: Any, b: Any) -> bool:
+    """Equal canonical turns (the raw response aside)."""
+    return bool(a.message == b.message and a.finish_reason == b.finish_reason
+                and a.finish_reason_raw == b.finish_reason_raw and a.complete == b.complete
+                and a.model == b.model and a.response_id == b.response_id and a.usage == b.usage)
+
+
+def results_for(turn: Any, *, error_for: str | None = None) -> Any:
+    """The canonical tool message answering every call of ``turn`` (``error_for``: a call id that failed)."""
+    from agentnb.messages import Message, ToolResultPart
+
+    return Message(role="tool", parts=tuple(
+        ToolResultPart(call_id=c.call_id, name=c.name, status="error" if c.call_id == error_for else "ok",
+                       content=f"result of {c.call_id}", audit={"secret": "never rendered"})
+        for c in turn.message.tool_calls))
+
+
+class Loc(BaseModel):
+    city: str
+    country: str | None = None
+
+
+@anb.tool
+def weather(where: Loc, units: Literal["c", "f"] = "c", days: int | None = None) -> str:
+    """Get the weather."""
+    return ""
+
+
+def weather_tool() -> ToolInfo:
+    """A ToolInfo with the pydantic schema features each dialect treats differently ($defs, anyOf null)."""
+    info = weather.info()
+    return ToolInfo(name=info["name"], description=info["description"], parameters=info["parameters"])
+
+
+# Arguments in compact JSON: the form the adapters give for providers that send an object (Anthropic and
+# Gemini whole responses), so whole and streamed turns compare equal to the byte.
+SINGLE = Spec(calls=[Call("call_1", "weather", '{"where":{"city":"Paris"}}')])
+PARALLEL = Spec(calls=[Call("call_1", "weather", '{"where":{"city":"Paris"}}'),
+                       Call("call_2", "weather", '{"where":{"city":"Oslo"},"units":"f"}')])
+TEXT_AND_CALLS = Spec(text="Let me check both cities.", calls=PARALLEL.calls)
+REFUSAL = Spec(refusal="I can't help with that.")
+CUT = Spec(text="Writing", calls=[Call("call_9", "write_file", '{"path": "a.txt", "body": "Once upon a ti')],
+           finish="length")
