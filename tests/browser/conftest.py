@@ -91,7 +91,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium: str) -> Iterator[dic
                 pytest.fail(f"JupyterLab did not start:\n{(base / 'server.log').read_text()[-3000:]}")
             time.sleep(0.3)
     try:
-        yield {"url": url, "token": token, "root": root}
+        yield {"url": url, "token": token, "root": root, "settings": settings}
     finally:
         try:
             req = urllib.request.Request(f"{url}/api/shutdown", method="POST",

@@ -40,6 +40,16 @@ def _click_to_update_ms(page: Any, button: str, selector: str, seq: str) -> floa
     ))
 
 
+def _run_all(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
+    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
 def test_step_continue_approve_time_travel(lab: dict[str, Any], browser: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
 
@@ -50,11 +60,7 @@ def test_step_continue_approve_time_travel(lab: dict[str, Any], browser: Any, ar
     page.on("console", lambda m: console.append(m.text))
     try:
         page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-        expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-        expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        _run_all(page)
 
         root = page.locator(".jp-OutputArea-output .agentnb-debugger")
         try:
@@ -120,5 +126,18 @@ def test_step_continue_approve_time_travel(lab: dict[str, Any], browser: Any, ar
         print(f"\napprove->COMPLETED {approve_to_done * 1000:.0f} ms; "
               f"selection, click to updated view: {[round(c) for c in clicks]} ms")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), "horizontal scroll"
+
+        # the same view in JupyterLab's dark theme (colours come from its CSS variables)
+        theme = lab["settings"] / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
+        theme.write_text(json.dumps({"theme": "JupyterLab Dark"}))
+        try:
+            page.reload()
+            expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=T)
+            _run_all(page)
+            root.locator("button.agentnb-btn-continue").click()
+            expect(root.locator("button.agentnb-btn-approve")).to_be_visible(timeout=T)
+            page.screenshot(path=str(artifacts / "debugger-06-dark-theme.png"), full_page=True)
+        finally:
+            theme.unlink()
     finally:
         page.close()
