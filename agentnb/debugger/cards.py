@@ -86,6 +86,9 @@ class CardContext:
     """What cards may read besides the event: the run's timeline (for history and buffers)."""
 
     timeline: Timeline
+    light: bool = False
+    """Leave out the heavy parts (full histories, schemas, raw responses): for cards in the timeline, whose
+    full version is one selection away."""
 
 
 def esc(value: object) -> str:
@@ -274,6 +277,9 @@ def _common(ev: Any) -> list[tuple[str, str]]:
 
 
 def _b_run_started(ev: Any, ctx: CardContext) -> str:
+    if ctx.light:
+        names = ", ".join(t.name for t in ev.tools) or "(none)"
+        return kv([("model", esc(ev.model)), ("tools", esc(names)), ("messages", esc(len(ev.messages)))])
     tools = "".join(
         f"<details><summary><b>{esc(t.name)}</b> — {esc(_short(t.description, 80))} "
         f'<span class="agentnb-muted">risk {esc(t.risk)}, approval {esc(t.approval)}</span></summary>'
@@ -286,7 +292,7 @@ def _b_run_started(ev: Any, ctx: CardContext) -> str:
 
 
 def _b_model_requested(ev: Any, ctx: CardContext) -> str:
-    sent = ctx.timeline.messages_at(ev.seq)
+    sent = [] if ctx.light else ctx.timeline.messages_at(ev.seq)
     new = "".join(message_html(m) for m in ev.new_messages)
     return kv([
         ("messages sent", esc(ev.message_count)),
@@ -294,9 +300,9 @@ def _b_model_requested(ev: Any, ctx: CardContext) -> str:
          esc(", ".join(ev.tools)) or "(none)"),
         ("settings", json_tree(ev.settings, open_depth=1)),
         ("finalize", esc(ev.finalize)),
-    ]) + (f"<div><b>added by this request</b>{new}</div>" if new else "") + (
+    ]) + (f"<div><b>added by this request</b>{new}</div>" if new else "") + ("" if ctx.light else (
         f"<details><summary><b>the {len(sent)} messages sent</b></summary>{conversation_html(sent)}</details>"
-    )
+    ))
 
 
 def _b_text_merged(ev: Any, ctx: CardContext) -> str:
@@ -339,7 +345,7 @@ def _b_model_retried(ev: Any, ctx: CardContext) -> str:
 def _b_turn_completed(ev: Any, ctx: CardContext) -> str:
     r = ev.response
     raw = ""
-    if r.raw is not None:
+    if r.raw is not None and not ctx.light:
         tree = json_tree(_jsonable(r.raw), open_depth=1)
         raw = f"<details><summary><b>raw provider response</b></summary>{tree}</details>"
     return kv([
@@ -433,6 +439,8 @@ def _b_guard_tripped(ev: Any, ctx: CardContext) -> str:
 
 def _b_compression_applied(ev: Any, ctx: CardContext) -> str:
     before = ctx.timeline.messages_at(ev.seq - 1) if ev.seq else []
+    if ctx.light:
+        return kv([("tier", esc(ev.tier)), ("tokens", esc(f"{ev.tokens_before} → {ev.tokens_after}"))])
     return kv([("tier", esc(ev.tier)), ("tokens", esc(f"{ev.tokens_before} → {ev.tokens_after}")),
                ("removed or replaced", esc(", ".join(map(str, ev.removed)) or "—"))]) + (
         '<div style="display:flex;gap:8px"><div style="flex:1;min-width:0"><b>before</b>'

@@ -93,7 +93,7 @@ class Debugger:
         'COMPLETED'
     """
 
-    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 40, start: int | str = 0) -> None:
+    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 30, start: int | str = 0) -> None:
         if isinstance(source, str | Path):
             source = Transcript.load(source)
         self.window = window
@@ -626,13 +626,14 @@ class Debugger:
             self.scrubber.value = sel
             self.scrubber.observe(self._on_scrub, names="value")
             ctx = cards.CardContext(tl)
+            light = cards.CardContext(tl, light=True)
             start = max(0, min(sel - self.window // 2, n - self.window))
             end = min(n, start + self.window)
             more_before = f'<div class="agentnb-muted">… {start} earlier events</div>' if start else ""
             more_after = f'<div class="agentnb-muted">… {n - end} later events</div>' if end < n else ""
             self.cards.value = (
                 f'<div class="agentnb-root">{more_before}'
-                + "".join(cards.card(tl.events[i], ctx, selected=i == sel, open_=False) for i in range(start, end))
+                + "".join(cards.card(tl.events[i], light, selected=i == sel) for i in range(start, end))
                 + f"{more_after}</div>"
             )
             if n:
