@@ -369,7 +369,8 @@ class Debugger:
         """
         run = self._need_run()
         if seq is None and results:
-            bound = [e.seq for e in self.events if e.type == "ResultsBound" and set(results) & set(e.call_ids)]
+            wanted = set(results)
+            bound = [e.seq for e in self.events if wanted & set(getattr(e, "call_ids", ()))]
             seq = max(bound) if bound else self.selected
         seq = self.selected if seq is None else seq
         history = self.timeline.messages_at(seq)
