@@ -403,10 +403,13 @@ def parse_stream(
             delta = ev.get("delta") or {}
             buf = calls.get(ev.get("index"))
             fragment = delta.get("partial_json")
-            if buf is not None and fragment is not None and delta.get("type") == "input_json_delta":
-                # the fast path: one fragment of a tool's input
-                if fragment:
-                    buf.add(fragment)
+            if buf is not None and type(fragment) is str and delta.get("type") == "input_json_delta":
+                if fragment:  # the fast path, CallBuffer.add inlined: this runs once per fragment
+                    size = buf.size + (len(fragment) if fragment.isascii() else len(fragment.encode()))
+                    if size > buf.limit:
+                        buf.add(fragment)  # raises ArgumentsTooLarge
+                    buf.size = size
+                    buf.chunks.append(fragment)
                     yield ArgumentsDelta(buf.position, fragment)
             else:
                 yield from acc.delta(ev.get("index"), delta)

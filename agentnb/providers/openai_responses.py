@@ -394,8 +394,12 @@ def parse_stream(
             buf = calls.get(ev.get("item_id"))
             fragment = ev.get("delta")
             if buf is not None and type(fragment) is str:
-                if fragment:
-                    buf.add(fragment)
+                if fragment:  # CallBuffer.add, inlined: this runs once per fragment
+                    size = buf.size + (len(fragment) if fragment.isascii() else len(fragment.encode()))
+                    if size > buf.limit:
+                        buf.add(fragment)  # raises ArgumentsTooLarge
+                    buf.size = size
+                    buf.chunks.append(fragment)
                     yield ArgumentsDelta(buf.position, fragment)
                 continue
         yield from acc.event(kind, ev)
