@@ -25,8 +25,12 @@ from .events import Event
 from .exceptions import (
     AgentnbError,
     ApprovalError,
+    ApprovalExpired,
+    CheckpointError,
+    DigestMismatch,
     IllegalTransition,
     ModelError,
+    ResumeError,
     RunNotPaused,
     StreamInterrupted,
     ToolDefinitionError,
@@ -37,6 +41,7 @@ from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
 from .run import Loop, Run
 from .states import TRANSITIONS, LoopState
+from .store import MemoryStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
@@ -58,20 +63,27 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AgentnbError",
     "ApprovalError",
+    "ApprovalExpired",
+    "CheckpointError",
     "Debugger",
+    "DigestMismatch",
     "Event",
     "IllegalTransition",
     "Loop",
     "LoopState",
+    "MemoryStore",
     "Message",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelTurn",
+    "ResumeError",
     "Run",
     "RunNotPaused",
     "RunState",
     "ScriptedModel",
+    "SqliteStore",
+    "Store",
     "StreamInterrupted",
     "TRANSITIONS",
     "Tool",

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from . import binding
 from .events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -77,6 +78,15 @@ class CallState:
     result: ToolResultPart | None = None
     validated: BaseModel | None = None
     """The validated arguments object (a cache; rebuilt from ``arguments`` when absent)."""
+    kind: str = "approval"
+    """What the pending request asks: ``approval``, ``client_result`` or ``outcome_unknown``."""
+    idempotency_key: str | None = None
+    retry_confirmed: bool = False
+    """A person approved re-running a call whose outcome was unknown."""
+    binding: tuple[str, str, str] | None = None
+    """(request, result, binding) hashes recorded when the tool finished."""
+    expected_request: str | None = None
+    """The request hash computed from trusted state when the call started (a cache; recomputed if absent)."""
 
     @property
     def call_id(self) -> str:
@@ -237,32 +247,58 @@ def _f_approval_requested(rs: RunState, ev: Any) -> None:
     c = rs.calls[ev.call_id]
     c.status = "awaiting_approval"
     c.approval_id = ev.approval_id
+    c.kind = ev.kind
+    if ev.idempotency_key:
+        c.idempotency_key = ev.idempotency_key
 
 
-def denial_text(note: str | None) -> str:
-    """What the model reads when a person denied its call."""
+HEADLESS = "headless"
+"""The ``by`` of denials made because no person can answer (``Loop(headless=True)``)."""
+
+
+def denial_text(note: str | None, by: str | None = None) -> str:
+    """What the model reads when its call was denied."""
+    if by == HEADLESS:
+        return f"Denied (headless): {note}" if note else "Denied (headless): nobody is available to approve it."
     return f"Denied by the user: {note}" if note else "Denied by the user."
 
 
 def _f_approval_resolved(rs: RunState, ev: Any) -> None:
     c = rs.calls[ev.call_id]
+    if c.status != "awaiting_approval":
+        raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
     c.decision = ev.decision
     if ev.decision == "denied":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied", content=denial_text(ev.note)))
+        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied",
+                                      content=denial_text(ev.note, ev.by)))
+        return
+    if ev.decision == "submitted":
+        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="ok", content=ev.content or "",
+                                      audit=ev.value))
         return
     c.status = "approved"
+    if c.kind == "outcome_unknown":
+        c.retry_confirmed = True
     if ev.arguments is not None:
         c.arguments = ev.arguments
         c.validated = None
 
 
 def _f_tool_started(rs: RunState, ev: Any) -> None:
-    rs.calls[ev.call_id].status = "running"
+    c = rs.calls[ev.call_id]
+    c.status = "running"
+    c.idempotency_key = ev.idempotency_key
 
 
 def _f_tool_finished(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
+    c = rs.calls.get(ev.call_id)
+    if c is None:
+        raise ValueError(f"a result for call {ev.call_id!r}, which is not a call of this turn")
+    if c.status != "running":
+        raise ValueError(f"a second result for call {ev.call_id!r} (it is {c.status})")
     c.validated = None
+    if ev.call_binding_sha256:
+        c.binding = (ev.request_sha256, ev.result_sha256, ev.call_binding_sha256)
     _answer(
         rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=ev.status, content=ev.content, audit=ev.value)
     )
@@ -360,6 +396,12 @@ class EngineConfig:
     on_max_turns: Literal["finalize", "stop"] = "finalize"
     settings: dict[str, Any] = field(default_factory=dict)
     finalize_prompt: str = FINALIZE_PROMPT
+    headless: bool = False
+    """Nobody can approve: calls that need a person are denied (each denial an event)."""
+    approval: bool | Callable[[Any, Any], bool] | None = None
+    """A loop-wide approval policy overriding the tools' own (None: each tool decides)."""
+    approval_ttl: float | None = None
+    """Seconds an approval request stays valid (None: no expiry)."""
 
 
 def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
@@ -486,6 +528,8 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
         if status == "done":
             continue
         if status == "awaiting_approval":
+            if cfg.headless:
+                return _resolve_headless(rs, c)
             waiting = True
             continue
         rank = _PRIORITY["valid+approval"] if status == "valid" and c.needs_approval else _PRIORITY[status]
@@ -496,6 +540,9 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
     if best is None:
         if waiting:
             return WAIT
+        mismatch = verify_bindings(rs, cfg)
+        if mismatch:
+            return _finish(S.FAILED, f"refused to send results to the model: {mismatch}")
         return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
     if best_rank == 0:
         return _parse(best)
@@ -511,8 +558,71 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
             "call_id": best.call_id, "name": best.name, "arguments": best.arguments,
             "arguments_digest": arguments_digest(best.name, best.arguments),
             "risk": tool.risk if tool else "read",
+            "kind": "client_result" if tool is not None and tool.client else "approval",
+            "ttl_s": cfg.approval_ttl,
         })
-    return Emit(ToolStarted, S.EXECUTING, {"call_id": best.call_id, "name": best.name})
+    key = call_key(rs, cfg, best)
+    best.expected_request = request_hash(rs, cfg, best, key)
+    return Emit(ToolStarted, S.EXECUTING, {"call_id": best.call_id, "name": best.name, "idempotency_key": key})
+
+
+def operation_id(rs: RunState) -> str:
+    """The run's operation id (its run id unless the run was started with another)."""
+    return str(rs.settings.get("operation_id") or rs.run_id)
+
+
+def call_key(rs: RunState, cfg: EngineConfig, c: CallState) -> str | None:
+    """The idempotency key of a call: the tool's own key function, or operation id + tool + arguments.
+
+    Keys serve the effect ledger, so they are made for side-effecting tools and for tools that ask for a
+    context (to hand the key downstream); a read-only tool's calls go without.
+    """
+    if c.idempotency_key:
+        return c.idempotency_key  # a retry keeps its key
+    tool = cfg.registry.get(c.name)
+    if tool is None or not (tool.side_effects or tool.context_param or tool.key_fn):
+        return None
+    if tool.key_fn is not None:
+        return str(tool.key_fn(c.arguments or {}, None))
+    return binding.idempotency_key(operation_id(rs), c.name, c.arguments)
+
+
+def request_hash(rs: RunState, cfg: EngineConfig, c: CallState, key: str | None = None) -> str:
+    """The request hash of a call, from trusted state (the model's turn, the arguments, the loop's tools)."""
+    tool = cfg.registry.get(c.name)
+    resp = rs.response
+    return binding.request_sha256(
+        provider=resp.provider if resp else "", response_id=resp.response_id if resp else None,
+        call_id=c.call_id, operation_id=operation_id(rs), idempotency_key=key or c.idempotency_key, tool=c.name,
+        schema_version=tool.schema_version if tool else "", policy_revision=str(rs.settings.get("policy_revision", "")),
+        arguments=c.arguments,
+    )
+
+
+def verify_bindings(rs: RunState, cfg: EngineConfig) -> str | None:
+    """Recompute every recorded binding of the turn; a description of the first mismatch, or None."""
+    for c in rs.calls.values():
+        if c.binding is None or c.result is None:
+            continue
+        request, result, bound = c.binding
+        if request != (c.expected_request or request_hash(rs, cfg, c)):
+            return f"the result recorded for call {c.call_id!r} was made for a different call (request hash)"
+        if result != binding.result_sha256(c.call_id, c.result.status, c.result.content):
+            return f"the result of call {c.call_id!r} changed after it was recorded (result hash)"
+        if bound != binding.binding_sha256(request, result):
+            return f"the binding of call {c.call_id!r} does not match its request and result"
+    return None
+
+
+def _resolve_headless(rs: RunState, c: CallState) -> Emit:
+    others = any(o.status == "awaiting_approval" and o is not c for o in rs.calls.values())
+    what = {"client_result": "nobody is available to run this client-side tool",
+            "outcome_unknown": "nobody is available to reconcile this call's unknown outcome"}.get(
+        c.kind, "nobody is available to approve it")
+    return Emit(ApprovalResolved, S.WAITING_APPROVAL if others else S.EXECUTING, {
+        "approval_id": c.approval_id or "", "call_id": c.call_id, "decision": "denied", "by": HEADLESS,
+        "note": what,
+    })
 
 
 def _parse(c: CallState) -> Emit:
@@ -550,10 +660,14 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         message, errors = describe_errors(c.name, exc)
         return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": errors})
     c.validated = validated
-    return Emit(CallValidated, S.VALIDATING, {
-        **base, "arguments": tool.dump(validated),
-        "needs_approval": tool.needs_approval(c.part, rs),
-    })
+    policy = cfg.approval
+    if tool.client:
+        needs = True
+    elif policy is None:
+        needs = tool.needs_approval(c.part, rs)
+    else:
+        needs = policy if isinstance(policy, bool) else bool(policy(c.part, rs))
+    return Emit(CallValidated, S.VALIDATING, {**base, "arguments": tool.dump(validated), "needs_approval": needs})
 
 
 __all__ = [

@@ -177,6 +177,21 @@ class ApprovalRequested(BaseEvent):
     arguments: dict[str, Any]
     arguments_digest: str
     risk: str
+    kind: Literal["approval", "client_result", "outcome_unknown"] = "approval"
+    """``approval``: may this call run? ``client_result``: the client runs the tool and submits the result.
+    ``outcome_unknown``: the process stopped while a side-effecting call ran; a person reconciles it."""
+    ttl_s: float | None = None
+    """Seconds the request stays valid after ``ts`` (None: no expiry)."""
+    idempotency_key: str | None = None
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the request expires (None: never)."""
+        if self.ttl_s is None:
+            return None
+        from datetime import timedelta
+
+        return self.ts + timedelta(seconds=self.ttl_s)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -186,11 +201,16 @@ class ApprovalResolved(BaseEvent):
     type: Literal["ApprovalResolved"] = "ApprovalResolved"
     approval_id: str
     call_id: str
-    decision: Literal["approved", "denied"]
+    decision: Literal["approved", "denied", "submitted"]
+    """``submitted``: a client (or a person reconciling an unknown outcome) supplied the result."""
     by: str | None = None
     note: str | None = None
     arguments: dict[str, Any] | None = None
     """Edited arguments, when the approver changed them."""
+    content: str | None = None
+    """For ``submitted``: what the model will see."""
+    value: Any = None
+    """For ``submitted``: the submitted value (audit projection)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -200,6 +220,8 @@ class ToolStarted(BaseEvent):
     type: Literal["ToolStarted"] = "ToolStarted"
     call_id: str
     name: str
+    idempotency_key: str | None = None
+    """The call's business intent (run's operation id + tool + canonical arguments, unless the tool says)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -217,6 +239,13 @@ class ToolFinished(BaseEvent):
     error_type: str | None = None
     error_message: str | None = None
     duration_s: float
+    idempotency_key: str | None = None
+    reused: bool = False
+    """True when the effect ledger already held this key's outcome and the tool was not run again."""
+    request_sha256: str | None = None
+    result_sha256: str | None = None
+    call_binding_sha256: str | None = None
+    """Binds this result to this call of this response of this run (see :mod:`agentnb.binding`)."""
 
 
 @dataclass(slots=True, kw_only=True)

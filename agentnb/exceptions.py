@@ -9,6 +9,10 @@ used, or for states a run cannot get out of by itself::
     ├── ToolDefinitionError    a Python function that cannot become a tool (bad signature, duplicate name)
     ├── RunNotPaused           approve/deny called when nothing waits for a person
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
+    │   ├── ApprovalExpired    the approval's expiry passed: nothing runs
+    │   └── DigestMismatch     the arguments are not the ones the approver saw
+    ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing)
+    ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        a transcript file that cannot be read back
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
         ├── WireFormatError    a response or stream event that does not have the provider's shape
@@ -51,6 +55,22 @@ class RunNotPaused(AgentnbError):
 
 class ApprovalError(AgentnbError):
     """An approval or denial named a call that is not waiting for one."""
+
+
+class ApprovalExpired(ApprovalError):
+    """The approval's expiry passed; the call can still be denied."""
+
+
+class DigestMismatch(ApprovalError):
+    """The arguments waiting for approval are not the ones the approver saw."""
+
+
+class CheckpointError(AgentnbError):
+    """A stored run cannot be trusted: a seal does not match, an event is missing, or the run is truncated."""
+
+
+class ResumeError(AgentnbError):
+    """A stored run cannot go on under the current loop (a tool's schema or the approval policy changed)."""
 
 
 class TranscriptError(AgentnbError):

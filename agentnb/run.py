@@ -14,8 +14,10 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
+from . import binding
 from .engine import (
     FINALIZE_PROMPT,
     CallState,
@@ -26,9 +28,13 @@ from .engine import (
     RunState,
     RunTool,
     Wait,
+    arguments_digest,
     decide,
+    request_hash,
+    verify_bindings,
 )
 from .events import (
+    ApprovalRequested,
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
@@ -40,11 +46,20 @@ from .events import (
     ToolFinished,
     TurnCompleted,
 )
-from .exceptions import ApprovalError, ModelError, RunNotPaused, StreamInterrupted
-from .messages import Message, ModelTurn, ToolCallPart, coerce_messages
+from .exceptions import (
+    ApprovalError,
+    ApprovalExpired,
+    DigestMismatch,
+    ModelError,
+    ResumeError,
+    RunNotPaused,
+    StreamInterrupted,
+)
+from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .states import TERMINAL, LoopState, S
-from .tools import Tool, ToolContext, ToolRegistry, as_registry
+from .store import Store, as_store
+from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
 from .transcript import Transcript
 
 _now = datetime.now
@@ -64,6 +79,12 @@ class Loop:
         max_retries: attempts after the first for retryable model errors (429, 5xx, connection errors).
         retry_base_delay: seconds before the first retry; doubled each time, with jitter, capped at 30 s.
         finalize_prompt: the instruction of the finalization call.
+        store: where events and the effect ledger go: an :class:`~agentnb.SqliteStore` (or a path to one) for
+            runs that survive the process; default an in-memory store.
+        headless: nobody can approve: calls that need a person get a "denied (headless)" result.
+        approval: a loop-wide approval policy (``True``, ``False`` or ``callable(call, state) -> bool``) that
+            overrides each tool's own.
+        approval_ttl: seconds an approval request stays valid (default: no expiry).
 
     Example:
         >>> import agentnb as anb
@@ -85,6 +106,10 @@ class Loop:
         max_retries: int = 2,
         retry_base_delay: float = 0.5,
         finalize_prompt: str = FINALIZE_PROMPT,
+        store: Store | str | Path | None = None,
+        headless: bool = False,
+        approval: bool | Callable[[Any, Any], bool] | None = None,
+        approval_ttl: float | None = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
@@ -103,16 +128,28 @@ class Loop:
             on_max_turns=on_max_turns,
             settings=dict(settings or {}),
             finalize_prompt=finalize_prompt,
+            headless=headless,
+            approval=approval,
+            approval_ttl=approval_ttl,
         )
+        self.store = as_store(store)
+        self.policy_revision = policy_revision(self.registry, approval, headless)
 
     @property
     def tools(self) -> list[Tool]:
         """The loop's tools."""
         return list(self.registry)
 
-    def start(self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None) -> Run:
-        """Begin a run from a prompt (or a prior message list). Nothing is sent until you step or run it."""
-        return Run(self, coerce_messages(prompt), run_id=run_id)
+    def start(
+        self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
+        operation_id: str | None = None,
+    ) -> Run:
+        """Begin a run from a prompt (or a prior message list). Nothing is sent until you step or run it.
+
+        ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
+        derive from it, so two runs of one operation never repeat each other's writes.
+        """
+        return Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
 
     def __repr__(self) -> str:
         model = f"{getattr(self.model, 'provider', '?')}:{getattr(self.model, 'name', '?')}"
@@ -132,9 +169,13 @@ class Run:
         '{"city": "Paris", "temp_c": 18, "sky": "sunny"}'
     """
 
-    def __init__(self, loop: Loop, messages: list[Message], *, run_id: str | None = None) -> None:
+    def __init__(
+        self, loop: Loop, messages: list[Message], *, run_id: str | None = None, operation_id: str | None = None
+    ) -> None:
         self.loop = loop
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
+        self.operation_id = operation_id or self.run_id
+        self.store = loop.store
         self._rs = RunState()
         self.transcript = Transcript([])
         self._events = self.transcript.events
@@ -217,6 +258,9 @@ class Run:
                     "max_turns": self.loop.config.max_turns,
                     "on_max_turns": self.loop.config.on_max_turns,
                     "request": self.loop.config.settings,
+                    "operation_id": self.operation_id,
+                    "policy_revision": self.loop.policy_revision,
+                    "headless": self.loop.config.headless,
                 },
             })
         action = decide(rs, self.loop.config)
@@ -277,29 +321,106 @@ class Run:
             {"approval_id": call.approval_id or "", "call_id": call.call_id, **fields},
         )
 
+    def _request_for(self, call: CallState) -> ApprovalRequested:
+        for ev in reversed(self._events):
+            if isinstance(ev, ApprovalRequested) and ev.call_id == call.call_id:
+                return ev
+        raise ApprovalError(f"no approval request for call {call.call_id!r}")  # pragma: no cover - fold invariant
+
+    def _check_request(self, call: CallState, digest: str | None, *, for_approval: bool) -> ApprovalRequested:
+        req = self._request_for(call)
+        expires = req.expires_at
+        if for_approval and expires is not None and datetime.now(UTC) > expires:
+            raise ApprovalExpired(
+                f"the approval request for call {call.call_id!r} expired at {expires.isoformat(timespec='seconds')}; "
+                "nothing ran. Deny it (run.deny) or start again."
+            )
+        current = arguments_digest(call.name, call.arguments)
+        if current != req.arguments_digest:
+            raise DigestMismatch(f"call {call.call_id!r}: its arguments changed since approval was requested")
+        if digest is not None and digest != current:
+            raise DigestMismatch(
+                f"call {call.call_id!r}: the arguments you approved (digest {digest[:12]}…) are not the ones "
+                f"waiting (digest {current[:12]}…); nothing ran"
+            )
+        return req
+
     def approve(
-        self, call_id: str, *, by: str | None = None, note: str | None = None, arguments: dict[str, Any] | None = None
+        self, call_id: str, *, by: str | None = None, note: str | None = None, arguments: dict[str, Any] | None = None,
+        digest: str | None = None,
     ) -> BaseEvent:
         """Approve a waiting call, optionally with edited arguments (validated against the schema first).
 
-        Then ``run.run()`` goes on.
+        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means
+        "run it again with the same idempotency key".
+
+        Args:
+            call_id: the call.
+            by: who approved (recorded).
+            note: why (recorded).
+            arguments: edited arguments; validated against the tool's schema and recorded as edited.
+            digest: the ``arguments_digest`` the approver saw; refused if the waiting arguments differ.
 
         Raises:
-            RunNotPaused, ApprovalError: when nothing waits, or the call is unknown or not waiting.
-            pydantic.ValidationError: when edited arguments fail the tool's schema (nothing is recorded).
+            RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
+            ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
+            DigestMismatch: the arguments are not the ones the approver saw.
+            pydantic.ValidationError: edited arguments fail the tool's schema (nothing is recorded).
         """
         call = self._pending(call_id)
+        if call.kind == "client_result":
+            raise ApprovalError(f"call {call_id!r} runs on the client: answer it with run.submit_result(...)")
+        self._check_request(call, digest, for_approval=True)
         edited = None
         if arguments is not None:
             tool = self.loop.registry.get(call.name)
             assert tool is not None
-            edited = tool.validate(arguments).model_dump(mode="json")
+            edited = tool.dump(tool.validate(arguments))
         return self._resolve(call, {"decision": "approved", "by": by, "note": note, "arguments": edited})
 
     def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
         """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
         call = self._pending(call_id)
         return self._resolve(call, {"decision": "denied", "by": by, "note": reason})
+
+    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, note: str | None = None) -> BaseEvent:
+        """Answer a waiting call with a result instead of running it.
+
+        For a client-executed tool, ``value`` is what the client computed. For a call whose outcome was unknown
+        after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
+        """
+        call = self._pending(call_id)
+        self._check_request(call, None, for_approval=False)
+        content, audit = render_value(value), jsonable(value)
+        tool = self.loop.registry.get(call.name)
+        key = call.idempotency_key
+        if key and tool is not None and tool.side_effects:
+            if self.store.effect(key) is None:
+                self.store.start_effect(key, self.run_id, call.call_id, call.name)
+            self.store.finish_effect(key, content, audit, "ok")
+        return self._resolve(call, {"decision": "submitted", "by": by, "note": note, "content": content,
+                                    "value": audit})
+
+    def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
+        """Start a new run that continues this conversation with a new prompt.
+
+        A pause left behind is resolved first: its waiting calls are denied ("abandoned"), so the history
+        never holds an unanswered call. A finished run's history is taken as it is; calls a cancelled run
+        left unanswered get a "skipped" result.
+        """
+        if self._rs.state is S.WAITING_APPROVAL:
+            for call in self.pending_approvals():
+                self._resolve(call, {"decision": "denied", "by": "follow_up",
+                                     "note": "abandoned: the user moved on to a new request"})
+            self.run_until(lambda ev: ev.type == "ResultsBound")  # calls that were approved earlier still run
+            if self.state is S.RESULTS_READY:
+                self._finish(S.CANCELLED, "abandoned for a new request (its waiting calls were denied)")
+        elif self._rs.state not in TERMINAL and self._rs.state is not S.NEW:
+            raise RunNotPaused(f"the run is still going ({self._rs.state.value}); run, cancel or pause it first")
+        history = complete_history(self.messages)
+        if self.loop.system and history and history[0].role == "system":
+            history = history[1:]
+        return self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
 
     # -- I/O -----------------------------------------------------------------------------------------
 
@@ -308,6 +429,7 @@ class Run:
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
         rs.apply(event)
+        self.store.append(event)
         self._events.append(event)
         if self._listeners:
             for listener in self._listeners:
@@ -404,18 +526,113 @@ class Run:
         return self._append(RunFinished, state, {"final": state, "reason": reason, "output": None})
 
     def _run_tool(self, call: CallState) -> BaseEvent:
+        """Run one call; side-effecting tools go through the effect ledger (see the module docs of store)."""
         tool = self.loop.registry.get(call.name)
         assert tool is not None and call.arguments is not None
+        key = call.idempotency_key
+        ledger = key is not None and tool.side_effects
+        if ledger:
+            assert key is not None
+            effect = self.store.effect(key)
+            if effect is not None and effect.status == "done":
+                return self._finished(call, Outcome(
+                    status=effect.result_status or "ok",  # type: ignore[arg-type]
+                    content=effect.content or "", value=effect.value,
+                ), reused=True)
+            if effect is not None and not (tool.idempotent or call.retry_confirmed):
+                # started before and never finished: the effect may or may not have happened downstream
+                return self._append(ApprovalRequested, S.WAITING_APPROVAL, {
+                    "approval_id": f"unk_{self.run_id}_{call.call_id}", "call_id": call.call_id, "name": call.name,
+                    "arguments": call.arguments, "arguments_digest": arguments_digest(call.name, call.arguments),
+                    "risk": tool.risk, "kind": "outcome_unknown", "idempotency_key": key,
+                })
+            self.store.start_effect(key, self.run_id, call.call_id, call.name)
         validated = call.validated or tool.validate(call.arguments)
         ctx = None
         if tool.context_param is not None:
-            ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn)
+            ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
+                              idempotency_key=key)
         out = self.loop.registry.run(tool, validated, ctx)
+        if ledger:
+            assert key is not None
+            self.store.finish_effect(key, out.content, out.value, out.status)
+        return self._finished(call, out)
+
+    def _finished(self, call: CallState, out: Outcome, *, reused: bool = False) -> BaseEvent:
+        request = call.expected_request or request_hash(self._rs, self.loop.config, call)
+        result = binding.result_sha256(call.call_id, out.status, out.content)
         return self._append(ToolFinished, S.EXECUTING, {
             "call_id": call.call_id, "name": call.name, "status": out.status, "content": out.content,
             "value": out.value, "error_type": out.error_type, "error_message": out.error_message,
-            "duration_s": round(out.duration_s, 6),
+            "duration_s": round(out.duration_s, 6), "idempotency_key": call.idempotency_key, "reused": reused,
+            "request_sha256": request, "result_sha256": result,
+            "call_binding_sha256": binding.binding_sha256(request, result),
         })
+
+    # -- resume --------------------------------------------------------------------------------------
+
+    @classmethod
+    def resume(
+        cls, run_id: str, *, loop: Loop, store: Store | str | Path | None = None, allow_policy_change: bool = False,
+    ) -> Run:
+        """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
+
+        Before anything executes: the checkpoint's seals are verified (a tampered or truncated checkpoint
+        raises :class:`~agentnb.CheckpointError`); the loop's tools and approval policy must be those the run
+        started with (``allow_policy_change`` to accept a change); every call still to run is validated
+        against the current schema; recorded result bindings are recomputed. A run stopped in the middle of a
+        model call asks the model again (a ``ModelRetried`` event); a run stopped in the middle of a
+        side-effecting call consults the effect ledger (reuse the outcome, re-run an idempotent tool with the
+        same key, or pause as "outcome unknown").
+
+        Raises:
+            CheckpointError: the stored events cannot be trusted.
+            ResumeError: the run cannot go on under this loop; nothing was executed.
+        """
+        store_ = as_store(store) if store is not None else loop.store
+        events = store_.load(run_id)
+        first = events[0]
+        if not isinstance(first, RunStarted):
+            raise ResumeError(f"run {run_id!r} does not start with RunStarted")
+        run = cls.__new__(cls)
+        Run.__init__(run, loop, [], run_id=run_id, operation_id=first.settings.get("operation_id"))
+        run.store = store_
+        run._initial = list(first.messages)
+        run.prompt = [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages)
+        for ev in events:
+            run._rs.apply(ev)
+            run._events.append(ev)
+        rs = run._rs
+        recorded = first.settings.get("policy_revision")
+        if recorded != loop.policy_revision and not allow_policy_change:
+            raise ResumeError(
+                f"run {run_id!r} started under another tool or approval policy: {_policy_diff(first, loop)}. "
+                "Resume with the loop it started with, or pass allow_policy_change=True."
+            )
+        for call in rs.calls.values():
+            if call.status in ("valid", "approved", "running", "awaiting_approval") and call.arguments is not None:
+                tool = loop.registry.get(call.name)
+                if tool is None:
+                    raise ResumeError(f"call {call.call_id!r} names tool {call.name!r}, which this loop does not have")
+                try:
+                    call.validated = tool.validate(call.arguments)
+                except Exception as exc:
+                    raise ResumeError(
+                        f"call {call.call_id!r} no longer fits the schema of {call.name!r}: {exc}"
+                    ) from exc
+        mismatch = verify_bindings(rs, loop.config) if rs.calls else None
+        if mismatch:
+            raise ResumeError(f"run {run_id!r}: {mismatch}")
+        seek = getattr(loop.model, "seek", None)
+        if callable(seek):
+            attempts = sum(e.type in ("ModelRequested", "ModelRetried") for e in events)
+            seek(run_id, attempts - 1 if rs.state is S.MODEL_REQUESTED else attempts)
+        if rs.state is S.MODEL_REQUESTED:
+            run._append(ModelRetried, S.MODEL_REQUESTED, {
+                "attempt": rs.retries + 1, "status": None, "delay_s": 0.0,
+                "error": "the process stopped during the model call; asking again",
+            })
+        return run
 
     # -- display -------------------------------------------------------------------------------------
 
@@ -430,3 +647,49 @@ class Run:
             f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
             f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
         )
+
+
+def policy_revision(registry: ToolRegistry, approval: Any, headless: bool) -> str:
+    """A short hash of what decides whether and how calls run: tools, schemas, risks and approval rules."""
+    def rule(policy: Any) -> str:
+        if policy is None or isinstance(policy, bool):
+            return repr(policy)
+        return f"callable:{getattr(policy, '__qualname__', type(policy).__name__)}"
+
+    parts = [
+        [t.name, t.schema_version, t.risk, rule(t.approval), t.client, t.idempotent] for t in registry
+    ]
+    return binding.sha256(binding.canonical([parts, rule(approval), headless]))[:16]
+
+
+def _policy_diff(first: RunStarted, loop: Loop) -> str:
+    then = {t.name: t for t in first.tools}
+    now = {t.name: t for t in loop.registry.infos}
+    changes = [f"tool {n!r} was removed" for n in then.keys() - now.keys()]
+    changes += [f"tool {n!r} was added" for n in now.keys() - then.keys()]
+    for name in then.keys() & now.keys():
+        a, b = then[name], now[name]
+        if a.parameters != b.parameters:
+            changes.append(f"the schema of {name!r} changed")
+        if (a.risk, a.approval) != (b.risk, b.approval):
+            changes.append(f"the risk or approval rule of {name!r} changed")
+    return "; ".join(sorted(changes)) or "the approval rules or headless mode changed"
+
+
+def complete_history(messages: list[Message]) -> list[Message]:
+    """The messages with every call answered: calls left without a result get a "skipped" result."""
+    out = list(messages)
+    answered = {r.call_id for m in out for r in m.tool_results}
+    for i in range(len(out) - 1, -1, -1):
+        m = out[i]
+        if m.role == "assistant" and m.tool_calls:
+            missing = [c for c in m.tool_calls if c.call_id not in answered]
+            if missing:
+                results = tuple(
+                    ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
+                                   content="Skipped: the run was stopped before this call ran.")
+                    for c in missing
+                )
+                out.insert(i + 1, Message(role="tool", parts=results))
+            break
+    return out

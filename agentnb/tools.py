@@ -16,6 +16,7 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import inspect
 import json
 import re
@@ -95,6 +96,8 @@ class ToolContext:
     call_id: str
     tool_name: str
     turn: int
+    idempotency_key: str | None = None
+    """Hand this to the downstream system so a retried write is recognised there too."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,20 @@ class Tool:
     timeout: float | None = None
     is_async: bool = False
     context_param: str | None = None
+    client: bool = False
+    """The client runs it: the run pauses until ``run.submit_result(call_id, value)``."""
+    idempotent: bool = False
+    """The downstream deduplicates by idempotency key, so re-running a call whose outcome is unknown is safe."""
+    key_fn: Callable[[dict[str, Any], Any], str] | None = None
+    """``(arguments, context) -> str``: the tool's own idempotency key."""
+    schema_version: str = ""
+    """Short hash of the JSON schema; part of every binding hash."""
     _field_names: tuple[str, ...] = field(default=())
+
+    @property
+    def side_effects(self) -> bool:
+        """True for ``write`` and ``dangerous`` tools: their effects go through the ledger."""
+        return self.risk != "read"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (the decorator keeps functions usable)."""
@@ -193,6 +209,9 @@ def _build_tool(
     approval: ApprovalPolicy,
     risk: Risk,
     timeout: float | None,
+    client: bool = False,
+    idempotent: bool = False,
+    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -242,6 +261,12 @@ def _build_tool(
         timeout=timeout,
         is_async=inspect.iscoroutinefunction(fn),
         context_param=context_param,
+        client=client,
+        idempotent=idempotent,
+        key_fn=idempotency_key,
+        schema_version=hashlib.sha256(
+            json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()[:16],
         _field_names=tuple(fields),
     )
 
@@ -258,6 +283,9 @@ def tool(
     approval: ApprovalPolicy = None,
     risk: Risk = "read",
     timeout: float | None = None,
+    client: bool = False,
+    idempotent: bool = False,
+    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -270,6 +298,9 @@ def tool(
     approval: ApprovalPolicy = None,
     risk: Risk = "read",
     timeout: float | None = None,
+    client: bool = False,
+    idempotent: bool = False,
+    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -283,6 +314,10 @@ def tool(
         approval: ``True``/``False``, or ``callable(call, context) -> bool``; ``None`` decides by risk.
         risk: ``"read"``, ``"write"`` or ``"dangerous"``.
         timeout: seconds before the call is answered with a ``timeout`` result.
+        client: the client executes it; the run pauses for ``run.submit_result(call_id, value)``.
+        idempotent: the downstream deduplicates by the idempotency key (``ToolContext.idempotency_key``), so
+            a call whose outcome is unknown after a crash may be re-run with the same key.
+        idempotency_key: ``(arguments, context) -> str``, the tool's own key for a call's business intent.
 
     Example:
         >>> @tool
@@ -296,7 +331,10 @@ def tool(
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return _build_tool(f, name=name, description=description, approval=approval, risk=risk, timeout=timeout)
+        return _build_tool(
+            f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
+            idempotent=idempotent, idempotency_key=idempotency_key,
+        )
 
     return wrap(fn) if fn is not None else wrap
 
