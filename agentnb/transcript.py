@@ -7,14 +7,13 @@ folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, wh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
-from .events import BaseEvent, event_from_json, event_to_dict, event_to_json
+from .events import BaseEvent, event_from_json, event_to_json
 from .exceptions import IllegalTransition, TranscriptError
 from .messages import Message
 from .states import LoopState
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .engine import RunState
+    from .frames import Frames
+    from .plots import Plots
 
 
 class Transcript:
@@ -93,31 +94,39 @@ class Transcript:
         """The conversation rebuilt from the events."""
         return self.fold().messages
 
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per event, with the event's own fields as JSON text in ``payload``.
+    @property
+    def frames(self) -> Frames:
+        """The run as tidy DataFrames (see :mod:`agentnb.frames`).
 
-        Columns: ``run_id``, ``seq``, ``ts``, ``turn``, ``type``, ``state``, ``call_id``, ``name``, ``payload``.
+        ``frames.events()``, ``turns()``, ``calls()``, ``messages()``, ``approvals()``, ``guards()``,
+        ``compressions()``.
+
+        Example:
+            >>> import agentnb as anb
+            >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> run.start("Paris?").run().transcript.frames.calls()[["tool", "status"]]
+                      tool status
+            0  get_weather     ok
         """
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - pandas is a core dependency
-            raise ImportError("Transcript.to_pandas needs pandas: pip install pandas") from exc
-        common = {"seq", "ts", "run_id", "turn", "state", "type"}
-        rows: list[dict[str, Any]] = []
-        for ev in self.events:
-            data = event_to_dict(ev)
-            rows.append({
-                "run_id": ev.run_id, "seq": ev.seq, "ts": ev.ts, "turn": ev.turn,
-                "type": data["type"], "state": ev.state.value,
-                "call_id": data.get("call_id"), "name": data.get("name"),
-                "payload": json.dumps({k: v for k, v in data.items() if k not in common}, ensure_ascii=False),
-            })
-        df = pd.DataFrame(rows, columns=["run_id", "seq", "ts", "turn", "type", "state", "call_id", "name", "payload"])
-        df["ts"] = pd.to_datetime(df["ts"], utc=True)
-        for col in ("type", "state"):
-            df[col] = df[col].astype("category")
-        df["turn"] = df["turn"].astype("Int64")
-        return df
+        from .frames import Frames
+
+        return Frames.of_runs(lambda: [self.events])
+
+    @property
+    def plot(self) -> Plots:
+        """Plots of the run (matplotlib): ``plot.timeline()``, ``tokens()``, ``latency()``, ``status()``."""
+        from .plots import Plots
+
+        return Plots(self.frames)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per event, with each event's own fields as JSON text in ``payload``.
+
+        The same as ``frames.events(payload=True)``: ``run_id``, ``seq``, ``turn``, ``ts``, ``type``, ``state``,
+        ``call_id``, ``name``, ``payload``. Leave the payload out (much faster on large logs) with
+        ``frames.events()``.
+        """
+        return self.frames.events(payload=True)
 
     # -- files ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,177 @@
+"""Transcripts as tidy pandas DataFrames.
+
+Theory of operation. A frame is a flat projection of the event log, declared as data: each column of each
+frame is a :class:`Column` (name, dtype, source) in :mod:`.columns`. Building a frame takes two steps:
+
+1. a *row builder* (:mod:`.rows`) walks each run's events once and lines up, for every row, the objects the
+   columns read -- the row's own event, the events joined to it (a call's ``ToolFinished``), a part of the
+   conversation, or a value that needs several events (a call's ``status``);
+2. the *column builder* (:mod:`.build`) reads each declared source over those lists and turns it straight into a
+   typed pandas array: nullable integers and floats, categoricals over fixed vocabularies, strings, and
+   timestamps as ``datetime64[us, UTC]``.
+
+Every frame starts with ``run_id``, ``seq`` and ``turn``: ``seq`` is the position in the run's log of the event
+the row comes from (documented per frame), so any frame joins the events frame on ``(run_id, seq)``, and turns
+and calls join on ``(run_id, turn)``. ``run_id`` is a categorical whose categories are every run of the
+collection, in order, the same in all frames.
+
+The frames of one transcript and of many are the same methods (:class:`Frames`): ``transcript.frames.calls()``,
+``collection.frames.calls()``.
+
+Example:
+    >>> import agentnb as anb
+    >>> run = anb.Loop(model=anb.ScriptedModel.story("parallel"), tools=anb.stories.tools("parallel"))
+    >>> calls = run.start("Weather?", run_id="r1").run().transcript.frames.calls()
+    >>> calls[["call_id", "tool", "status"]]
+      call_id         tool status
+    0  call_1_1  get_weather     ok
+    1  call_1_2  get_weather     ok
+    2  call_1_3  get_weather     ok
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .builder import build, conform, empty, events_with_payload
+from .columns import FRAME_NAMES, FRAMES, Column, Dtype
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..events import BaseEvent
+
+Prices = Mapping[str, tuple[float, float]]
+"""``{model: (usd per input token, usd per output token)}``; keys are a model name or ``provider:model``."""
+
+
+class Frames:
+    """The frames of one run or of many.
+
+    ``events``, ``turns``, ``calls``, ``messages``, ``approvals``, ``guards``, ``compressions``; each call builds
+    a fresh DataFrame (a live run may still be growing).
+
+    Args:
+        get: ``get(name, payload)`` returns the base frame ``name`` (see :func:`build`).
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> frames = run.start("Paris?").run().transcript.frames
+        >>> len(frames.turns()), frames.turns()["finish_reason"].tolist()
+        (2, ['tool_calls', 'stop'])
+    """
+
+    def __init__(self, get: Callable[[str, bool], pd.DataFrame]) -> None:
+        self._get = get
+
+    @classmethod
+    def of_runs(cls, runs: Callable[[], Sequence[Sequence[BaseEvent]]],
+                run_ids: Callable[[], Sequence[str]] | None = None) -> Frames:
+        """Frames built from event lists (``runs()`` is called on every frame, so live runs are current)."""
+
+        def get(name: str, payload: bool) -> pd.DataFrame:
+            ids = run_ids() if run_ids is not None else None
+            if payload:
+                return events_with_payload(runs(), ids)
+            return build(name, runs(), run_ids=ids)
+
+        return cls(get)
+
+    def __repr__(self) -> str:
+        return f"<agentnb.Frames {', '.join(FRAME_NAMES)}>"
+
+    def events(self, *, payload: bool = False) -> pd.DataFrame:
+        """One row per event: ``run_id, seq, turn, ts, type, state, call_id, name`` (+ ``payload``).
+
+        Args:
+            payload: add ``payload``, each event's own fields as JSON text (slower: it serializes every event).
+        """
+        return self._get("events", payload)
+
+    def turns(self, *, prices: Prices | None = None) -> pd.DataFrame:
+        """One row per model request: answer, latency, tokens, finish reason, calls, retries.
+
+        Args:
+            prices: fills ``cost_usd`` as ``input_tokens * p_in + output_tokens * p_out`` for the models listed
+                (by model name or ``provider:model``); other turns keep a null cost.
+
+        Example:
+            >>> import agentnb as anb
+            >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> turns = run.start("Paris?").run().transcript.frames.turns(prices={"story:weather": (1e-6, 4e-6)})
+            >>> bool((turns["cost_usd"] > 0).all())
+            True
+        """
+        df = self._get("turns", False)
+        if prices:
+            df["cost_usd"] = cost(df, prices)
+        return df
+
+    def calls(self, *, flatten_arguments: bool = False) -> pd.DataFrame:
+        """One row per tool call: tool, arguments, status, approval, timing, error, result size.
+
+        Args:
+            flatten_arguments: add one ``arg_<key>`` column per top-level argument key (object dtype).
+        """
+        df = self._get("calls", False)
+        if flatten_arguments:
+            df = flatten(df)
+        return df
+
+    def messages(self) -> pd.DataFrame:
+        """One row per part of every message that joined the conversation."""
+        return self._get("messages", False)
+
+    def approvals(self) -> pd.DataFrame:
+        """One row per approval request, with the decision, who made it and how long it took."""
+        return self._get("approvals", False)
+
+    def guards(self) -> pd.DataFrame:
+        """One row per guard trip."""
+        return self._get("guards", False)
+
+    def compressions(self) -> pd.DataFrame:
+        """One row per compression of the history."""
+        return self._get("compressions", False)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """A frame by name (``"calls"`` ...)."""
+        if name not in FRAMES:
+            raise KeyError(f"no frame {name!r}; frames: {', '.join(FRAMES)}")
+        return self._get(name, False)
+
+
+def cost(turns: pd.DataFrame, prices: Prices) -> Any:
+    """``cost_usd`` of each turn under ``prices`` (null for models not listed)."""
+    import pandas as pd
+
+    keys = turns["provider"].astype(str) + ":" + turns["model"].astype(str)
+    p_in = keys.map(lambda k: _price(prices, k, 0)).astype("Float64")
+    p_out = keys.map(lambda k: _price(prices, k, 1)).astype("Float64")
+    out = turns["input_tokens"].astype("Float64") * p_in + turns["output_tokens"].astype("Float64") * p_out
+    return out.astype(pd.Float64Dtype())
+
+
+def _price(prices: Prices, key: str, i: int) -> float | None:
+    p = prices.get(key) or prices.get(key.split(":", 1)[1])
+    return float(p[i]) if p is not None else None
+
+
+def flatten(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` with one ``arg_<key>`` column per top-level key of the arguments."""
+    import pandas as pd
+
+    parsed = [json.loads(a) if isinstance(a, str) else {} for a in calls["arguments"].tolist()]
+    keys = sorted({k for a in parsed if isinstance(a, dict) for k in a})
+    extra = {f"arg_{k}": pd.Series([a.get(k) if isinstance(a, dict) else None for a in parsed],
+                                   index=calls.index, dtype=object) for k in keys}
+    return pd.concat([calls, pd.DataFrame(extra, index=calls.index)], axis=1) if extra else calls
+
+
+__all__ = [
+    "FRAMES", "FRAME_NAMES", "Column", "Dtype", "Frames", "Prices", "build", "conform", "cost", "empty",
+    "events_with_payload", "flatten",
+]

@@ -1,0 +1,249 @@
+"""Every column of every frame, declared once as data.
+
+A :class:`Column` names its pandas dtype and its *source*: where the builder reads the value. A source is
+``"<field>"`` or ``"<field>.<attribute path>"``, where ``<field>`` is one of the aligned lists a frame's row
+builder produces (see :mod:`agentnb.frames.rows`): an event of the row (``ToolFinished``), a part of the
+conversation (``call``, ``part``), or a value the builder computed (``status``). ``None`` means today's events
+do not record the fact: the column exists, with its dtype, and is all null. When an event gains the field,
+adding the source is a one-word change here (``source=None`` -> ``source="ToolFinished.idempotency_key"``).
+
+``docs/frames.md`` is generated from these declarations (``python -m agentnb.frames.docs``); a test fails
+when it is out of date.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+from ..events import EVENT_CLASSES, RejectReason
+from ..messages import FinishReason, ResultStatus
+from ..states import LoopState
+
+Dtype = Literal["Int64", "Float64", "boolean", "string", "category", "datetime"]
+"""The dtypes a column may have. ``datetime`` is ``datetime64[us, UTC]``; the rest are pandas' own names
+(nullable integers, floats and booleans, ``string`` with ``<NA>``)."""
+
+DATETIME: Final = "datetime64[us, UTC]"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a frame.
+
+    Attributes:
+        name: the column name.
+        dtype: its pandas dtype (see :data:`Dtype`).
+        source: where the value comes from (``"ToolFinished.duration_s"``), or None when no event records it
+            yet (the column is then all null).
+        doc: one line for the docs table.
+        value: applied to each non-null source value (``len``, ``json.dumps``, ...).
+        categories: the fixed vocabulary of a ``category`` column (its categories, in this order, even when
+            unused); None for an open vocabulary (categories sorted from the values).
+
+    Example:
+        >>> Column("duration_s", "Float64", "ToolFinished.duration_s", "seconds the tool ran").field
+        'ToolFinished'
+    """
+
+    name: str
+    dtype: Dtype
+    source: str | None
+    doc: str
+    value: Callable[[Any], Any] | None = None
+    categories: tuple[str, ...] | None = None
+
+    @property
+    def field(self) -> str | None:
+        """The row builder's list the source reads (the part before the first dot)."""
+        return self.source.split(".", 1)[0] if self.source else None
+
+    @property
+    def path(self) -> str | None:
+        """The attribute path read on each item of the field (None: the item itself)."""
+        if not self.source or "." not in self.source:
+            return None
+        return self.source.split(".", 1)[1]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+EVENT_TYPES: tuple[str, ...] = tuple(EVENT_CLASSES)
+STATES: tuple[str, ...] = tuple(s.value for s in LoopState)
+FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
+CALL_STATUSES: tuple[str, ...] = (*get_args(ResultStatus), "unanswered")
+REJECT_REASONS: tuple[str, ...] = get_args(RejectReason)
+DECISIONS: tuple[str, ...] = ("approved", "denied")
+RISKS: tuple[str, ...] = ("read", "write", "dangerous")
+GUARD_ACTIONS: tuple[str, ...] = ("finalize", "stop", "escalate", "note")
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+PART_KINDS: tuple[str, ...] = ("text", "tool_call", "tool_result", "refusal", "reasoning")
+MESSAGE_ORIGINS: tuple[str, ...] = ("prompt", "request", "response", "results", "compression")
+CALL_ORIGINS: tuple[str, ...] = ("model", "history")
+
+
+def _key(anchor: str) -> tuple[Column, ...]:
+    """The join keys every frame starts with."""
+    return (
+        Column("run_id", "category", "run_id", "the run (categories: every run of the collection, in order)"),
+        Column("seq", "Int64", f"{anchor}.seq", f"position in the run's log of the row's event ({anchor})"),
+        Column("turn", "Int64", f"{anchor}.turn", "the model turn the row belongs to (0 before the first)"),
+    )
+
+
+EVENTS: tuple[Column, ...] = (
+    *_key("event"),
+    Column("ts", "datetime", "event.ts", "when the event was appended (UTC)"),
+    Column("type", "category", "event.type", "the event type", categories=EVENT_TYPES),
+    Column("state", "category", "event.state", "the loop state after the event", categories=STATES),
+    Column("call_id", "string", "event.call_id", "the call the event is about, if any"),
+    Column("name", "category", "event.name", "the tool the event is about, if any"),
+)
+
+EVENTS_PAYLOAD: Column = Column(
+    "payload", "string", "payload", "the event's own fields as JSON text (only with ``payload=True``)"
+)
+
+TURNS: tuple[Column, ...] = (
+    *_key("ModelRequested"),
+    Column("ts_requested", "datetime", "ModelRequested.ts", "when the request was made"),
+    Column("ts_completed", "datetime", "TurnCompleted.ts", "when the whole answer arrived (null if it never did)"),
+    Column("response_seq", "Int64", "TurnCompleted.seq", "seq of the TurnCompleted event"),
+    Column("provider", "category", "TurnCompleted.response.provider", "the provider that answered"),
+    Column("model", "category", "TurnCompleted.response.model", "the model that answered"),
+    Column("response_id", "string", "TurnCompleted.response.response_id", "the provider's response id"),
+    Column("latency_s", "Float64", "TurnCompleted.latency_s", "seconds from request to the answer's last item"),
+    Column("input_tokens", "Int64", "TurnCompleted.response.usage.input_tokens", "input tokens billed"),
+    Column("output_tokens", "Int64", "TurnCompleted.response.usage.output_tokens", "output tokens billed"),
+    Column("total_tokens", "Int64", "TurnCompleted.response.usage.total_tokens", "input plus output tokens"),
+    Column("cost_usd", "Float64", None, "cost of the turn; computed when ``prices=`` is given"),
+    Column("finish_reason_raw", "string", "TurnCompleted.response.finish_reason_raw", "the provider's own value"),
+    Column("finish_reason", "category", "TurnCompleted.response.finish_reason", "the normalized finish reason",
+           categories=FINISH_REASONS),
+    Column("complete", "boolean", "TurnCompleted.response.complete", "False when the stream ended early"),
+    Column("incomplete_reason", "string", "TurnCompleted.response.incomplete_reason", "why it is incomplete"),
+    Column("calls", "Int64", "TurnCompleted.response.message.tool_calls", "tool calls in the answer", value=len),
+    Column("text_chars", "Int64", "TurnCompleted.response.message.text", "characters of answer text", value=len),
+    Column("retries", "Int64", "retries", "retries of this request (ModelRetried events)"),
+    Column("finalize", "boolean", "ModelRequested.finalize", "True for the tools-free finalization request"),
+    Column("message_count", "Int64", "ModelRequested.message_count", "messages in the request"),
+    Column("tools_offered", "Int64", "ModelRequested.tools", "tools offered in the request", value=len),
+    Column("outcome", "string", "outcome", "the RunFinished reason when the run ended during this turn"),
+)
+
+CALLS: tuple[Column, ...] = (
+    *_key("anchor"),
+    Column("origin", "category", "origin", "``model``: asked for in this run; ``history``: in the prompt",
+           categories=CALL_ORIGINS),
+    Column("index", "Int64", "position", "the call's position in its assistant message"),
+    Column("call_id", "string", "call.call_id", "the call id (model's own, or generated)"),
+    Column("tool", "category", "call.name", "the tool name as the model wrote it"),
+    Column("arguments_raw", "string", "call.arguments_raw", "argument text exactly as received"),
+    Column("arguments", "string", "arguments", "arguments the call ran with (edited > validated > parsed), as "
+           "canonical JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",
+           value=_json),
+    Column("generated_id", "boolean", "CallParsed.generated_id", "True when agentnb made the id"),
+    Column("parse_error", "string", "CallParsed.error", "why the arguments are not a JSON object"),
+    Column("reject_reason", "category", "CallRejected.reason", "why the call could not run",
+           categories=REJECT_REASONS),
+    Column("needs_approval", "boolean", "CallValidated.needs_approval", "True when a person had to decide"),
+    Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request"),
+    Column("decision", "category", "ApprovalResolved.decision", "the person's decision", categories=DECISIONS),
+    Column("decided_by", "string", "ApprovalResolved.by", "who decided"),
+    Column("decided_at", "datetime", "ApprovalResolved.ts", "when they decided"),
+    Column("status", "category", "status", "the result: ToolFinished status, ``error`` when rejected, ``denied``, "
+           "the history result's status, or ``unanswered``", categories=CALL_STATUSES),
+    Column("ts_called", "datetime", "anchor.ts", "when the answer holding the call arrived"),
+    Column("ts_started", "datetime", "ToolStarted.ts", "when the tool started"),
+    Column("ts_finished", "datetime", "ToolFinished.ts", "when the tool finished"),
+    Column("duration_s", "Float64", "ToolFinished.duration_s", "seconds the tool ran"),
+    Column("error_type", "category", "error_type", "exception type, or the reject reason for rejected calls"),
+    Column("error_message", "string", "error_message", "the error message (tool error or rejection)"),
+    Column("result_chars", "Int64", "result.content", "characters of the result the model sees", value=len),
+    Column("idempotency_key", "string", None, "the side-effect ledger's key (not recorded yet)"),
+    Column("binding_hash", "string", None, "hash binding the result to its call (not recorded yet)"),
+    Column("bound_seq", "Int64", "ResultsBound.seq", "seq of the ResultsBound that sent the result back"),
+)
+
+MESSAGES: tuple[Column, ...] = (
+    *_key("anchor"),
+    Column("origin", "category", "origin", "the event that added the message: RunStarted (``prompt``), "
+           "ModelRequested (``request``), TurnCompleted (``response``), ResultsBound (``results``), "
+           "CompressionApplied (``compression``)", categories=MESSAGE_ORIGINS),
+    Column("message_index", "Int64", "message_index", "the message's position in the conversation then"),
+    Column("part_index", "Int64", "part_index", "the part's position in its message"),
+    Column("in_final", "boolean", "in_final", "True when the message is in the run's final conversation"),
+    Column("role", "category", "message.role", "system, user, assistant or tool", categories=ROLES),
+    Column("kind", "category", "part.kind", "the part kind", categories=PART_KINDS),
+    Column("text", "string", "part.text", "text of text, refusal and reasoning parts"),
+    Column("call_id", "string", "part.call_id", "call id of tool_call and tool_result parts"),
+    Column("tool", "category", "part.name", "tool name of tool_call and tool_result parts"),
+    Column("arguments_raw", "string", "part.arguments_raw", "argument text of a tool_call"),
+    Column("status", "category", "part.status", "status of a tool_result", categories=get_args(ResultStatus)),
+    Column("content", "string", "part.content", "what the model sees of a tool_result"),
+    Column("provider", "category", "part.provider", "the provider a reasoning part belongs to"),
+    Column("chars", "Int64", "chars", "characters of text, arguments or content"),
+)
+
+APPROVALS: tuple[Column, ...] = (
+    *_key("ApprovalRequested"),
+    Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request"),
+    Column("call_id", "string", "ApprovalRequested.call_id", "the call waiting"),
+    Column("tool", "category", "ApprovalRequested.name", "its tool"),
+    Column("risk", "category", "ApprovalRequested.risk", "the tool's risk", categories=RISKS),
+    Column("arguments", "string", "ApprovalRequested.arguments", "arguments shown to the person (JSON)",
+           value=_json),
+    Column("arguments_digest", "string", "ApprovalRequested.arguments_digest", "SHA-256 of tool and arguments"),
+    Column("ts_requested", "datetime", "ApprovalRequested.ts", "when the run paused for it"),
+    Column("decision", "category", "ApprovalResolved.decision", "approved or denied (null: still waiting)",
+           categories=DECISIONS),
+    Column("decided_by", "string", "ApprovalResolved.by", "who decided"),
+    Column("note", "string", "ApprovalResolved.note", "the reason given"),
+    Column("ts_decided", "datetime", "ApprovalResolved.ts", "when they decided"),
+    Column("wait_s", "Float64", "wait_s", "seconds between request and decision"),
+    Column("edited", "boolean", "edited", "True when the person changed the arguments"),
+    Column("edited_arguments", "string", "ApprovalResolved.arguments", "the arguments as edited (JSON)",
+           value=_json),
+    Column("decided_seq", "Int64", "ApprovalResolved.seq", "seq of the ApprovalResolved event"),
+)
+
+GUARDS: tuple[Column, ...] = (
+    *_key("GuardTripped"),
+    Column("ts", "datetime", "GuardTripped.ts", "when it tripped"),
+    Column("guard", "category", "GuardTripped.guard", "the guard or budget"),
+    Column("limit", "Float64", "GuardTripped.limit", "its limit"),
+    Column("value", "Float64", "GuardTripped.value", "the value that reached it"),
+    Column("action", "category", "GuardTripped.action", "what the loop did about it", categories=GUARD_ACTIONS),
+    Column("message", "string", "GuardTripped.message", "the guard's message"),
+    Column("state", "category", "GuardTripped.state", "the loop state then", categories=STATES),
+)
+
+COMPRESSIONS: tuple[Column, ...] = (
+    *_key("CompressionApplied"),
+    Column("ts", "datetime", "CompressionApplied.ts", "when the history was rebuilt"),
+    Column("tier", "Int64", "CompressionApplied.tier", "the compression tier"),
+    Column("strategy", "category", None, "how it was compressed (not recorded yet)"),
+    Column("tokens_before", "Int64", "CompressionApplied.tokens_before", "estimated tokens before"),
+    Column("tokens_after", "Int64", "CompressionApplied.tokens_after", "estimated tokens after"),
+    Column("tokens_saved", "Int64", "tokens_saved", "tokens_before minus tokens_after"),
+    Column("messages_before", "Int64", "messages_before", "messages in the conversation before"),
+    Column("messages_after", "Int64", "CompressionApplied.messages", "messages after", value=len),
+    Column("removed", "Int64", "CompressionApplied.removed", "messages removed or replaced", value=len),
+)
+
+FRAMES: dict[str, tuple[Column, ...]] = {
+    "events": EVENTS,
+    "turns": TURNS,
+    "calls": CALLS,
+    "messages": MESSAGES,
+    "approvals": APPROVALS,
+    "guards": GUARDS,
+    "compressions": COMPRESSIONS,
+}
+"""Every frame's columns, in order."""
+
+FRAME_NAMES: tuple[str, ...] = tuple(FRAMES)
