@@ -183,7 +183,9 @@ def test_calls_frame_statuses(runs: dict[str, anb.Transcript]) -> None:
     par = runs["parallel"].frames.calls(flatten_arguments=True)
     assert par["index"].tolist() == [0, 1, 2] and par["arg_city"].tolist() == ["Paris", "London", "Tokyo"]
     assert par["seq"].nunique() == 1 and par["bound_seq"].nunique() == 1
-    assert (par["idempotency_key"].isna() & par["binding_hash"].isna()).all()
+    assert par["binding_hash"].str.len().tolist() == [64] * 3 and not par["reused"].any()
+    refund = runs["approved"].frames.calls()
+    assert refund["idempotency_key"].notna().tolist() == [False, True]  # only the side-effecting tool has a key
 
 
 def test_frames_join_on_run_and_seq(runs: dict[str, anb.Transcript]) -> None:
@@ -229,6 +231,7 @@ def test_compressions_and_guards(runs: dict[str, anb.Transcript]) -> None:
 
 def test_approvals_frame(runs: dict[str, anb.Transcript]) -> None:
     a = runs["approved"].frames.approvals().iloc[0]
+    assert a["kind"] == "approval" and pd.isna(a["expires_at"])
     assert a["decision"] == "approved" and a["risk"] == "write" and a["wait_s"] >= 0 and not a["edited"]
     d = runs["denied"].frames.approvals().iloc[0]
     assert d["decision"] == "denied" and d["note"] == "too much" and d["tool"] == "create_refund"
@@ -262,3 +265,12 @@ def test_docs_table_is_in_sync_with_the_declarations() -> None:
     for cols in FRAMES.values():
         for col in cols:
             assert f"`{col.name}`" in markdown()
+
+
+def test_headless_denials_match_the_conversation() -> None:
+    run = story("refund", "headless", headless=True)
+    calls = run.transcript.frames.calls()
+    assert calls["status"].tolist() == ["ok", "denied"] and calls["decided_by"].tolist()[-1] == "headless"
+    msgs = run.transcript.frames.messages()
+    final = msgs[msgs["in_final"] & (msgs["kind"] == "tool_result")]["content"].tolist()
+    assert final == [p.content for m in run.messages for p in m.tool_results]

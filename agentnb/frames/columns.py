@@ -5,7 +5,7 @@ A :class:`Column` names its pandas dtype and its *source*: where the builder rea
 builder produces (see :mod:`agentnb.frames.rows`): an event of the row (``ToolFinished``), a part of the
 conversation (``call``, ``part``), or a value the builder computed (``status``). ``None`` means today's events
 do not record the fact: the column exists, with its dtype, and is all null. When an event gains the field,
-adding the source is a one-word change here (``source=None`` -> ``source="ToolFinished.idempotency_key"``).
+adding the source is a one-word change here (``source=None`` -> ``source="CompressionApplied.strategy"``).
 
 ``docs/frames.md`` is generated from these declarations (``python -m agentnb.frames.docs``); a test fails
 when it is out of date.
@@ -77,7 +77,8 @@ STATES: tuple[str, ...] = tuple(s.value for s in LoopState)
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 CALL_STATUSES: tuple[str, ...] = (*get_args(ResultStatus), "unanswered")
 REJECT_REASONS: tuple[str, ...] = get_args(RejectReason)
-DECISIONS: tuple[str, ...] = ("approved", "denied")
+DECISIONS: tuple[str, ...] = ("approved", "denied", "submitted")
+APPROVAL_KINDS: tuple[str, ...] = ("approval", "client_result", "outcome_unknown")
 RISKS: tuple[str, ...] = ("read", "write", "dangerous")
 GUARD_ACTIONS: tuple[str, ...] = ("finalize", "stop", "escalate", "note")
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -164,8 +165,10 @@ CALLS: tuple[Column, ...] = (
     Column("error_type", "category", "error_type", "exception type, or the reject reason for rejected calls"),
     Column("error_message", "string", "error_message", "the error message (tool error or rejection)"),
     Column("result_chars", "Int64", "result.content", "characters of the result the model sees", value=len),
-    Column("idempotency_key", "string", None, "the side-effect ledger's key (not recorded yet)"),
-    Column("binding_hash", "string", None, "hash binding the result to its call (not recorded yet)"),
+    Column("idempotency_key", "string", "ToolStarted.idempotency_key", "the effect ledger's key for the call "
+           "(side-effecting tools and tools that take a context)"),
+    Column("reused", "boolean", "ToolFinished.reused", "True when the ledger already held the outcome (not re-run)"),
+    Column("binding_hash", "string", "ToolFinished.call_binding_sha256", "hash binding the result to its call"),
     Column("bound_seq", "Int64", "ResultsBound.seq", "seq of the ResultsBound that sent the result back"),
 )
 
@@ -194,12 +197,15 @@ APPROVALS: tuple[Column, ...] = (
     Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request"),
     Column("call_id", "string", "ApprovalRequested.call_id", "the call waiting"),
     Column("tool", "category", "ApprovalRequested.name", "its tool"),
+    Column("kind", "category", "ApprovalRequested.kind", "what is asked: may it run, a client-side result, or "
+           "reconciling an unknown outcome", categories=APPROVAL_KINDS),
     Column("risk", "category", "ApprovalRequested.risk", "the tool's risk", categories=RISKS),
     Column("arguments", "string", "ApprovalRequested.arguments", "arguments shown to the person (JSON)",
            value=_json),
     Column("arguments_digest", "string", "ApprovalRequested.arguments_digest", "SHA-256 of tool and arguments"),
     Column("ts_requested", "datetime", "ApprovalRequested.ts", "when the run paused for it"),
-    Column("decision", "category", "ApprovalResolved.decision", "approved or denied (null: still waiting)",
+    Column("expires_at", "datetime", "ApprovalRequested.expires_at", "when the request expires (null: never)"),
+    Column("decision", "category", "ApprovalResolved.decision", "approved, denied or submitted (null: waiting)",
            categories=DECISIONS),
     Column("decided_by", "string", "ApprovalResolved.by", "who decided"),
     Column("note", "string", "ApprovalResolved.note", "the reason given"),

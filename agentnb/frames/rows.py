@@ -96,12 +96,15 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     })
 
 
+_ANSWERS = ("denied", "submitted")
+"""Decisions of an ApprovalResolved that answer the call themselves (no tool runs)."""
+
 _CALL_EVENTS = ("CallParsed", "CallValidated", "CallRejected", "ApprovalRequested", "ApprovalResolved",
                 "ToolStarted", "ToolFinished")
 
 
 def _result_of(ev: BaseEvent, call: ToolCallPart) -> ToolResultPart:
-    """The result a ToolFinished, CallRejected or denied ApprovalResolved gives the model (as the fold does)."""
+    """The result a ToolFinished, CallRejected or answering ApprovalResolved gives the model (as the fold does)."""
     t = ev.type
     if t == "ToolFinished":
         return ToolResultPart(call_id=call.call_id, name=call.name, status=ev.status,  # type: ignore[attr-defined]
@@ -109,8 +112,11 @@ def _result_of(ev: BaseEvent, call: ToolCallPart) -> ToolResultPart:
     if t == "CallRejected":
         return ToolResultPart(call_id=call.call_id, name=call.name, status="error",
                               content=ev.message)  # type: ignore[attr-defined]
+    if ev.decision == "submitted":  # type: ignore[attr-defined]
+        return ToolResultPart(call_id=call.call_id, name=call.name, status="ok",
+                              content=ev.content or "", audit=ev.value)  # type: ignore[attr-defined]
     return ToolResultPart(call_id=call.call_id, name=call.name, status="denied",
-                          content=denial_text(ev.note))  # type: ignore[attr-defined]
+                          content=denial_text(ev.note, ev.by))  # type: ignore[attr-defined]
 
 
 def _history_results(messages: Sequence[Message]) -> dict[str, ToolResultPart]:
@@ -170,7 +176,7 @@ def calls_rows(runs: Sequence[Run]) -> Rows:  # noqa: C901 -- one pass, one bran
     error_message: list[str | None] = []
     for k, c in enumerate(calls):
         fin, rej, res, hist = finished[k], rejected[k], resolved[k], history[k]
-        answer: BaseEvent | None = fin or rej or (res if res is not None and res.decision == "denied" else None)
+        answer: BaseEvent | None = fin or rej or (res if res is not None and res.decision in _ANSWERS else None)
         out = _result_of(answer, c) if answer is not None else hist
         result.append(out)
         status.append(out.status if out is not None else "unanswered")
@@ -227,7 +233,8 @@ def messages_rows(runs: Sequence[Run]) -> Rows:  # noqa: C901 -- one pass, one b
                 for c in msg.tool_calls:
                     calls[(ev.turn, c.call_id)] = c
                 add(ev, [msg], "response")
-            elif t in ("ToolFinished", "CallRejected") or (t == "ApprovalResolved" and ev.decision == "denied"):  # type: ignore[attr-defined]
+            elif t in ("ToolFinished", "CallRejected") or (
+                    t == "ApprovalResolved" and ev.decision in _ANSWERS):  # type: ignore[attr-defined]
                 answers[(ev.turn, ev.call_id)] = ev  # type: ignore[attr-defined]
             elif t == "ResultsBound":
                 parts = tuple(_result_of(answers[(ev.turn, cid)], calls[(ev.turn, cid)])
