@@ -300,3 +300,40 @@ def _find(widget: Any, css_class: str) -> Any:
         if found is not None:
             return found
     return None
+
+
+def test_client_result_is_submitted_from_the_panel() -> None:
+    @anb.tool(client=True)
+    def ask_user(question: str) -> str:
+        """Ask the person at the keyboard."""
+        raise AssertionError("runs on the client")
+
+    model = anb.ScriptedModel([
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "name?"}}]},
+        lambda m: {"text": f"Hello {m[-1].tool_results[0].content}!"},
+    ])
+    dbg = anb.Debugger(anb.Loop(model=model, tools=[ask_user]).start("greet me")).cont()
+    (panel,) = dbg.approvals.children
+    assert _find(panel, "agentnb-btn-approve") is None and _find(panel, "agentnb-edit-arguments") is None
+    assert "client" in cards.summary_text(next(e for e in dbg.events if e.type == "ApprovalRequested"))
+    _find(panel, "agentnb-submit-value").value = "Ada"
+    _find(panel, "agentnb-btn-submit-result").click()
+    dbg.wait()
+    assert dbg.state is S.COMPLETED and dbg.run is not None and dbg.run.output == "Hello Ada!"
+    resolved = next(e for e in dbg.events if e.type == "ApprovalResolved")
+    assert "submitted result" in cards.body_html(resolved, cards.CardContext(dbg.timeline))
+
+
+def test_reused_effects_are_marked_on_their_card() -> None:
+    @anb.tool(risk="write", approval=False)
+    def charge(cents: int) -> str:
+        """Charge."""
+        return "ok"
+
+    call = {"name": "charge", "arguments": {"cents": 5}}
+    model = anb.ScriptedModel([{"tool_calls": [call]}, {"tool_calls": [call]}, {"text": "done"}])
+    dbg = anb.Debugger(anb.Loop(model=model, tools=[charge]).start("go")).cont()
+    reused = [e for e in dbg.events if e.type == "ToolFinished"][1]
+    assert "reused from the ledger" in cards.summary_text(reused)
+    body = cards.body_html(reused, cards.CardContext(dbg.timeline))
+    assert "the ledger's result was reused" in body and "call binding sha256" in body and "idempotency key" in body

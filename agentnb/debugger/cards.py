@@ -241,10 +241,13 @@ _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "CallValidated": lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
     + (" · needs approval" if ev.needs_approval else ""),
     "CallRejected": lambda ev: f"{ev.name} · {ev.reason} · {_short(ev.message.splitlines()[0], 50)}",
-    "ApprovalRequested": lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}",
+    "ApprovalRequested": lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
+    + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
     "ApprovalResolved": _s_approval_resolved,
     "ToolStarted": lambda ev: f"{ev.name} ({ev.call_id})",
-    "ToolFinished": lambda ev: f"{ev.name} · {ev.status} · {ev.duration_s * 1000:.1f} ms · {_short(ev.content, 40)}",
+    "ToolFinished": lambda ev: f"{ev.name} · {ev.status}" + (" · reused from the ledger" if ev.reused else
+                                                             f" · {ev.duration_s * 1000:.1f} ms")
+    + f" · {_short(ev.content, 40)}",
     "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
     "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
     "CompressionApplied": lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
@@ -389,10 +392,13 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
 def _b_approval_requested(ev: Any, ctx: CardContext) -> str:
     decision = ctx.timeline.approval_decision(ev.call_id)
     status = decision or '<span class="agentnb-badge agentnb-badge-wait">waiting</span>'
+    expires = ev.expires_at.isoformat(timespec="seconds") if ev.expires_at else "never"
     return kv([
         ("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>"),
-        ("risk", esc(ev.risk)), ("approval id", f"<code>{esc(ev.approval_id)}</code>"),
-        ("argument digest", f"<code>{esc(ev.arguments_digest[:16])}…</code>"), ("status", status),
+        ("asks for", esc(ev.kind.replace("_", " "))), ("risk", esc(ev.risk)),
+        ("approval id", f"<code>{esc(ev.approval_id)}</code>"),
+        ("argument digest", f"<code>{esc(ev.arguments_digest[:16])}…</code>"), ("expires", esc(expires)),
+        ("idempotency key", f"<code>{esc(ev.idempotency_key or '—')}</code>"), ("status", status),
     ]) + json_tree(ev.arguments)
 
 
@@ -402,6 +408,8 @@ def _b_approval_resolved(ev: Any, ctx: CardContext) -> str:
     body = kv(rows)
     if ev.arguments is not None:
         body += "<div>edited arguments:</div>" + json_tree(ev.arguments)
+    if ev.decision == "submitted":
+        body += "<div>submitted result (what the model sees):</div>" + pre(ev.content or "")
     return body
 
 
@@ -413,6 +421,8 @@ def _b_tool_finished(ev: Any, ctx: CardContext) -> str:
     cls = "agentnb-k-ok" if ev.status == "ok" else "agentnb-k-bad"
     rows = [("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>"),
             ("status", f'<span class="{cls}">{esc(ev.status)}</span>'), ("duration", f"{ev.duration_s * 1000:.2f} ms")]
+    if ev.reused:
+        rows.append(("effect", "already done under this idempotency key: the ledger's result was reused"))
     if ev.error_type:
         rows.append(("error", f'<span class="agentnb-err">{esc(ev.error_type)}: {esc(ev.error_message)}</span>'))
     for name in ("idempotency_key", "request_sha256", "result_sha256", "call_binding_sha256"):

@@ -513,41 +513,72 @@ class Debugger:
         if key == self._approval_key:
             return
         self._approval_key = key
-        rows: list[w.Widget] = []
         tools = {t.name: t for t in (run.loop.tools if run is not None else [])}
-        for call in pending:
-            tool = tools.get(call.name)
-            risk = tool.risk if tool else "?"
-            info = w.HTML(
-                f'<div class="agentnb-root"><b>{cards.esc(call.name)}</b> wants to run '
-                f'<span class="agentnb-badge agentnb-badge-wait">risk {cards.esc(risk)}</span> '
-                f"<code>{cards.esc(call.call_id)}</code>{cards.json_tree(call.arguments)}</div>"
-            )
-            reason = w.Text(placeholder="reason (sent to the model)", layout=w.Layout(width="260px"))
-            reason.add_class("agentnb-deny-reason")
+        self.approvals.children = tuple(self._approval_row(call, tools.get(call.name)) for call in pending)
+
+    _ASKS = {
+        "approval": "wants to run",
+        "client_result": "runs on the client: submit its result",
+        "outcome_unknown": "was running when the process stopped: did it happen? Retry it or record its result",
+    }
+
+    def _approval_row(self, call: Any, tool: Any) -> w.Widget:
+        risk = tool.risk if tool else "?"
+        info = w.HTML(
+            f'<div class="agentnb-root"><b>{cards.esc(call.name)}</b> {cards.esc(self._ASKS.get(call.kind, ""))} '
+            f'<span class="agentnb-badge agentnb-badge-wait">risk {cards.esc(risk)}</span> '
+            f"<code>{cards.esc(call.call_id)}</code>{cards.json_tree(call.arguments)}</div>"
+        )
+        reason = w.Text(placeholder="reason (sent to the model)", layout=w.Layout(width="260px"))
+        reason.add_class("agentnb-deny-reason")
+        error = w.HTML()
+        error.add_class("agentnb-edit-error")
+        cid = call.call_id
+        deny = w.Button(description="Deny", icon="times", button_style="danger", layout=w.Layout(width="auto"))
+        deny.add_class("agentnb-btn-deny")
+        deny.on_click(lambda _b: self._safely(lambda: self.deny(cid, reason.value or None, background=True)))
+        buttons: list[w.Widget] = []
+        if call.kind != "client_result":
+            approve = w.Button(description="Retry with the same key" if call.kind == "outcome_unknown" else "Approve",
+                               icon="check", button_style="success", layout=w.Layout(width="auto"))
+            approve.add_class("agentnb-btn-approve")
+            approve.on_click(lambda _b: self._safely(lambda: self.approve(cid, background=True)))
+            buttons.append(approve)
+        buttons += [deny, reason]
+        parts: list[w.Widget] = [info, w.HBox(buttons, layout=w.Layout(align_items="center", flex_flow="row wrap"))]
+        if call.kind == "approval":
             edit = w.Textarea(value=json.dumps(call.arguments, indent=2), layout=w.Layout(width="100%", height="90px"))
             edit.add_class("agentnb-edit-arguments")
-            error = w.HTML()
-            error.add_class("agentnb-edit-error")
-            approve = w.Button(description="Approve", icon="check", button_style="success",
-                               layout=w.Layout(width="auto"))
-            approve.add_class("agentnb-btn-approve")
-            deny = w.Button(description="Deny", icon="times", button_style="danger", layout=w.Layout(width="auto"))
-            deny.add_class("agentnb-btn-deny")
             edited = w.Button(description="Approve edited arguments", icon="edit", layout=w.Layout(width="auto"))
             edited.add_class("agentnb-btn-approve-edited")
-            cid = call.call_id
-            approve.on_click(lambda _b, cid=cid: self._safely(lambda: self.approve(cid, background=True)))
-            deny.on_click(lambda _b, cid=cid, r=reason: self._safely(
-                lambda: self.deny(cid, r.value or None, background=True)))
-            edited.on_click(lambda _b, cid=cid, e=edit, err=error: self._approve_edited(cid, e.value, err))
-            rows.append(w.VBox([
-                info,
-                w.HBox([approve, deny, reason], layout=w.Layout(align_items="center", flex_flow="row wrap")),
-                w.HTML('<span class="agentnb-muted">edit the arguments (checked against the schema):</span>'),
-                edit, w.HBox([edited, error], layout=w.Layout(align_items="center")),
-            ], layout=w.Layout(border="1px solid var(--jp-warn-color1)", padding="6px", margin="4px 0")))
-        self.approvals.children = tuple(rows)
+            edited.on_click(lambda _b: self._approve_edited(cid, edit.value, error))
+            parts += [w.HTML('<span class="agentnb-muted">edit the arguments (checked against the schema):</span>'),
+                      edit, w.HBox([edited, error], layout=w.Layout(align_items="center"))]
+        else:
+            result = w.Textarea(placeholder="the result, as JSON (or plain text)",
+                                layout=w.Layout(width="100%", height="70px"))
+            result.add_class("agentnb-submit-value")
+            submit = w.Button(description="Submit result", icon="upload", layout=w.Layout(width="auto"))
+            submit.add_class("agentnb-btn-submit-result")
+            submit.on_click(lambda _b: self._submit(cid, result.value, error))
+            parts += [result, w.HBox([submit, error], layout=w.Layout(align_items="center"))]
+        return w.VBox(parts, layout=w.Layout(border="1px solid var(--jp-warn-color1)", padding="6px", margin="4px 0"))
+
+    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, resume: bool = True,
+                      background: bool = False) -> Debugger:
+        """Answer a waiting call with a result (a client tool's value, or an unknown outcome reconciled)."""
+        self._need_run().submit_result(call_id, value, by=by)
+        return self._after_decision(resume, background)
+
+    def _submit(self, call_id: str, text: str, error: w.HTML) -> None:
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        try:
+            self.submit_result(call_id, value, by="debugger", background=True)
+        except Exception as exc:
+            error.value = f'<span class="agentnb-err">{cards.esc(exc)}</span>'
 
     def _approve_edited(self, call_id: str, text: str, error: w.HTML) -> None:
         try:
