@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
 from .exceptions import (
@@ -90,8 +91,10 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "Transcript",
+    "TranscriptCollection",
     "TranscriptError",
     "Usage",
+    "load_transcripts",
     "stories",
     "tool",
 ]

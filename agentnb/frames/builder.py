@@ -196,18 +196,24 @@ def conform(df: pd.DataFrame, name: str, run_ids: Sequence[str] | None = None) -
     out: dict[str, Any] = {}
     for col in cols:
         s = df[col.name]
-        if col.name == "run_id":
-            cats = list(dict.fromkeys(run_ids)) if run_ids is not None else sorted(set(s.astype(str)))
-            out[col.name] = pd.Categorical(s.astype(str), categories=cats)
-        elif col.dtype == "category":
-            cats = list(col.categories) if col.categories is not None else sorted(set(s.dropna().astype(str)))
-            out[col.name] = pd.Categorical(s.astype(object).where(s.notna(), None), categories=cats)
+        if col.dtype == "category":
+            if col.name == "run_id" and run_ids is not None:
+                cats = list(dict.fromkeys(run_ids))
+            elif col.categories is not None:
+                cats = list(col.categories)
+            else:
+                cats = sorted({str(v) for v in s.dropna().unique()})
+            if not isinstance(s.dtype, pd.CategoricalDtype):
+                s = s.astype(object).where(s.notna(), None).astype("category")
+            s = s.cat.set_categories(pd.Index(cats, dtype="str"))
+            out[col.name] = s.array
         elif col.dtype == "datetime":
-            out[col.name] = pd.to_datetime(s, utc=True).dt.as_unit("us").array
+            out[col.name] = s.array if str(s.dtype) == DATETIME else pd.to_datetime(s, utc=True).dt.as_unit("us").array
         elif col.dtype == "string":
-            out[col.name] = s.astype(pd.StringDtype()).array
+            out[col.name] = s.array if isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA else (
+                s.astype(pd.StringDtype()).array)
         else:
-            out[col.name] = s.astype(col.dtype).array
+            out[col.name] = s.array if str(s.dtype) == col.dtype else s.astype(col.dtype).array
     return pd.DataFrame(out)
 
 

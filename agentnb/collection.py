@@ -1,0 +1,351 @@
+"""Many runs at once: :func:`load_transcripts`, :class:`TranscriptCollection`, JSON Lines and Parquet files.
+
+Theory of operation. A collection is an ordered set of runs with the same frame methods as one transcript
+(``collection.frames.calls()``, ``collection.plot.status()``): each frame is built over all runs in one
+column-wise pass (:mod:`agentnb.frames`), with ``run_id`` a categorical of every run, in order.
+
+Two file formats, both lossless:
+
+- **JSON Lines** (:meth:`TranscriptCollection.save_jsonl`): the transcript format, one event per line. A file
+  may hold one run or many (events are grouped by ``run_id``); a directory gets one ``<run_id>.jsonl`` per run.
+- **Parquet** (:meth:`TranscriptCollection.save_parquet`, needs pyarrow): a directory with one dataset per
+  frame (``events/``, ``turns/``, ``calls/``, ``messages/``, ``approvals/``, ``guards/``, ``compressions/``) and a
+  ``manifest.json``. The events dataset carries each event's own fields as JSON (``payload``), which is what
+  makes it lossless: the runs are rebuilt from it. The other datasets are the frames as they are, so DuckDB,
+  Polars or Spark query ``calls/*.parquet`` directly. ``partition_by_run=True`` writes Hive partitions
+  (``calls/run_id=<id>/...``), one directory per run: worth it when runs are large and read one at a time;
+  for many small runs one file per frame loads much faster.
+
+A collection loaded from Parquet is lazy: its frames are read from the files (a second or less for a million
+events) and its transcripts are rebuilt from the events dataset only when asked for. When the frame
+declarations changed since the files were written, the frame is rebuilt from the events.
+
+Example:
+    >>> import agentnb as anb, tempfile
+    >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+    >>> runs = anb.TranscriptCollection([loop.start("Paris?", run_id=f"r{i}").run().transcript for i in range(3)])
+    >>> folder = tempfile.mkdtemp()
+    >>> runs.save_parquet(folder)
+    >>> again = anb.load_transcripts(folder)
+    >>> len(again), again.frames.calls().groupby("run_id", observed=True).size().tolist()
+    (3, [1, 1, 1])
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import ValidationError
+
+from .events import BaseEvent, event_from_json, event_to_json
+from .exceptions import IllegalTransition, TranscriptError
+from .frames import FRAMES, Frames, build, conform, empty, events_with_payload
+from .transcript import Transcript
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .plots import Plots
+
+MANIFEST = "manifest.json"
+FORMAT = "agentnb-transcripts"
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow  # type: ignore[import-untyped]
+        import pyarrow.parquet  # type: ignore[import-untyped]  # noqa: F401 -- loads the submodule
+    except ImportError as exc:
+        raise ImportError("Parquet files need pyarrow: pip install 'agentnb[analysis]'") from exc
+    return pyarrow
+
+
+def _signature(name: str) -> list[list[str]]:
+    return [[c.name, c.dtype] for c in FRAMES[name]]
+
+
+class TranscriptCollection:
+    """Many runs, with the frame and plot methods of one transcript over all of them.
+
+    Args:
+        transcripts: the runs (each a :class:`~agentnb.Transcript` with a distinct run id).
+
+    Example:
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel.story("parallel"), tools=anb.stories.tools("parallel"))
+        >>> runs = anb.TranscriptCollection([loop.start("Weather?").run().transcript for _ in range(2)])
+        >>> runs.frames.calls()["status"].value_counts()["ok"]
+        np.int64(6)
+    """
+
+    def __init__(self, transcripts: Iterable[Transcript] = ()) -> None:
+        self._transcripts: list[Transcript] | None = list(transcripts)
+        self._run_ids = [t.run_id or "" for t in self._transcripts]
+        if len(set(self._run_ids)) != len(self._run_ids):
+            dup = sorted({r for r in self._run_ids if self._run_ids.count(r) > 1})
+            raise ValueError(f"a collection holds each run once; repeated run ids: {dup[:5]}")
+        self._store: _ParquetStore | None = None
+
+    @classmethod
+    def _from_store(cls, store: _ParquetStore) -> TranscriptCollection:
+        self = cls.__new__(cls)
+        self._transcripts = None
+        self._run_ids = list(store.run_ids)
+        self._store = store
+        return self
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs' ids, in order."""
+        return list(self._run_ids)
+
+    @property
+    def transcripts(self) -> list[Transcript]:
+        """The runs (rebuilt from the events dataset on first use when loaded from Parquet)."""
+        if self._transcripts is None:
+            assert self._store is not None
+            self._transcripts = self._store.transcripts()
+        return self._transcripts
+
+    def __len__(self) -> int:
+        return len(self._run_ids)
+
+    def __iter__(self) -> Iterator[Transcript]:
+        return iter(self.transcripts)
+
+    @overload
+    def __getitem__(self, key: int | str) -> Transcript: ...
+    @overload
+    def __getitem__(self, key: slice) -> TranscriptCollection: ...
+    def __getitem__(self, key: int | str | slice) -> Transcript | TranscriptCollection:
+        if isinstance(key, slice):
+            return TranscriptCollection(self.transcripts[key])
+        if isinstance(key, str):
+            try:
+                return self.transcripts[self._run_ids.index(key)]
+            except ValueError:
+                raise KeyError(f"no run {key!r} in this collection") from None
+        return self.transcripts[key]
+
+    def __repr__(self) -> str:
+        where = f" from {self._store.root}" if self._store is not None and self._transcripts is None else ""
+        return f"<agentnb.TranscriptCollection {len(self)} runs{where}>"
+
+    # -- frames and plots ----------------------------------------------------------------------------
+
+    @property
+    def frames(self) -> Frames:
+        """The frames over every run (see :class:`agentnb.frames.Frames`)."""
+        return Frames(self._frame)
+
+    @property
+    def plot(self) -> Plots:
+        """Plots over every run (see :mod:`agentnb.plots`)."""
+        from .plots import Plots
+
+        return Plots(self.frames)
+
+    def _frame(self, name: str, payload: bool) -> pd.DataFrame:
+        if self._store is not None and self._transcripts is None:
+            stored = self._store.frame(name, payload)
+            if stored is not None:
+                return stored
+        runs = [t.events for t in self.transcripts]
+        if payload:
+            return events_with_payload(runs, self._run_ids)
+        return build(name, runs, run_ids=self._run_ids)
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def save_jsonl(self, path: str | Path) -> None:
+        """Write the events as JSON Lines: to one file, or (for a directory) one ``<run_id>.jsonl`` per run.
+
+        A path ending in ``.jsonl`` is a file; anything else is a directory (created if needed).
+        """
+        path = Path(path)
+        if path.suffix == ".jsonl":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", encoding="utf-8") as fh:
+                for t in self.transcripts:
+                    for ev in t.events:
+                        fh.write(event_to_json(ev))
+                        fh.write("\n")
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        for t in self.transcripts:
+            t.save(path / f"{t.run_id}.jsonl")
+
+    def save_parquet(self, path: str | Path, *, partition_by_run: bool = False) -> None:
+        """Write every frame as a Parquet dataset under directory ``path`` (see the module docs).
+
+        Args:
+            path: the directory (created; datasets already in it are replaced).
+            partition_by_run: Hive-partition each dataset by ``run_id`` (one directory per run).
+        """
+        pa = _pyarrow()
+        import shutil
+
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        for name in FRAMES:
+            df = self._frame("events", True) if name == "events" else self._frame(name, False)
+            target = root / name
+            if target.exists():
+                shutil.rmtree(target)
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            if partition_by_run and len(df):
+                pa.parquet.write_to_dataset(table, target, partition_cols=["run_id"])
+            else:
+                target.mkdir()
+                pa.parquet.write_table(table, target / "part-0.parquet", row_group_size=256 * 1024)
+        manifest = {
+            "format": FORMAT, "version": 1, "partition_by_run": partition_by_run, "run_ids": self._run_ids,
+            "frames": {name: _signature(name) for name in FRAMES},
+        }
+        (root / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+
+
+class _ParquetStore:
+    """A directory written by :meth:`TranscriptCollection.save_parquet`, read lazily."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        if manifest.get("format") != FORMAT:
+            raise TranscriptError(f"{root / MANIFEST}: not an agentnb transcripts directory")
+        self.run_ids: list[str] = manifest["run_ids"]
+        self.partitioned: bool = manifest.get("partition_by_run", False)
+        self.signatures: dict[str, Any] = manifest.get("frames", {})
+
+    def read(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
+        pa = _pyarrow()
+        target = self.root / name
+        files = sorted(target.rglob("*.parquet")) if target.exists() else []
+        if not files:
+            return None
+        if self.partitioned:
+            table = pa.parquet.read_table(target, partitioning="hive", columns=columns)
+        else:
+            table = pa.parquet.read_table(files[0], columns=columns)
+        df: pd.DataFrame = table.to_pandas()
+        if self.partitioned:
+            order = {r: i for i, r in enumerate(self.run_ids)}
+            key = df["run_id"].astype(str).map(order)
+            df = df.iloc[key.argsort(kind="stable")].reset_index(drop=True)
+        return df
+
+    def frame(self, name: str, payload: bool) -> pd.DataFrame | None:
+        """Frame ``name`` as stored, or None when the declarations changed since it was written."""
+        if self.signatures.get(name) != _signature(name):
+            return None
+        cols = [c.name for c in FRAMES[name]] + (["payload"] if payload else [])
+        df = self.read(name, None if self.partitioned else cols)
+        if df is None:
+            return empty(name, self.run_ids)
+        return conform(df[cols], name, self.run_ids)
+
+    def transcripts(self) -> list[Transcript]:
+        df = self.read("events", None if self.partitioned else ["run_id", "seq", "ts", "turn", "type", "state",
+                                                                  "payload"])
+        if df is None:
+            return [Transcript([]) for _ in self.run_ids]
+        runs: dict[str, list[BaseEvent]] = {r: [] for r in self.run_ids}
+        cols = zip(df["run_id"].astype(str), df["seq"], df["ts"], df["turn"], df["type"].astype(str),
+                   df["state"].astype(str), df["payload"], strict=True)
+        for run_id, seq, ts, turn, etype, state, payload in cols:
+            head = json.dumps({"type": etype, "seq": int(seq), "ts": ts.isoformat(), "run_id": run_id,
+                               "turn": int(turn), "state": state}, ensure_ascii=False)
+            text = head[:-1] + ("," + payload[1:] if payload != "{}" else "}")
+            runs[run_id].append(event_from_json(text))
+        return [Transcript(events) for events in runs.values()]
+
+
+def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    out: list[Path] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?["):
+            matches = sorted(globlib.glob(text, recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"no file matches {text!r}")
+            out.extend(Path(m) for m in matches)
+            continue
+        p = Path(item)
+        if p.is_dir() and not (p / MANIFEST).exists():
+            found = sorted(p.glob("*.jsonl"))
+            if not found:
+                raise FileNotFoundError(f"{p}: no *.jsonl files and no {MANIFEST}")
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {p}")
+    return out
+
+
+def _read_jsonl(path: Path, validate: bool) -> list[Transcript]:
+    runs: dict[str, list[BaseEvent]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                ev = event_from_json(line)
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(str(x) for x in first["loc"])
+                raise TranscriptError(f"{path}:{lineno}: not a valid event ({where}: {first['msg']})") from None
+            runs.setdefault(ev.run_id, []).append(ev)
+    out = [Transcript(events) for events in runs.values()]
+    if validate:
+        for t in out:
+            try:
+                t.fold()
+            except (IllegalTransition, ValueError, KeyError) as exc:
+                raise TranscriptError(f"{path}: run {t.run_id}: the events do not form a valid run: {exc}") from exc
+    return out
+
+
+def load_transcripts(paths_or_glob: str | Path | Iterable[str | Path], *, validate: bool = True
+                     ) -> TranscriptCollection:
+    """Load runs from JSON Lines files, a glob of them, a directory of them, or a Parquet directory.
+
+    Args:
+        paths_or_glob: a path, a glob (``"runs/**/*.jsonl"``), a directory (its ``*.jsonl``, or the Parquet
+            datasets when it holds a ``manifest.json``), or a list of these.
+        validate: fold every JSONL run through the state machine (as :meth:`Transcript.load` does).
+
+    Raises:
+        FileNotFoundError: when nothing matches.
+        TranscriptError: naming the file and line of an invalid event, or a run that is not valid.
+
+    Example:
+        >>> import agentnb as anb, tempfile, os
+        >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> folder = tempfile.mkdtemp()
+        >>> for i in range(2):
+        ...     loop.start("Paris?", run_id=f"r{i}").run().transcript.save(os.path.join(folder, f"r{i}.jsonl"))
+        >>> anb.load_transcripts(os.path.join(folder, "*.jsonl")).run_ids
+        ['r0', 'r1']
+    """
+    paths = _expand(paths_or_glob)
+    stores = [p for p in paths if p.is_dir()]
+    if len(paths) == 1 and stores:
+        return TranscriptCollection._from_store(_ParquetStore(stores[0]))
+    transcripts: list[Transcript] = []
+    for p in paths:
+        if p.is_dir():
+            transcripts.extend(TranscriptCollection._from_store(_ParquetStore(p)).transcripts)
+        else:
+            transcripts.extend(_read_jsonl(p, validate))
+    return TranscriptCollection(transcripts)
+
+
+__all__ = ["TranscriptCollection", "load_transcripts"]
