@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from . import binding
+from . import binding, guards
 from .events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -48,6 +48,7 @@ from .events import (
     ToolStarted,
     TurnCompleted,
 )
+from .guards import Budget
 from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import ToolRegistry, describe_errors
@@ -130,6 +131,25 @@ class RunState:
     output: str | None = None
     reason: str | None = None
     last: BaseEvent | None = None
+    started_at: float | None = None
+    """The run's start (epoch seconds), for the deadline."""
+    now: float | None = None
+    """The clock reading the driver hands the engine before it decides (the engine reads no clock)."""
+    tokens_by_model: dict[str, list[int]] = field(default_factory=dict)
+    """``{model: [input tokens, output tokens]}``, for costs."""
+    tripped: dict[str, str] = field(default_factory=dict)
+    """Guards that ran out and the action in force (``finalize``, ``stop``, ``escalate``, ``note``)."""
+    extensions: dict[str, int] = field(default_factory=dict)
+    """Extra allowances granted by approving an escalation, per guard."""
+    history: list[tuple[str, str]] = field(default_factory=list)
+    """(call signature, result digest) of every result, in order: what repetition detection reads."""
+    seen: set[str] = field(default_factory=set)
+    """Result digests and answer texts seen so far (what counts as new information)."""
+    no_progress: int = 0
+    """Turns in a row that brought no new result and no new text."""
+    repeat_mark: int = 0
+    """History length when repetition last tripped (a new trip needs new repeats after it)."""
+    compressed_turn: int = -1
 
     def apply(self, event: BaseEvent) -> None:
         """Apply one event: check it against the transition table, then fold it in.
@@ -181,10 +201,13 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
     rs.tools = list(ev.tools)
     rs.tool_names = [t.name for t in ev.tools]
     rs.settings = dict(ev.settings)
+    rs.started_at = ev.ts.timestamp()
 
 
 def _f_model_requested(rs: RunState, ev: Any) -> None:
     rs.messages.extend(ev.new_messages)
+    for guard in [g for g, action in rs.tripped.items() if action == "note"]:
+        del rs.tripped[guard]  # the note went out with this request
     rs.turn = ev.turn
     rs.finalizing = ev.finalize
     rs.response = None
@@ -215,7 +238,14 @@ def _f_turn_completed(rs: RunState, ev: Any) -> None:
     rs.turns_completed += 1
     rs.input_tokens += resp.usage.input_tokens
     rs.output_tokens += resp.usage.output_tokens
+    used = rs.tokens_by_model.setdefault(resp.model, [0, 0])
+    used[0] += resp.usage.input_tokens
+    used[1] += resp.usage.output_tokens
     rs.calls = {p.call_id: CallState(part=p) for p in resp.message.tool_calls}
+    text = resp.message.text
+    if text and text not in rs.seen:
+        rs.seen.add(text)
+        rs.no_progress = -1  # this turn brought something new; ResultsBound settles the count
 
 
 def _f_call_parsed(rs: RunState, ev: Any) -> None:
@@ -244,6 +274,11 @@ def _f_call_rejected(rs: RunState, ev: Any) -> None:
 
 
 def _f_approval_requested(rs: RunState, ev: Any) -> None:
+    if ev.kind == "escalation":  # a guard asks a person, not a call: track it as a pseudo-call
+        rs.calls[ev.call_id] = CallState(
+            part=ToolCallPart(call_id=ev.call_id, name=ev.name, arguments_raw="{}", arguments=ev.arguments),
+            status="parsed", arguments=ev.arguments,
+        )
     c = rs.calls[ev.call_id]
     c.status = "awaiting_approval"
     c.approval_id = ev.approval_id
@@ -268,6 +303,17 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
     if c.status != "awaiting_approval":
         raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
     c.decision = ev.decision
+    if c.kind == "escalation":
+        c.status = "done"
+        guard = c.name
+        if ev.decision == "approved":
+            rs.extensions[guard] = rs.extensions.get(guard, 0) + 1
+            rs.tripped.pop(guard, None)
+            if guard in ("repetition", "no_progress"):
+                rs.repeat_mark = len(rs.history)
+        else:
+            rs.tripped[guard] = "finalize"
+        return
     if ev.decision == "denied":
         _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied",
                                       content=denial_text(ev.note, ev.by)))
@@ -306,20 +352,34 @@ def _f_tool_finished(rs: RunState, ev: Any) -> None:
 
 def _f_results_bound(rs: RunState, ev: Any) -> None:
     parts = []
+    new = rs.no_progress < 0
     for cid in ev.call_ids:
-        result = rs.calls[cid].result
+        c = rs.calls[cid]
+        result = c.result
         if result is None:
             raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
         parts.append(result)
+        dg = guards.digest(result.content)
+        rs.history.append((guards.signature(c.name, c.arguments, c.part.arguments_raw), dg))
+        if dg not in rs.seen:
+            rs.seen.add(dg)
+            new = True
+    rs.no_progress = 0 if new else max(0, rs.no_progress) + 1
     rs.messages.append(Message(role="tool", parts=tuple(parts)))
 
 
 def _f_guard_tripped(rs: RunState, ev: Any) -> None:
     rs.guards.append(ev)
+    rs.tripped[ev.guard] = ev.action
+    if ev.guard in ("repetition", "no_progress"):
+        rs.repeat_mark = len(rs.history)
+        if ev.guard == "no_progress":
+            rs.no_progress = 0
 
 
 def _f_compression_applied(rs: RunState, ev: Any) -> None:
     rs.messages = list(ev.messages)
+    rs.compressed_turn = rs.turn
 
 
 def _f_run_finished(rs: RunState, ev: Any) -> None:
@@ -382,7 +442,7 @@ class Done:
     """The run is over."""
 
 
-Action = Emit | PullModel | RunTool | Wait | Done
+Action = Any  # Emit | PullModel | RunTool | Wait | Done | Compress
 
 DONE, PULL, WAIT = Done(), PullModel(), Wait()
 
@@ -392,8 +452,7 @@ class EngineConfig:
     """What the engine needs to know about the loop."""
 
     registry: ToolRegistry
-    max_turns: int = 25
-    on_max_turns: Literal["finalize", "stop"] = "finalize"
+    budget: Budget = field(default_factory=Budget)
     settings: dict[str, Any] = field(default_factory=dict)
     finalize_prompt: str = FINALIZE_PROMPT
     headless: bool = False
@@ -402,6 +461,13 @@ class EngineConfig:
     """A loop-wide approval policy overriding the tools' own (None: each tool decides)."""
     approval_ttl: float | None = None
     """Seconds an approval request stays valid (None: no expiry)."""
+    summarizer: Any = None
+    """A model (or ``callable(messages) -> str``) for tier-1 compression; None: prune only."""
+
+    @property
+    def max_turns(self) -> int:
+        """The turn budget."""
+        return self.budget.max_turns
 
 
 def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
@@ -450,22 +516,105 @@ def decide(rs: RunState, cfg: EngineConfig) -> Action:
 
 
 def _at_results_ready(rs: RunState, cfg: EngineConfig) -> Action:
-    if rs.turns_completed < cfg.max_turns:
-        return _request(rs, cfg)
-    if not any(g.guard == "max_turns" for g in rs.guards):
-        return Emit(GuardTripped, S.RESULTS_READY, {
-            "guard": "max_turns", "limit": cfg.max_turns, "value": rs.turns_completed,
-            "action": cfg.on_max_turns,
-            "message": f"{rs.turns_completed} model turns reached the limit of {cfg.max_turns}",
-        })
-    if cfg.on_max_turns == "stop":
-        return _finish(S.BUDGET_EXHAUSTED, f"max_turns={cfg.max_turns} reached; policy 'stop'")
+    """Before each model request: guards in force, new guard trips, compression, then the request."""
+    b = cfg.budget
+    for guard, action in rs.tripped.items():
+        if action == "finalize":
+            return _finalize_request(rs, cfg)
+        if action == "stop":
+            final = S.NO_PROGRESS if guard in ("repetition", "no_progress") else S.BUDGET_EXHAUSTED
+            last = next(g for g in reversed(rs.guards) if g.guard == guard)
+            return _finish(final, f"{last.message}; policy 'stop'")
+        if action == "escalate":
+            return _escalation(rs, guard)
+        if action == "note":
+            last = next(g for g in reversed(rs.guards) if g.guard == guard)
+            return _request(rs, cfg, note=f"Note from the loop: {last.message}. Do not repeat it: try something "
+                                           "different, or answer with what you have.")
+    trip = guards.exhausted(rs, b, rs.now)
+    if trip is not None:
+        return _trip(trip, b.on_exhausted)
+    found = guards.repetition(rs.history[rs.repeat_mark:], b.max_repeats)
+    if found is not None:
+        period, sigs = found
+        calls = " then ".join(sig.split(":", 1)[0] + sig.split(":", 1)[1][:80] for sig in sigs)
+        what = "the same call" if period == 1 else "the same two calls in turn"
+        message = f"{what} ({calls}) came back {b.max_repeats} times with the same result"
+        return _trip(guards.Trip("repetition", b.max_repeats, b.max_repeats, message), _repeat_policy(rs, b))
+    if b.max_no_progress is not None and rs.no_progress >= b.max_no_progress:
+        message = f"{rs.no_progress} turns in a row brought no new result and no new text"
+        return _trip(guards.Trip("no_progress", b.max_no_progress, rs.no_progress, message), _repeat_policy(rs, b))
+    if b.context_window is not None:
+        compress = _compression(rs, cfg)
+        if compress is not None:
+            return compress
+    return _request(rs, cfg)
+
+
+def _repeat_policy(rs: RunState, b: Budget) -> str:
+    noted = any(g.action == "note" and g.guard in ("repetition", "no_progress") for g in rs.guards)
+    return "stop" if b.on_repeat == "note" and noted else b.on_repeat  # a note is given once
+
+
+def _trip(trip: guards.Trip, action: str) -> Emit:
+    return Emit(GuardTripped, S.RESULTS_READY, {
+        "guard": trip.guard, "limit": trip.limit, "value": trip.value, "action": action, "message": trip.message,
+    })
+
+
+def _finalize_request(rs: RunState, cfg: EngineConfig) -> Emit:
     return Emit(ModelRequested, S.MODEL_REQUESTED, {
         "message_count": len(rs.messages) + 1,
         "new_messages": [Message.user(cfg.finalize_prompt)],
         "tools": [],
         "settings": {**cfg.settings, "tool_choice": "none"},
         "finalize": True,
+    })
+
+
+def _escalation(rs: RunState, guard: str) -> Emit:
+    last = next(g for g in reversed(rs.guards) if g.guard == guard)
+    arguments = {"guard": guard, "limit": last.limit, "value": last.value, "message": last.message}
+    return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
+        "approval_id": f"esc_{rs.run_id}_{guard}_{len(rs.guards)}", "call_id": f"guard:{guard}", "name": guard,
+        "arguments": arguments, "arguments_digest": arguments_digest(guard, arguments), "risk": "budget",
+        "kind": "escalation",
+    })
+
+
+class Compress:
+    """Rebuild the history shorter with the summarizer (tier 1); the driver calls it."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+
+def _compression(rs: RunState, cfg: EngineConfig) -> Action | None:
+    b = cfg.budget
+    assert b.context_window is not None
+    tokens = guards.estimate_tokens(rs.messages, rs.tools)
+    if tokens <= b.compress_at * b.context_window:
+        return None
+    if rs.compressed_turn != rs.turn:
+        if cfg.summarizer is not None:
+            return Compress(tokens)
+        return prune_step(rs, cfg, tokens)
+    message = f"the conversation ({tokens} tokens) is still over {b.compress_at:.0%} of the window after compression"
+    return _trip(guards.Trip("context_window", b.context_window, tokens, message), "finalize")
+
+
+def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
+    """Tier 2: keep system, the first request and the last complete call/result turns."""
+    kept, removed = guards.prune(rs.messages, cfg.budget.keep_pairs)
+    if not removed:
+        b = cfg.budget
+        message = f"the conversation ({tokens} tokens) cannot be pruned below {b.compress_at:.0%} of the window"
+        return _trip(guards.Trip("context_window", b.context_window or 0, tokens, message), "finalize")
+    return Emit(CompressionApplied, S.RESULTS_READY if rs.state is S.RESULTS_READY else rs.state, {
+        "tier": 2, "tokens_before": tokens, "tokens_after": guards.estimate_tokens(kept, rs.tools),
+        "messages": kept, "removed": removed,
     })
 
 
@@ -483,7 +632,7 @@ def _never(rs: RunState, cfg: EngineConfig) -> Action:
 
 _DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
     S.NEW: _never,
-    S.READY: lambda rs, cfg: _request(rs, cfg),
+    S.READY: lambda rs, cfg: (_compression(rs, cfg) if cfg.budget.context_window else None) or _request(rs, cfg),
     S.MODEL_REQUESTED: lambda rs, cfg: PULL,
     S.RESPONDED: _at_responded,
     S.VALIDATING: lambda rs, cfg: _next_call_step(rs, cfg),
@@ -494,7 +643,12 @@ _DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
 }
 
 
-def _request(rs: RunState, cfg: EngineConfig) -> Emit:
+def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
+    if note is not None:
+        return Emit(ModelRequested, S.MODEL_REQUESTED, {
+            "message_count": len(rs.messages) + 1, "new_messages": [Message.user(note)], "tools": rs.tool_names,
+            "settings": cfg.settings,
+        })
     return Emit(ModelRequested, S.MODEL_REQUESTED, {
         "message_count": len(rs.messages),
         "tools": rs.tool_names,
@@ -513,10 +667,11 @@ def _finalized(resp: ModelTurn) -> Emit:
     return _finish(S.BUDGET_EXHAUSTED, "the turn limit was reached and the finalization turn held no answer")
 
 
-# The order in which a turn's calls move on: all are parsed, then all validated; a running call finishes
-# before another starts; calls that need no approval run before approvals are asked for, so a pause never
-# holds them back; approved calls run once approved. One pass finds the first call of each kind.
-_PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "running": 2, "valid": 3, "valid+approval": 4, "approved": 5}
+# The order in which a turn's calls move on: all are parsed, then all validated; all that need no approval
+# start, then run (together, under Run.run(); one per step under Run.step()); approvals are asked for after
+# that, so a pause never holds the other calls back; approved calls run once approved. One pass finds the
+# first call of each kind.
+_PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "valid": 2, "running": 3, "valid+approval": 4, "approved": 5}
 
 
 def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
@@ -548,7 +703,7 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
         return _parse(best)
     if best_rank == 1:
         return _validate(rs, best, cfg)
-    if best_rank == 2:
+    if best_rank == 3:
         return RunTool(best.call_id)
     if best_rank == 4:
         assert best.arguments is not None
@@ -619,7 +774,8 @@ def _resolve_headless(rs: RunState, c: CallState) -> Emit:
     what = {"client_result": "nobody is available to run this client-side tool",
             "outcome_unknown": "nobody is available to reconcile this call's unknown outcome"}.get(
         c.kind, "nobody is available to approve it")
-    return Emit(ApprovalResolved, S.WAITING_APPROVAL if others else S.EXECUTING, {
+    target = S.WAITING_APPROVAL if others else (S.RESULTS_READY if c.kind == "escalation" else S.EXECUTING)
+    return Emit(ApprovalResolved, target, {
         "approval_id": c.approval_id or "", "call_id": c.call_id, "decision": "denied", "by": HEADLESS,
         "note": what,
     })

@@ -177,9 +177,10 @@ class ApprovalRequested(BaseEvent):
     arguments: dict[str, Any]
     arguments_digest: str
     risk: str
-    kind: Literal["approval", "client_result", "outcome_unknown"] = "approval"
+    kind: Literal["approval", "client_result", "outcome_unknown", "escalation"] = "approval"
     """``approval``: may this call run? ``client_result``: the client runs the tool and submits the result.
-    ``outcome_unknown``: the process stopped while a side-effecting call ran; a person reconciles it."""
+    ``outcome_unknown``: the process stopped while a side-effecting call ran; a person reconciles it.
+    ``escalation``: a guard ran out (``call_id`` is ``guard:<name>``); approving grants one more allowance."""
     ttl_s: float | None = None
     """Seconds the request stays valid after ``ts`` (None: no expiry)."""
     idempotency_key: str | None = None
@@ -242,6 +243,8 @@ class ToolFinished(BaseEvent):
     idempotency_key: str | None = None
     reused: bool = False
     """True when the effect ledger already held this key's outcome and the tool was not run again."""
+    truncated: int = 0
+    """Characters cut from ``content`` by the result size cap (``value`` keeps the whole result)."""
     request_sha256: str | None = None
     result_sha256: str | None = None
     call_binding_sha256: str | None = None

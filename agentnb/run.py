@@ -7,6 +7,7 @@ transcript. Everything it knows comes from folding those events (:class:`~agentn
 
 from __future__ import annotations
 
+import concurrent.futures
 import random
 import time
 import traceback
@@ -21,6 +22,7 @@ from . import binding
 from .engine import (
     FINALIZE_PROMPT,
     CallState,
+    Compress,
     Done,
     Emit,
     EngineConfig,
@@ -30,6 +32,7 @@ from .engine import (
     Wait,
     arguments_digest,
     decide,
+    prune_step,
     request_hash,
     verify_bindings,
 )
@@ -38,6 +41,7 @@ from .events import (
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
+    CompressionApplied,
     ModelRequested,
     ModelRetried,
     RunFinished,
@@ -55,7 +59,8 @@ from .exceptions import (
     RunNotPaused,
     StreamInterrupted,
 )
-from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart, coerce_messages
+from .guards import Budget, estimate_tokens, prune
+from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .states import TERMINAL, LoopState, S
 from .store import Store, as_store
@@ -85,6 +90,10 @@ class Loop:
         approval: a loop-wide approval policy (``True``, ``False`` or ``callable(call, state) -> bool``) that
             overrides each tool's own.
         approval_ttl: seconds an approval request stays valid (default: no expiry).
+        budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
+            size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
+        summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
+            passes its threshold (tier 1); without one, compression prunes (tier 2).
 
     Example:
         >>> import agentnb as anb
@@ -110,13 +119,17 @@ class Loop:
         headless: bool = False,
         approval: bool | Callable[[Any, Any], bool] | None = None,
         approval_ttl: float | None = None,
+        budget: Budget | None = None,
+        summarizer: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
-        if max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
         if on_max_turns not in ("finalize", "stop"):
             raise ValueError(f"on_max_turns must be 'finalize' or 'stop', got {on_max_turns!r}")
+        if budget is None:
+            budget = Budget(max_turns=max_turns, on_exhausted=on_max_turns)
+        elif (max_turns, on_max_turns) != (25, "finalize"):
+            raise ValueError("give max_turns and on_max_turns inside the Budget when you pass one")
         self.model = model
         self.registry = as_registry(tools)
         self.system = system
@@ -124,13 +137,13 @@ class Loop:
         self.retry_base_delay = retry_base_delay
         self.config = EngineConfig(
             registry=self.registry,
-            max_turns=max_turns,
-            on_max_turns=on_max_turns,
+            budget=budget,
             settings=dict(settings or {}),
             finalize_prompt=finalize_prompt,
             headless=headless,
             approval=approval,
             approval_ttl=approval_ttl,
+            summarizer=summarizer,
         )
         self.store = as_store(store)
         self.policy_revision = policy_revision(self.registry, approval, headless)
@@ -256,28 +269,45 @@ class Run:
                 "tools": self.loop.registry.infos,
                 "settings": {
                     "max_turns": self.loop.config.max_turns,
-                    "on_max_turns": self.loop.config.on_max_turns,
+                    "on_max_turns": self.loop.config.budget.on_exhausted,
+                    "budget": _budget_settings(self.loop.config.budget),
                     "request": self.loop.config.settings,
                     "operation_id": self.operation_id,
                     "policy_revision": self.loop.policy_revision,
                     "headless": self.loop.config.headless,
                 },
             })
-        action = decide(rs, self.loop.config)
+        return self._step(batch=False)
+
+    def _step(self, *, batch: bool) -> BaseEvent | None:
+        rs = self._rs
+        cfg = self.loop.config
+        if cfg.budget.deadline_s is not None:
+            rs.now = time.time()
+        action = decide(rs, cfg)
         if isinstance(action, Emit):
             return self._append(action.cls, action.state, action.fields)
         if isinstance(action, PullModel):
             return self._pull()
         if isinstance(action, RunTool):
+            if batch and cfg.budget.max_parallel > 1:
+                return self._run_parallel()
             return self._run_tool(rs.calls[action.call_id])
+        if isinstance(action, Compress):
+            return self._compress(action.tokens)
         if isinstance(action, Wait | Done):
             return None
         raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
 
     def run(self) -> Run:
-        """Step until the run ends or pauses for a person; returns the run (handy as a cell's last line)."""
-        step = self.step
-        while step() is not None:
+        """Step until the run ends or pauses for a person; returns the run (handy as a cell's last line).
+
+        Unlike stepping, this runs the ready calls of a turn at the same time (up to ``max_parallel``).
+        """
+        if self._rs.state is S.NEW:
+            self.step()
+        step = self._step
+        while step(batch=True) is not None:
             pass
         return self
 
@@ -317,7 +347,7 @@ class Run:
         )
         return self._append(
             ApprovalResolved,
-            S.WAITING_APPROVAL if still_waiting else S.EXECUTING,
+            S.WAITING_APPROVAL if still_waiting else (S.RESULTS_READY if call.kind == "escalation" else S.EXECUTING),
             {"approval_id": call.approval_id or "", "call_id": call.call_id, **fields},
         )
 
@@ -525,38 +555,88 @@ class Run:
     def _finish(self, state: LoopState, reason: str) -> BaseEvent:
         return self._append(RunFinished, state, {"final": state, "reason": reason, "output": None})
 
-    def _run_tool(self, call: CallState) -> BaseEvent:
-        """Run one call; side-effecting tools go through the effect ledger (see the module docs of store)."""
+    def _ledger(self, call: CallState) -> Outcome | str | None:
+        """What the effect ledger says before a call runs.
+
+        A recorded outcome to reuse; ``"unknown"`` when it started before and never finished and the tool
+        cannot safely run again; or None: run it.
+        """
+        tool = self.loop.registry.get(call.name)
+        key = call.idempotency_key
+        if key is None or tool is None or not tool.side_effects:
+            return None
+        effect = self.store.effect(key)
+        if effect is not None and effect.status == "done":
+            return Outcome(status=effect.result_status or "ok",  # type: ignore[arg-type]
+                           content=effect.content or "", value=effect.value)
+        if effect is not None and not (tool.idempotent or call.retry_confirmed):
+            return "unknown"
+        return None
+
+    def _execute(self, call: CallState) -> Outcome:
+        """Run one call (recording intent and outcome in the ledger for side-effecting tools)."""
         tool = self.loop.registry.get(call.name)
         assert tool is not None and call.arguments is not None
         key = call.idempotency_key
         ledger = key is not None and tool.side_effects
         if ledger:
             assert key is not None
-            effect = self.store.effect(key)
-            if effect is not None and effect.status == "done":
-                return self._finished(call, Outcome(
-                    status=effect.result_status or "ok",  # type: ignore[arg-type]
-                    content=effect.content or "", value=effect.value,
-                ), reused=True)
-            if effect is not None and not (tool.idempotent or call.retry_confirmed):
-                # started before and never finished: the effect may or may not have happened downstream
-                return self._append(ApprovalRequested, S.WAITING_APPROVAL, {
-                    "approval_id": f"unk_{self.run_id}_{call.call_id}", "call_id": call.call_id, "name": call.name,
-                    "arguments": call.arguments, "arguments_digest": arguments_digest(call.name, call.arguments),
-                    "risk": tool.risk, "kind": "outcome_unknown", "idempotency_key": key,
-                })
             self.store.start_effect(key, self.run_id, call.call_id, call.name)
         validated = call.validated or tool.validate(call.arguments)
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
                               idempotency_key=key)
-        out = self.loop.registry.run(tool, validated, ctx)
+        out = self.loop.registry.run(tool, validated, ctx, default_timeout=self.loop.config.budget.tool_timeout)
+        out = _cap(out, self.loop.config.budget.max_result_chars)
         if ledger:
             assert key is not None
             self.store.finish_effect(key, out.content, out.value, out.status)
-        return self._finished(call, out)
+        return out
+
+    def _unknown(self, call: CallState) -> BaseEvent:
+        tool = self.loop.registry.get(call.name)
+        assert tool is not None
+        return self._append(ApprovalRequested, S.WAITING_APPROVAL, {
+            "approval_id": f"unk_{self.run_id}_{call.call_id}", "call_id": call.call_id, "name": call.name,
+            "arguments": call.arguments, "arguments_digest": arguments_digest(call.name, call.arguments),
+            "risk": tool.risk, "kind": "outcome_unknown", "idempotency_key": call.idempotency_key,
+        })
+
+    def _run_tool(self, call: CallState) -> BaseEvent:
+        """Run one call; side-effecting tools go through the effect ledger (see :mod:`agentnb.store`)."""
+        verdict = self._ledger(call)
+        if verdict == "unknown":
+            return self._unknown(call)
+        if isinstance(verdict, Outcome):
+            return self._finished(call, verdict, reused=True)
+        return self._finished(call, self._execute(call))
+
+    def _run_parallel(self) -> BaseEvent:
+        """Run every started call of the turn at once (up to ``max_parallel``); results in the model's order."""
+        running = [c for c in self._rs.calls.values() if c.status == "running"]
+        verdicts = {c.call_id: self._ledger(c) for c in running}
+        to_run = [c for c in running if verdicts[c.call_id] is None]
+        outcomes: dict[str, Outcome] = {}
+        if len(to_run) > 1:
+            workers = min(self.loop.config.budget.max_parallel, len(to_run))
+            with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="agentnb-call") as pool:
+                futures = {c.call_id: pool.submit(self._execute, c) for c in to_run}
+                outcomes = {cid: f.result() for cid, f in futures.items()}
+        elif to_run:
+            outcomes[to_run[0].call_id] = self._execute(to_run[0])
+        last: BaseEvent | None = None
+        for c in running:  # the model's order; each event keeps its own call's timing
+            verdict = verdicts[c.call_id]
+            if isinstance(verdict, Outcome):
+                last = self._finished(c, verdict, reused=True)
+            elif verdict is None:
+                last = self._finished(c, outcomes[c.call_id])
+        for c in running:
+            if verdicts[c.call_id] == "unknown":
+                last = self._unknown(c)
+        assert last is not None
+        return last
 
     def _finished(self, call: CallState, out: Outcome, *, reused: bool = False) -> BaseEvent:
         request = call.expected_request or request_hash(self._rs, self.loop.config, call)
@@ -565,9 +645,27 @@ class Run:
             "call_id": call.call_id, "name": call.name, "status": out.status, "content": out.content,
             "value": out.value, "error_type": out.error_type, "error_message": out.error_message,
             "duration_s": round(out.duration_s, 6), "idempotency_key": call.idempotency_key, "reused": reused,
+            "truncated": out.truncated,
             "request_sha256": request, "result_sha256": result,
             "call_binding_sha256": binding.binding_sha256(request, result),
         })
+
+    def _compress(self, tokens: int) -> BaseEvent:
+        """Tier 1: summarize the older history with the summarizer; on failure fall back to pruning."""
+        rs = self._rs
+        cfg = self.loop.config
+        try:
+            summary = _summarize(cfg.summarizer, rs.messages, self.run_id)
+            kept, removed = summary_history(rs.messages, summary, cfg.budget.keep_pairs)
+            after = estimate_tokens(kept, rs.tools)
+            if after < tokens:
+                return self._append(CompressionApplied, rs.state, {
+                    "tier": 1, "tokens_before": tokens, "tokens_after": after, "messages": kept, "removed": removed,
+                })
+        except Exception:  # a failing summarizer must not end the run: prune instead
+            pass
+        action = prune_step(rs, cfg, tokens)
+        return self._append(action.cls, action.state, action.fields)
 
     # -- resume --------------------------------------------------------------------------------------
 
@@ -647,6 +745,55 @@ class Run:
             f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
             f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
         )
+
+
+def _budget_settings(b: Budget) -> dict[str, Any]:
+    fields = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost",
+              "deadline_s", "max_parallel", "max_result_chars", "max_repeats", "on_repeat", "max_no_progress",
+              "context_window")
+    return {f: getattr(b, f) for f in fields}
+
+
+def _cap(out: Outcome, limit: int) -> Outcome:
+    """Cut a long result for the model with a visible marker; the audit value keeps everything."""
+    if len(out.content) <= limit:
+        return out
+    cut = len(out.content) - limit
+    content = (
+        f"{out.content[:limit]}\n[... {cut:,} more characters cut: the result was {len(out.content):,} characters, "
+        f"over the {limit:,}-character limit ...]"
+    )
+    value = out.value if out.value is not None else out.content
+    return replace(out, content=content, value=value, truncated=cut)
+
+
+def _summarize(summarizer: Any, messages: list[Message], run_id: str) -> str:
+    older = messages
+    if callable(getattr(summarizer, "respond", None)):
+        from .providers.base import ModelRequest as _Request
+
+        text = "\n".join(f"{m.role}: {m.text or [p.kind for p in m.parts]}" for m in older)
+        prompt = Message.user(
+            "Summarize this conversation for yourself: the user's goal, what the tools returned that matters, "
+            "and what is left to do. Be brief and keep every fact needed to finish.\n\n" + text
+        )
+        items = list(summarizer.respond(_Request(messages=[prompt], tools=[], run_id=f"{run_id}:summary")))
+        turn = items[-1]
+        assert isinstance(turn, ModelTurn)
+        return turn.message.text
+    return str(summarizer(messages))
+
+
+def summary_history(messages: list[Message], summary: str, keep_pairs: int) -> tuple[list[Message], list[int]]:
+    """Tier 1: system + the first request (with the summary after it) + the last complete call/result turns."""
+    kept, removed = prune(messages, keep_pairs)
+    first_user = next((i for i, m in enumerate(kept) if m.role == "user"), None)
+    if first_user is not None:
+        request = kept[first_user]
+        kept[first_user] = Message(role="user", parts=(
+            *request.parts, TextPart(text=f"\n\n[Summary of the work so far]\n{summary}"),
+        ))
+    return kept, removed
 
 
 def policy_revision(registry: ToolRegistry, approval: Any, headless: bool) -> str:

@@ -129,7 +129,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     ),
     S.WAITING_APPROVAL: _row(
         ApprovalRequested=_STAY,
-        ApprovalResolved=frozenset({S.WAITING_APPROVAL, S.EXECUTING}),
+        ApprovalResolved=frozenset({S.WAITING_APPROVAL, S.EXECUTING, S.RESULTS_READY}),
         GuardTripped=_STAY,
         RunFinished=_ABORT,
     ),
@@ -144,6 +144,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     ),
     S.RESULTS_READY: _row(
         ModelRequested=frozenset({S.MODEL_REQUESTED}),
+        ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
         GuardTripped=_STAY,
         CompressionApplied=_STAY,
         RunFinished=_ABORT | {S.NO_PROGRESS},

@@ -156,8 +156,8 @@ class Tool:
                 return validated.model_dump(mode="json")
         return dict(data)  # flat arguments of plain types: the same result as model_dump, several times faster
 
-    def invoke(self, validated: BaseModel, context: ToolContext | None = None) -> Any:
-        """Run the tool on validated arguments, honouring its timeout.
+    def invoke(self, validated: BaseModel, context: ToolContext | None = None, *, timeout: float | None = None) -> Any:
+        """Run the tool on validated arguments, honouring its timeout (or ``timeout`` when it has none).
 
         Raises:
             TimeoutError: when the tool runs past ``timeout`` seconds.
@@ -165,14 +165,15 @@ class Tool:
         kwargs = validated.__dict__  # exactly the declared fields (extra="forbid"), nested models kept as models
         if self.context_param is not None:
             kwargs = {**kwargs, self.context_param: context}
+        limit = self.timeout if self.timeout is not None else timeout
         if self.is_async:
-            return run_coroutine(self.fn(**kwargs), self.timeout)
-        if self.timeout is None:
+            return run_coroutine(self.fn(**kwargs), limit)
+        if limit is None:
             return self.fn(**kwargs)
         # A thread cannot be killed: on timeout the call is answered and the thread is left to finish.
         future = _executor().submit(self.fn, **kwargs)
         try:
-            return future.result(self.timeout)
+            return future.result(limit)
         except concurrent.futures.TimeoutError:
             raise TimeoutError from None
 
@@ -349,6 +350,8 @@ class Outcome:
     error_type: str | None = None
     error_message: str | None = None
     duration_s: float = 0.0
+    truncated: int = 0
+    """Characters cut from ``content`` by the result size cap."""
 
 
 def render_value(value: Any) -> str:
@@ -423,17 +426,20 @@ class ToolRegistry:
         available = ", ".join(self._tools) or "(none)"
         return f"Unknown tool '{name}'. Available tools: {available}."
 
-    def run(self, t: Tool, validated: BaseModel, context: ToolContext | None) -> Outcome:
+    def run(
+        self, t: Tool, validated: BaseModel, context: ToolContext | None, default_timeout: float | None = None
+    ) -> Outcome:
         """Run one validated call and turn whatever happens into an :class:`Outcome`."""
         start = time.perf_counter()
+        timeout = t.timeout if t.timeout is not None else default_timeout
         try:
-            value = t.invoke(validated, context)
+            value = t.invoke(validated, context, timeout=timeout)
         except TimeoutError:
             return Outcome(
                 status="timeout",
-                content=f"Tool '{t.name}' did not finish within {t.timeout:g} s.",
+                content=f"Tool '{t.name}' did not finish within {timeout:g} s.",
                 error_type="TimeoutError",
-                error_message=f"timed out after {t.timeout:g} s",
+                error_message=f"timed out after {timeout:g} s",
                 duration_s=time.perf_counter() - start,
             )
         except Exception as exc:  # the tool's own failure is data for the model

@@ -1,0 +1,243 @@
+"""Guards: budgets, repetition and stall detection, result size caps, context size.
+
+A tool loop must end, must not burn money and must not repeat itself forever. :class:`Budget` declares the
+limits; the pure functions here read a folded :class:`~agentnb.engine.RunState` and say which limit, if any,
+is exhausted. The engine turns a finding into a ``GuardTripped`` event and applies the policy the user chose:
+
+- budgets (turns, tool calls, tokens, cost, deadline): ``finalize`` (one tools-free call asking for an
+  answer from what the model has), ``stop`` (``BUDGET_EXHAUSTED``) or ``escalate`` (pause for a person;
+  approving grants one more allowance of the limit, denying finalizes);
+- repetition (the same tool with the same canonical arguments and the same result, K times, or an A-B-A-B
+  ping-pong): ``stop`` (``NO_PROGRESS`` with a structured reason), ``note`` (tell the model and go on) or
+  ``escalate``;
+- no progress (turns that brought neither a new result nor new text): its own limit, same policies.
+
+Checks run before every model request, so a turn's calls always get their results first and the history
+stays valid for every provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .binding import canonical
+from .messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+
+if TYPE_CHECKING:
+    from .engine import RunState
+
+BudgetPolicy = Literal["finalize", "stop", "escalate"]
+RepeatPolicy = Literal["stop", "note", "escalate"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The limits of a run.
+
+    Args:
+        max_turns: model turns (the finalization call comes on top).
+        max_tool_calls: calls answered (run, rejected or denied).
+        max_input_tokens, max_output_tokens, max_total_tokens: token budgets, as the provider reported usage.
+        max_cost: dollars, from ``prices``.
+        prices: ``{model: (dollars per million input tokens, dollars per million output tokens)}``.
+        deadline_s: seconds from the start of the run.
+        tool_timeout: seconds, for tools that set no timeout of their own.
+        max_parallel: calls of one turn run at the same time (``run()``; ``step()`` takes one at a time).
+        max_result_chars: longer results are cut for the model with a visible marker (the audit keeps all).
+        on_exhausted: what an exhausted budget does: ``finalize``, ``stop`` or ``escalate``.
+        max_repeats: identical calls with identical results before the run counts as looping.
+        on_repeat: ``stop`` (``NO_PROGRESS``), ``note`` (tell the model) or ``escalate``.
+        max_no_progress: turns in a row without a new result or new text (None: unlimited).
+        context_window: the model's window in tokens, for compression (None: never compress).
+        compress_at: compress when the request passes this share of the window.
+        keep_pairs: complete call/result turns kept by pruning.
+
+    Example:
+        >>> Budget(max_turns=5, max_cost=0.10, prices={"gpt-4o": (2.5, 10.0)}).max_turns
+        5
+    """
+
+    max_turns: int = 25
+    max_tool_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_cost: float | None = None
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    deadline_s: float | None = None
+    tool_timeout: float | None = None
+    max_parallel: int = 4
+    max_result_chars: int = 50_000
+    on_exhausted: BudgetPolicy = "finalize"
+    max_repeats: int = 3
+    on_repeat: RepeatPolicy = "stop"
+    max_no_progress: int | None = 6
+    context_window: int | None = None
+    compress_at: float = 0.8
+    keep_pairs: int = 2
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        if self.on_exhausted not in ("finalize", "stop", "escalate"):
+            raise ValueError(f"on_exhausted must be 'finalize', 'stop' or 'escalate', got {self.on_exhausted!r}")
+        if self.on_repeat not in ("stop", "note", "escalate"):
+            raise ValueError(f"on_repeat must be 'stop', 'note' or 'escalate', got {self.on_repeat!r}")
+        if self.max_parallel < 1 or self.max_repeats < 2:
+            raise ValueError("max_parallel must be at least 1 and max_repeats at least 2")
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """A guard that ran out."""
+
+    guard: str
+    limit: float
+    value: float
+    message: str
+
+
+def cost(rs: RunState, prices: dict[str, tuple[float, float]]) -> float | None:
+    """Dollars spent so far, or None when a model used has no price."""
+    total = 0.0
+    for model, (tin, tout) in rs.tokens_by_model.items():
+        price = prices.get(model)
+        if price is None:
+            return None
+        total += tin * price[0] / 1e6 + tout * price[1] / 1e6
+    return total
+
+
+def exhausted(rs: RunState, budget: Budget, now: float | None) -> Trip | None:
+    """The first budget that ran out (turns, tool calls, tokens, cost, deadline), or None."""
+    ext = rs.extensions
+
+    def over(name: str, limit: float | None, value: float) -> Trip | None:
+        if limit is None:
+            return None
+        allowed = limit * (1 + ext.get(name, 0))
+        if value >= allowed:
+            return Trip(name, allowed, value, f"{name}: {value:g} reached the limit of {allowed:g}")
+        return None
+
+    checks: list[Trip | None] = [
+        over("max_turns", budget.max_turns, rs.turns_completed),
+        over("max_tool_calls", budget.max_tool_calls, rs.tool_calls),
+        over("max_input_tokens", budget.max_input_tokens, rs.input_tokens),
+        over("max_output_tokens", budget.max_output_tokens, rs.output_tokens),
+        over("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
+    ]
+    if budget.max_cost is not None:
+        spent = cost(rs, budget.prices)
+        if spent is not None:
+            checks.append(over("max_cost", budget.max_cost, round(spent, 6)))
+    if budget.deadline_s is not None and now is not None and rs.started_at is not None:
+        checks.append(over("deadline_s", budget.deadline_s, round(now - rs.started_at, 3)))
+    return next((t for t in checks if t is not None), None)
+
+
+# -- repetition ----------------------------------------------------------------------------------------
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def signature(name: str, arguments: dict[str, Any] | None, raw: str) -> str:
+    """A call's identity for repetition: tool + canonical arguments (key order, spacing, 1 vs 1.0 ignored).
+
+    Example:
+        >>> signature("f", {"a": 1.0, "b": [2]}, "") == signature("f", {"b": [2], "a": 1}, "")
+        True
+    """
+    args = canonical(_normal(arguments)) if arguments is not None else raw
+    return f"{name}:{args}"
+
+
+def digest(text: str) -> str:
+    """A short digest of a result's content."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def repetition(history: Sequence[tuple[str, str]], k: int) -> tuple[int, list[str]] | None:
+    """A loop at the end of ``history`` (pairs of call signature and result digest), or None.
+
+    A loop is a pattern of period 1 or 2 (the same call, or an A-B-A-B ping-pong) repeated ``k`` times with
+    the same results each time: no new information came back. Returns the period and the repeated calls.
+
+    Example:
+        >>> repetition([("a", "x"), ("b", "y"), ("a", "x"), ("b", "y"), ("a", "x"), ("b", "y")], 3)
+        (2, ['a', 'b'])
+        >>> repetition([("a", "x"), ("a", "z"), ("a", "x")], 3) is None
+        True
+    """
+    for period in (1, 2):
+        need = period * k
+        if len(history) < need:
+            continue
+        tail = history[-need:]
+        pattern = tail[:period]
+        if period == 2 and pattern[0][0] == pattern[1][0]:
+            continue  # that is period 1
+        if all(tail[i] == pattern[i % period] for i in range(need)):
+            return period, [sig for sig, _ in pattern]
+    return None
+
+
+# -- context size --------------------------------------------------------------------------------------
+
+
+def estimate_tokens(messages: Sequence[Message], tools: Sequence[Any] = ()) -> int:
+    """A provider-neutral token estimate: about four characters a token.
+
+    It counts text, tool arguments, tool results and the tools' schemas: what the request really carries.
+    """
+    chars = 0
+    for m in messages:
+        chars += 4  # role and framing
+        for p in m.parts:
+            if isinstance(p, TextPart | RefusalPart):
+                chars += len(p.text)
+            elif isinstance(p, ToolCallPart):
+                chars += len(p.name) + len(p.arguments_raw) + 8
+            elif isinstance(p, ToolResultPart):
+                chars += len(p.content) + 8
+            elif isinstance(p, ReasoningPart):
+                chars += len(p.text or "")
+    for t in tools:
+        chars += len(t.name) + len(t.description) + len(canonical(t.parameters))
+    return chars // 4 + 1
+
+
+def prune(messages: Sequence[Message], keep_pairs: int) -> tuple[list[Message], list[int]]:
+    """Tier 2: keep system messages, the first user request and the last ``keep_pairs`` complete turns.
+
+    A complete turn is an assistant message with calls and the tool message answering all of them. Returns
+    the new history and the indices removed. Never leaves an orphan result or an unanswered call.
+    """
+    keep: set[int] = {i for i, m in enumerate(messages) if m.role == "system"}
+    first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
+    if first_user is not None:
+        keep.add(first_user)
+    pairs: list[tuple[int, int]] = []
+    for i in range(len(messages) - 1):
+        a, b = messages[i], messages[i + 1]
+        if a.role == "assistant" and a.tool_calls and b.role == "tool":
+            if {c.call_id for c in a.tool_calls} == {r.call_id for r in b.tool_results}:
+                pairs.append((i, i + 1))
+    for i, j in pairs[-keep_pairs:] if keep_pairs > 0 else []:
+        keep.update((i, j))
+    # everything after the last kept pair stays (the history is complete when it is compressed)
+    last = max(keep) if keep else -1
+    keep.update(range(last + 1, len(messages)))
+    removed = [i for i in range(len(messages)) if i not in keep]
+    return [m for i, m in enumerate(messages) if i in keep], removed
