@@ -10,6 +10,7 @@ this several times faster than ``pandas.DataFrame([event_to_dict(e) for e in eve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,25 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+@functools.cache
+def string_dtype() -> Any:
+    """Strings with ``<NA>``, stored as Python objects: faster to build from Python strings than Arrow storage."""
+    import pandas as pd
+
+    return pd.StringDtype("python")
+
+
 def _read(items: list[Any], path: str | None) -> list[Any]:
     """``path`` read on every item (None stays None; a missing attribute reads as None)."""
     if path is None:
         return items
     get = attrgetter(path)
+    try:
+        return list(map(get, items))  # every item has the attribute: one C loop
+    except AttributeError:
+        pass
+    if "." not in path:
+        return [getattr(x, path, None) for x in items]
     try:
         return [get(x) if x is not None else None for x in items]
     except AttributeError:
@@ -67,24 +82,27 @@ def _masked(vals: list[Any], dtype: Any) -> tuple[Any, Any]:
 
 
 def _codes(vals: list[Any], categories: tuple[str, ...] | None) -> tuple[Any, list[str]]:
-    """Integer codes of ``vals`` against a fixed vocabulary, or a sorted one built from the values."""
+    """Integer codes of ``vals`` against a fixed vocabulary, or a sorted one built from the values.
+
+    The values are factorized once (a C hash table); only the few distinct values are mapped in Python.
+    """
+    import pandas as pd
+
+    raw, uniques = pd.factorize(np.array(vals, dtype=object), use_na_sentinel=True)
+    names = [str(u) for u in uniques]
     if categories is not None:
         lookup = {c: i for i, c in enumerate(categories)}
-        get = lookup.get
-        codes = np.fromiter((-1 if v is None else get(v, -2) for v in vals), np.int32, len(vals))
-        if (codes == -2).any():
-            unknown = sorted({str(v) for v in vals if v is not None and v not in lookup})
+        unknown = sorted(n for n in names if n not in lookup)
+        if unknown:
             raise ValueError(f"values {unknown} are outside the vocabulary {list(categories)}")
-        return codes, list(categories)
-    seen: dict[Any, int] = {}
-    setdefault = seen.setdefault
-    raw = np.fromiter((-1 if v is None else setdefault(v, len(seen)) for v in vals), np.int32, len(vals))
-    names = [str(k) for k in seen]
-    order = np.argsort(np.array(names, dtype=object), kind="stable") if names else np.array([], dtype=np.int64)
-    remap = np.empty(len(names) + 1, dtype=np.int32)
-    remap[order] = np.arange(len(names), dtype=np.int32)
-    remap[-1] = -1  # raw code -1 indexes the last slot
-    return remap[raw], [names[i] for i in order]
+        target = [lookup[n] for n in names]
+        cats = list(categories)
+    else:
+        cats = sorted(names)
+        position = {n: i for i, n in enumerate(cats)}
+        target = [position[n] for n in names]
+    remap = np.array([*target, -1], dtype=np.int32)  # raw code -1 (null) indexes the last slot
+    return remap[raw], cats
 
 
 def to_array(col: Column, vals: list[Any]) -> Any:
@@ -93,8 +111,11 @@ def to_array(col: Column, vals: list[Any]) -> Any:
 
     dtype = col.dtype
     if dtype == "Int64":
-        data, mask = _masked(vals, np.int64)
-        return pd.arrays.IntegerArray(data, mask)
+        try:  # no nulls: straight into an int64 buffer
+            return pd.arrays.IntegerArray(np.array(vals, dtype=np.int64), np.zeros(len(vals), dtype=np.bool_))
+        except TypeError:
+            data, mask = _masked(vals, np.int64)
+            return pd.arrays.IntegerArray(data, mask)
     if dtype == "Float64":
         data, mask = _masked(vals, np.float64)
         return pd.arrays.FloatingArray(data, mask)
@@ -105,7 +126,7 @@ def to_array(col: Column, vals: list[Any]) -> Any:
         codes, cats = _codes(vals, col.categories)
         return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype="str"))
     if dtype == "string":
-        return pd.array(vals, dtype=pd.StringDtype())
+        return pd.array(vals, dtype=string_dtype())
     if dtype == "datetime":
         idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
         if idx.tz is None:
@@ -210,8 +231,7 @@ def conform(df: pd.DataFrame, name: str, run_ids: Sequence[str] | None = None) -
         elif col.dtype == "datetime":
             out[col.name] = s.array if str(s.dtype) == DATETIME else pd.to_datetime(s, utc=True).dt.as_unit("us").array
         elif col.dtype == "string":
-            out[col.name] = s.array if isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA else (
-                s.astype(pd.StringDtype()).array)
+            out[col.name] = s.array if s.dtype == string_dtype() else s.astype(string_dtype()).array
         else:
             out[col.name] = s.array if str(s.dtype) == col.dtype else s.astype(col.dtype).array
     return pd.DataFrame(out)

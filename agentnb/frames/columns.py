@@ -13,10 +13,11 @@ when it is out of date.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
+
+from pydantic_core import to_json
 
 from ..events import EVENT_CLASSES, RejectReason
 from ..messages import FinishReason, ResultStatus
@@ -69,7 +70,8 @@ class Column:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    # pydantic-core's encoder: compact, UTF-8, keys in the order the arguments were given; ~10x json.dumps
+    return to_json(value).decode()
 
 
 EVENT_TYPES: tuple[str, ...] = tuple(EVENT_CLASSES)
@@ -145,7 +147,7 @@ CALLS: tuple[Column, ...] = (
     Column("tool", "category", "call.name", "the tool name as the model wrote it"),
     Column("arguments_raw", "string", "call.arguments_raw", "argument text exactly as received"),
     Column("arguments", "string", "arguments", "arguments the call ran with (edited > validated > parsed), as "
-           "canonical JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",
+           "compact JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",
            value=_json),
     Column("generated_id", "boolean", "CallParsed.generated_id", "True when agentnb made the id"),
     Column("parse_error", "string", "CallParsed.error", "why the arguments are not a JSON object"),
@@ -164,7 +166,7 @@ CALLS: tuple[Column, ...] = (
     Column("duration_s", "Float64", "ToolFinished.duration_s", "seconds the tool ran"),
     Column("error_type", "category", "error_type", "exception type, or the reject reason for rejected calls"),
     Column("error_message", "string", "error_message", "the error message (tool error or rejection)"),
-    Column("result_chars", "Int64", "result.content", "characters of the result the model sees", value=len),
+    Column("result_chars", "Int64", "result_content", "characters of the result the model sees", value=len),
     Column("idempotency_key", "string", "ToolStarted.idempotency_key", "the effect ledger's key for the call "
            "(side-effecting tools and tools that take a context)"),
     Column("reused", "boolean", "ToolFinished.reused", "True when the ledger already held the outcome (not re-run)"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -123,70 +124,120 @@ def _history_results(messages: Sequence[Message]) -> dict[str, ToolResultPart]:
     return {p.call_id: p for m in messages for p in m.parts if isinstance(p, ToolResultPart)}
 
 
-def calls_rows(runs: Sequence[Run]) -> Rows:  # noqa: C901 -- one pass, one branch per event type
-    """One row per tool call: asked for by the model in this run, or present in the prompt's history."""
+class _ByType:
+    """All events of many runs, flat, with the positions of each event type (found by numpy, not a loop)."""
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        import pandas as pd
+
+        self.flat: list[Any] = [e for r in runs for e in r]
+        self.run_of = np.repeat(np.arange(len(runs), dtype=np.int64), [len(r) for r in runs])
+        codes, uniques = pd.factorize(np.array(list(map(_TYPE, self.flat)), dtype=object))
+        self._codes = codes
+        self._code = {str(u): i for i, u in enumerate(uniques)}
+
+    def of(self, etype: str) -> tuple[list[Any], list[int]]:
+        """The events of type ``etype`` and their runs, in log order."""
+        code = self._code.get(etype)
+        if code is None:
+            return [], []
+        idx = np.flatnonzero(self._codes == code)
+        flat = self.flat
+        return [flat[i] for i in idx.tolist()], self.run_of[idx].tolist()
+
+
+_TYPE = attrgetter("type")
+_TURN = attrgetter("turn")
+_CALL_ID = attrgetter("call_id")
+_TURN_CALL = attrgetter("turn", "call_id")
+
+
+def calls_rows(runs: Sequence[Run]) -> Rows:  # noqa: C901 -- one block per kind of call
+    """One row per tool call: asked for by the model in this run, or present in the prompt's history.
+
+    The events about calls are found by type with numpy and joined to their call through dicts keyed by
+    ``(run, (turn, call_id))`` built and read with C-level ``zip``/``map``: no Python loop over every event.
+    """
+    by = _ByType(runs)
     run_index: list[int] = []
     anchor: list[Any] = []
     calls: list[ToolCallPart] = []
     origin: list[str] = []
     position: list[int] = []
     history: list[ToolResultPart | None] = []
-    found: dict[str, dict[tuple[int, int, str], BaseEvent]] = {t: {} for t in (*_CALL_EVENTS, "ResultsBound")}
     for r, events in enumerate(runs):
-        for ev in events:
-            t = ev.type
-            index = found.get(t)
-            if index is not None:
-                if t == "ResultsBound":
-                    for cid in ev.call_ids:  # type: ignore[attr-defined]
-                        index[(r, ev.turn, cid)] = ev
-                else:
-                    index[(r, ev.turn, ev.call_id)] = ev  # type: ignore[attr-defined]
-            elif t == "TurnCompleted":
-                i = 0
-                for p in ev.response.message.parts:  # type: ignore[attr-defined]
-                    if p.kind == "tool_call":
-                        run_index.append(r)
-                        anchor.append(ev)
-                        calls.append(p)
-                        origin.append("model")
-                        position.append(i)
-                        history.append(None)
-                        i += 1
-            elif t == "RunStarted":
-                msgs = ev.messages  # type: ignore[attr-defined]
-                results = _history_results(msgs)
-                for m in msgs:
-                    for i, p in enumerate(m.tool_calls):
-                        run_index.append(r)
-                        anchor.append(ev)
-                        calls.append(p)
-                        origin.append("history")
-                        position.append(i)
-                        history.append(results.get(p.call_id))
+        if not events or events[0].type != "RunStarted":
+            continue
+        ev = events[0]
+        msgs = ev.messages  # type: ignore[attr-defined]
+        results = _history_results(msgs)
+        for m in msgs:
+            for k, p in enumerate(m.tool_calls):
+                run_index.append(r)
+                anchor.append(ev)
+                calls.append(p)
+                origin.append("history")
+                position.append(k)
+                history.append(results.get(p.call_id))
+    n_history = len(calls)
+    turns, turn_runs = by.of("TurnCompleted")
+    for ev, r in zip(turns, turn_runs, strict=True):
+        k = 0
+        for p in ev.response.message.parts:
+            if p.kind == "tool_call":
+                run_index.append(r)
+                anchor.append(ev)
+                calls.append(p)
+                position.append(k)
+                k += 1
+    n_model = len(calls) - n_history
+    origin.extend(["model"] * n_model)
+    history.extend([None] * n_model)
+    keys = list(zip(run_index, zip(map(_TURN, anchor), map(_CALL_ID, calls), strict=True), strict=True))
     fields: dict[str, list[Any]] = {"anchor": anchor, "call": calls, "origin": origin, "position": position}
-    keys = [(r, a.turn, c.call_id) for r, a, c in zip(run_index, anchor, calls, strict=True)]
-    for t, index in found.items():
-        fields[t] = [index.get(k) for k in keys] if index else [None] * len(keys)
+    for t in _CALL_EVENTS:
+        evs, rs = by.of(t)
+        index = dict(zip(zip(rs, map(_TURN_CALL, evs), strict=True), evs, strict=True))
+        fields[t] = list(map(index.get, keys))
+    bound: dict[tuple[int, tuple[int, str]], Any] = {}
+    for ev, r in zip(*by.of("ResultsBound"), strict=True):
+        for cid in ev.call_ids:
+            bound[(r, (ev.turn, cid))] = ev
+    fields["ResultsBound"] = list(map(bound.get, keys))
     finished, rejected, resolved = fields["ToolFinished"], fields["CallRejected"], fields["ApprovalResolved"]
+    validated = fields["CallValidated"]
     status: list[str] = []
-    result: list[ToolResultPart | None] = []
+    content: list[str | None] = []
     arguments: list[Any] = []
     error_type: list[str | None] = []
     error_message: list[str | None] = []
     for k, c in enumerate(calls):
-        fin, rej, res, hist = finished[k], rejected[k], resolved[k], history[k]
-        answer: BaseEvent | None = fin or rej or (res if res is not None and res.decision in _ANSWERS else None)
-        out = _result_of(answer, c) if answer is not None else hist
-        result.append(out)
-        status.append(out.status if out is not None else "unanswered")
-        error_type.append(fin.error_type if fin is not None else rej.reason if rej is not None else None)
-        error_message.append(fin.error_message if fin is not None else rej.message if rej is not None else None)
-        val = fields["CallValidated"][k]
-        args = res.arguments if res is not None and res.arguments is not None else (
-            val.arguments if val is not None else c.arguments)
-        arguments.append(args)
-    fields.update(status=status, result=result, arguments=arguments, error_type=error_type,
+        fin, rej, res = finished[k], rejected[k], resolved[k]
+        if fin is not None:
+            status.append(fin.status)
+            content.append(fin.content)
+            error_type.append(fin.error_type)
+            error_message.append(fin.error_message)
+        else:
+            if rej is not None:
+                status.append("error")
+                content.append(rej.message)
+            elif res is not None and res.decision in _ANSWERS:
+                out = _result_of(res, c)
+                status.append(out.status)
+                content.append(out.content)
+            else:
+                hist = history[k]
+                status.append(hist.status if hist is not None else "unanswered")
+                content.append(hist.content if hist is not None else None)
+            error_type.append(rej.reason if rej is not None else None)
+            error_message.append(rej.message if rej is not None else None)
+        if res is not None and res.arguments is not None:
+            arguments.append(res.arguments)
+        else:
+            val = validated[k]
+            arguments.append(val.arguments if val is not None else c.arguments)
+    fields.update(status=status, result_content=content, arguments=arguments, error_type=error_type,
                   error_message=error_message)
     return Rows(run_index, fields)
 
