@@ -37,6 +37,7 @@ from .exceptions import (
     ToolDefinitionError,
     TranscriptError,
 )
+from .guards import Budget
 from .messages import Message, ModelTurn, Usage
 from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
@@ -65,6 +66,7 @@ __all__ = [
     "AgentnbError",
     "ApprovalError",
     "ApprovalExpired",
+    "Budget",
     "CheckpointError",
     "Debugger",
     "DigestMismatch",

@@ -516,7 +516,7 @@ def decide(rs: RunState, cfg: EngineConfig) -> Action:
 
 
 def _at_results_ready(rs: RunState, cfg: EngineConfig) -> Action:
-    """Before each model request: guards in force, new guard trips, compression, then the request."""
+    """Before each model request (READY or RESULTS_READY): guards in force, new trips, compression, request."""
     b = cfg.budget
     for guard, action in rs.tripped.items():
         if action == "finalize":
@@ -533,8 +533,8 @@ def _at_results_ready(rs: RunState, cfg: EngineConfig) -> Action:
                                            "different, or answer with what you have.")
     trip = guards.exhausted(rs, b, rs.now)
     if trip is not None:
-        return _trip(trip, b.on_exhausted)
-    found = guards.repetition(rs.history[rs.repeat_mark:], b.max_repeats)
+        return _trip(trip, b.on_exhausted, rs.state)
+    found = guards.repetition(rs.history, b.max_repeats, rs.repeat_mark) if len(rs.history) >= 2 else None
     if found is not None:
         period, sigs = found
         calls = " then ".join(sig.split(":", 1)[0] + sig.split(":", 1)[1][:80] for sig in sigs)
@@ -556,8 +556,8 @@ def _repeat_policy(rs: RunState, b: Budget) -> str:
     return "stop" if b.on_repeat == "note" and noted else b.on_repeat  # a note is given once
 
 
-def _trip(trip: guards.Trip, action: str) -> Emit:
-    return Emit(GuardTripped, S.RESULTS_READY, {
+def _trip(trip: guards.Trip, action: str, state: LoopState = S.RESULTS_READY) -> Emit:
+    return Emit(GuardTripped, state, {
         "guard": trip.guard, "limit": trip.limit, "value": trip.value, "action": action, "message": trip.message,
     })
 
@@ -602,7 +602,7 @@ def _compression(rs: RunState, cfg: EngineConfig) -> Action | None:
             return Compress(tokens)
         return prune_step(rs, cfg, tokens)
     message = f"the conversation ({tokens} tokens) is still over {b.compress_at:.0%} of the window after compression"
-    return _trip(guards.Trip("context_window", b.context_window, tokens, message), "finalize")
+    return _trip(guards.Trip("context_window", b.context_window, tokens, message), "finalize", rs.state)
 
 
 def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
@@ -611,7 +611,7 @@ def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
     if not removed:
         b = cfg.budget
         message = f"the conversation ({tokens} tokens) cannot be pruned below {b.compress_at:.0%} of the window"
-        return _trip(guards.Trip("context_window", b.context_window or 0, tokens, message), "finalize")
+        return _trip(guards.Trip("context_window", b.context_window or 0, tokens, message), "finalize", rs.state)
     return Emit(CompressionApplied, S.RESULTS_READY if rs.state is S.RESULTS_READY else rs.state, {
         "tier": 2, "tokens_before": tokens, "tokens_after": guards.estimate_tokens(kept, rs.tools),
         "messages": kept, "removed": removed,
@@ -632,7 +632,7 @@ def _never(rs: RunState, cfg: EngineConfig) -> Action:
 
 _DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
     S.NEW: _never,
-    S.READY: lambda rs, cfg: (_compression(rs, cfg) if cfg.budget.context_window else None) or _request(rs, cfg),
+    S.READY: lambda rs, cfg: _at_results_ready(rs, cfg),
     S.MODEL_REQUESTED: lambda rs, cfg: PULL,
     S.RESPONDED: _at_responded,
     S.VALIDATING: lambda rs, cfg: _next_call_step(rs, cfg),
@@ -700,7 +700,7 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
             return _finish(S.FAILED, f"refused to send results to the model: {mismatch}")
         return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": list(rs.calls)})
     if best_rank == 0:
-        return _parse(best)
+        return _parse(best, list(rs.calls).index(best.call_id))
     if best_rank == 1:
         return _validate(rs, best, cfg)
     if best_rank == 3:
@@ -781,7 +781,7 @@ def _resolve_headless(rs: RunState, c: CallState) -> Emit:
     })
 
 
-def _parse(c: CallState) -> Emit:
+def _parse(c: CallState, position: int) -> Emit:
     error = None
     if c.part.arguments is None:
         try:
@@ -790,7 +790,7 @@ def _parse(c: CallState) -> Emit:
         except ValueError as exc:
             error = str(exc)
     return Emit(CallParsed, S.VALIDATING, {
-        "call_id": c.call_id, "name": c.name, "index": c.part.index if c.part.index is not None else 0,
+        "call_id": c.call_id, "name": c.name, "index": position,
         "arguments": c.part.arguments, "error": error,
     })
 

@@ -132,6 +132,7 @@ class CallParsed(BaseEvent):
     call_id: str
     name: str
     index: int
+    """The call's position in the turn (0-based), as in ``ArgumentsMerged.index``."""
     arguments: dict[str, Any] | None = None
     error: str | None = None
     """Why ``arguments_raw`` is not a JSON object (it is never repaired)."""

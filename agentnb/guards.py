@@ -18,7 +18,6 @@ stays valid for every provider.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -114,29 +113,26 @@ def cost(rs: RunState, prices: dict[str, tuple[float, float]]) -> float | None:
 def exhausted(rs: RunState, budget: Budget, now: float | None) -> Trip | None:
     """The first budget that ran out (turns, tool calls, tokens, cost, deadline), or None."""
     ext = rs.extensions
-
-    def over(name: str, limit: float | None, value: float) -> Trip | None:
-        if limit is None:
-            return None
-        allowed = limit * (1 + ext.get(name, 0))
-        if value >= allowed:
-            return Trip(name, allowed, value, f"{name}: {value:g} reached the limit of {allowed:g}")
-        return None
-
-    checks: list[Trip | None] = [
-        over("max_turns", budget.max_turns, rs.turns_completed),
-        over("max_tool_calls", budget.max_tool_calls, rs.tool_calls),
-        over("max_input_tokens", budget.max_input_tokens, rs.input_tokens),
-        over("max_output_tokens", budget.max_output_tokens, rs.output_tokens),
-        over("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
+    checks: list[tuple[str, float | None, float]] = [
+        ("max_turns", budget.max_turns, rs.turns_completed),
+        ("max_tool_calls", budget.max_tool_calls, rs.tool_calls),
+        ("max_input_tokens", budget.max_input_tokens, rs.input_tokens),
+        ("max_output_tokens", budget.max_output_tokens, rs.output_tokens),
+        ("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
     ]
     if budget.max_cost is not None:
         spent = cost(rs, budget.prices)
         if spent is not None:
-            checks.append(over("max_cost", budget.max_cost, round(spent, 6)))
+            checks.append(("max_cost", budget.max_cost, round(spent, 6)))
     if budget.deadline_s is not None and now is not None and rs.started_at is not None:
-        checks.append(over("deadline_s", budget.deadline_s, round(now - rs.started_at, 3)))
-    return next((t for t in checks if t is not None), None)
+        checks.append(("deadline_s", budget.deadline_s, round(now - rs.started_at, 3)))
+    for name, limit, value in checks:
+        if limit is None:
+            continue
+        allowed = limit * (1 + ext[name]) if ext and name in ext else limit
+        if value >= allowed:
+            return Trip(name, allowed, value, f"{name}: {value:g} reached the limit of {allowed:g}")
+    return None
 
 
 # -- repetition ----------------------------------------------------------------------------------------
@@ -152,6 +148,9 @@ def _normal(value: Any) -> Any:
     return value
 
 
+_FLAT = (str, int, bool, type(None))
+
+
 def signature(name: str, arguments: dict[str, Any] | None, raw: str) -> str:
     """A call's identity for repetition: tool + canonical arguments (key order, spacing, 1 vs 1.0 ignored).
 
@@ -159,16 +158,22 @@ def signature(name: str, arguments: dict[str, Any] | None, raw: str) -> str:
         >>> signature("f", {"a": 1.0, "b": [2]}, "") == signature("f", {"b": [2], "a": 1}, "")
         True
     """
-    args = canonical(_normal(arguments)) if arguments is not None else raw
-    return f"{name}:{args}"
+    if arguments is None:
+        return f"{name}:{raw}"
+    flat = all(type(v) in _FLAT for v in arguments.values())
+    return f"{name}:{canonical(arguments if flat else _normal(arguments))}"
 
 
 def digest(text: str) -> str:
-    """A short digest of a result's content."""
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """A digest of a result's content, for telling new information from old within one process.
+
+    Python's string hash is enough here: digests are compared only with each other, inside one process
+    (a resumed run folds its events again and recomputes them), and it costs nothing for strings.
+    """
+    return format(hash(text) & 0xFFFFFFFFFFFFFFFF, "016x")
 
 
-def repetition(history: Sequence[tuple[str, str]], k: int) -> tuple[int, list[str]] | None:
+def repetition(history: Sequence[tuple[str, str]], k: int, start: int = 0) -> tuple[int, list[str]] | None:
     """A loop at the end of ``history`` (pairs of call signature and result digest), or None.
 
     A loop is a pattern of period 1 or 2 (the same call, or an A-B-A-B ping-pong) repeated ``k`` times with
@@ -180,11 +185,15 @@ def repetition(history: Sequence[tuple[str, str]], k: int) -> tuple[int, list[st
         >>> repetition([("a", "x"), ("a", "z"), ("a", "x")], 3) is None
         True
     """
+    n = len(history)
+    if n - start < k or history[-1] != history[-2]:
+        if n - start < 2 * k or history[-1] != history[-3]:
+            return None  # cheap exit: neither period 1 nor period 2 can match at the end
     for period in (1, 2):
         need = period * k
-        if len(history) < need:
+        if n - start < need:
             continue
-        tail = history[-need:]
+        tail = history[n - need:]
         pattern = tail[:period]
         if period == 2 and pattern[0][0] == pattern[1][0]:
             continue  # that is period 1

@@ -1,9 +1,10 @@
 """Engine overhead per tool round trip, against a plain hand-written loop measured in the same run.
 
-Workload: one conversation of N round trips (model asks for a no-op tool, the tool answers), then a final
-text turn; ScriptedModel, no streaming, no store. The baseline is the least a loop can do: a list of message
-dicts, a dict lookup for dispatch, ``json.dumps`` of each message. Medians of several repeats; the ratio is
-what matters on a shared, noisy machine.
+Workload: one conversation of N round trips (model asks for a trivial tool, the tool echoes its argument),
+then a final text turn; ScriptedModel, no streaming, no store, every guard on (the argument differs per call,
+so repetition and no-progress detection run without tripping). The baseline is the least a loop can do: a
+list of message dicts, a dict lookup for dispatch, ``json.dumps`` of each message. Medians of several
+repeats; the ratio is what matters on a shared, noisy machine.
 
     python bench/loop_overhead.py [--repeats 5]
 """
@@ -24,12 +25,13 @@ NS = (10, 100, 300, 1000)
 
 @anb.tool
 def noop(x: int) -> str:
-    """Do nothing."""
-    return "ok"
+    """Echo the argument."""
+    return str(x)
 
 
 def agentnb_loop(n: int) -> float:
-    script: list[Any] = [{"tool_calls": [{"name": "noop", "arguments": {"x": 1}}]}] * n + [{"text": "done"}]
+    script: list[Any] = [{"tool_calls": [{"name": "noop", "arguments": {"x": i}}]} for i in range(n)]
+    script.append({"text": "done"})
     loop = anb.Loop(model=anb.ScriptedModel(script), tools=[noop], max_turns=n + 1)
     run = loop.start("go")
     t0 = time.perf_counter()
@@ -40,8 +42,8 @@ def agentnb_loop(n: int) -> float:
 
 
 def plain_loop(n: int) -> float:
-    tools = {"noop": lambda x: "ok"}
-    script = [{"tool_calls": [{"id": f"c{i}", "name": "noop", "arguments": '{"x": 1}'}]} for i in range(n)]
+    tools = {"noop": lambda x: str(x)}
+    script = [{"tool_calls": [{"id": f"c{i}", "name": "noop", "arguments": f'{{"x": {i}}}'}]} for i in range(n)]
     script.append({"text": "done"})
     t0 = time.perf_counter()
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]

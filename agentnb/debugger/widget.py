@@ -520,6 +520,7 @@ class Debugger:
         "approval": "wants to run",
         "client_result": "runs on the client: submit its result",
         "outcome_unknown": "was running when the process stopped: did it happen? Retry it or record its result",
+        "escalation": "ran out: grant one more allowance, or deny to finalize with what the model has",
     }
 
     def _approval_row(self, call: Any, tool: Any) -> w.Widget:
@@ -539,8 +540,8 @@ class Debugger:
         deny.on_click(lambda _b: self._safely(lambda: self.deny(cid, reason.value or None, background=True)))
         buttons: list[w.Widget] = []
         if call.kind != "client_result":
-            approve = w.Button(description="Retry with the same key" if call.kind == "outcome_unknown" else "Approve",
-                               icon="check", button_style="success", layout=w.Layout(width="auto"))
+            label = {"outcome_unknown": "Retry with the same key", "escalation": "Grant more"}.get(call.kind, "Approve")
+            approve = w.Button(description=label, icon="check", button_style="success", layout=w.Layout(width="auto"))
             approve.add_class("agentnb-btn-approve")
             approve.on_click(lambda _b: self._safely(lambda: self.approve(cid, background=True)))
             buttons.append(approve)
@@ -554,7 +555,7 @@ class Debugger:
             edited.on_click(lambda _b: self._approve_edited(cid, edit.value, error))
             parts += [w.HTML('<span class="agentnb-muted">edit the arguments (checked against the schema):</span>'),
                       edit, w.HBox([edited, error], layout=w.Layout(align_items="center"))]
-        else:
+        elif call.kind != "escalation":
             result = w.Textarea(placeholder="the result, as JSON (or plain text)",
                                 layout=w.Layout(width="100%", height="70px"))
             result.add_class("agentnb-submit-value")
