@@ -750,7 +750,7 @@ class Run:
 def _budget_settings(b: Budget) -> dict[str, Any]:
     fields = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost",
               "deadline_s", "max_parallel", "max_result_chars", "max_repeats", "on_repeat", "max_no_progress",
-              "context_window")
+              "context_window", "prices")
     return {f: getattr(b, f) for f in fields}
 
 

@@ -292,6 +292,20 @@ def test_meters_follow_the_selected_moment() -> None:
     assert "turns 0 / 25" in dbg.meter_label.value
 
 
+def test_budget_meters_show_the_limits_that_are_set() -> None:
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "get_weather", "arguments": {"city": c}}]}
+                               for c in ("Paris", "Oslo", "Tokyo")] + [{"text": "done"}])
+    budget = anb.Budget(max_tool_calls=2, max_cost=1.0, prices={"scripted": (100.0, 100.0)}, deadline_s=60)
+    loop = anb.Loop(model=model, tools=anb.stories.tools("weather"), budget=budget)
+    dbg = anb.Debugger(loop.start("go")).cont()
+    label = dbg.meter_label.value
+    assert "tool calls 2 / 2" in label and "cost $0." in label and " / 1" in label and "time " in label
+    bars = {b._dom_classes[0]: b for b in dbg.meter_bars}
+    assert bars["agentnb-meter-tool-calls"].layout.display == "" and bars["agentnb-meter-tool-calls"].value == 2
+    assert bars["agentnb-meter-tool-calls"].bar_style == "danger"
+    assert bars["agentnb-meter-tokens"].layout.display == "none"  # no token budget set
+
+
 def _find(widget: Any, css_class: str) -> Any:
     if css_class in getattr(widget, "_dom_classes", ()):
         return widget

@@ -25,6 +25,7 @@ class Counters:
     tool_calls: int
     input_tokens: int
     output_tokens: int
+    tokens_by_model: tuple[tuple[str, tuple[int, int]], ...] = ()
 
 
 class Timeline:
@@ -70,7 +71,15 @@ class Timeline:
         if not self._versions or rs.messages is not self._versions[-1]:
             self._versions.append(rs.messages)
         self._where.append((len(self._versions) - 1, len(rs.messages)))
-        self._counters.append(Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens))
+        prev = self._counters[-1] if self._counters else None
+        if prev is not None and prev.turns == rs.turns_completed and prev.tool_calls == rs.tool_calls and (
+            prev.input_tokens == rs.input_tokens and prev.output_tokens == rs.output_tokens
+        ):
+            self._counters.append(prev)  # most events change no counter: share the record
+        else:
+            by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
+            self._counters.append(Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens,
+                                           by_model))
         t = ev.type
         if t == "ModelRequested" or t == "ModelRetried":
             self._request_seq = ev.seq

@@ -394,10 +394,13 @@ class Debugger:
         self.header.add_class("agentnb-header")
         self.diagram = w.HTML(layout=lay(width="100%"))
         self.diagram.add_class("agentnb-diagram")
-        self.meter_turns = w.IntProgress(min=0, max=1, value=0, layout=lay(width="160px"))
-        self.meter_turns.add_class("agentnb-meter-turns")
+        self.meter_bars = [w.FloatProgress(min=0, max=1, value=0, layout=lay(width="190px")) for _ in range(5)]
+        for bar, name in zip(self.meter_bars, ("turns", "tool-calls", "tokens", "cost", "time"), strict=True):
+            bar.add_class(f"agentnb-meter-{name}")
+        self.meter_turns = self.meter_bars[0]
         self.meter_label = w.HTML()
-        self.meters = w.HBox([self.meter_turns, self.meter_label], layout=lay(align_items="center"))
+        self.meters = w.HBox([*self.meter_bars, self.meter_label],
+                             layout=lay(align_items="center", flex_flow="row wrap"))
         self.meters.add_class("agentnb-meters")
 
         def button(label: str, icon: str, tip: str, handler: Callable[[], Any], name: str) -> w.Button:
@@ -685,16 +688,41 @@ class Debugger:
             self._render_approvals()
 
     def _render_meters(self, sel: int) -> None:
-        c = self.timeline.counters_at(sel)
-        first = self.timeline.events[0] if len(self.timeline) else None
+        tl = self.timeline
+        c = tl.counters_at(sel)
+        first = tl.events[0] if len(tl) else None
         settings = getattr(first, "settings", {}) or {}
-        max_turns = settings.get("max_turns") or 0
-        self.meter_turns.max = max(1, max_turns)
-        self.meter_turns.value = min(c.turns, self.meter_turns.max)
-        self.meter_turns.layout.display = "" if max_turns else "none"
+        budget = settings.get("budget") or {"max_turns": settings.get("max_turns")}
+        tokens = c.input_tokens + c.output_tokens
+        elapsed = (tl.events[sel].ts - first.ts).total_seconds() if first is not None and len(tl) else 0.0
+        spent = None
+        prices = budget.get("prices") or {}
+        if prices:
+            spent = 0.0
+            for model, (tin, tout) in c.tokens_by_model:
+                price = prices.get(model)
+                if price is None:
+                    spent = None
+                    break
+                spent += tin * price[0] / 1e6 + tout * price[1] / 1e6
+        rows = [
+            ("turns", c.turns, budget.get("max_turns"), f"{c.turns}"),
+            ("tool calls", c.tool_calls, budget.get("max_tool_calls"), f"{c.tool_calls}"),
+            ("tokens", tokens, budget.get("max_total_tokens"), f"{tokens:,}"),
+            ("cost", spent, budget.get("max_cost"), "—" if spent is None else f"${spent:.4f}"),
+            ("time", elapsed, budget.get("deadline_s"), f"{elapsed:.1f} s"),
+        ]
+        for (label, value, limit, _), bar in zip(rows, self.meter_bars, strict=True):
+            bar.layout.display = "" if limit else "none"
+            if limit:
+                bar.max = float(limit)
+                bar.value = min(float(value or 0), float(limit))
+                bar.description = label
+                bar.bar_style = "danger" if value is not None and value >= limit else ""
+        parts = [f"{label} {shown}" + (f" / {limit:g}" if limit else "") for label, _, limit, shown in rows
+                 if label != "cost" or spent is not None]
         self.meter_label.value = (
-            f'<span class="agentnb-root">turns {c.turns}{f" / {max_turns}" if max_turns else ""} · '
-            f"tool calls {c.tool_calls} · tokens {c.input_tokens + c.output_tokens:,} "
+            f'<span class="agentnb-root">{" · ".join(parts)} '
             f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span>'
         )
 
