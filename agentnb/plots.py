@@ -142,7 +142,7 @@ def latency(frames: Frames, *, ax: Axes | None = None) -> Axes:
     tools = sorted(str(t) for t in done["tool"].dropna().unique())
     data = [done.loc[done["tool"] == t, "duration_s"].astype(float).mul(1000).tolist() for t in tools]
     if data:
-        ax.boxplot(data, tick_labels=tools, vert=False)
+        ax.boxplot(data, tick_labels=tools, orientation="horizontal")
     ax.set_xlabel("milliseconds")
     ax.set_title("tool latency")
     return ax
