@@ -351,3 +351,18 @@ def test_reused_effects_are_marked_on_their_card() -> None:
     assert "reused from the ledger" in cards.summary_text(reused)
     body = cards.body_html(reused, cards.CardContext(dbg.timeline))
     assert "the ledger's result was reused" in body and "call binding sha256" in body and "idempotency key" in body
+
+
+def test_wire_view_renders_the_request_for_all_four_providers() -> None:
+    loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"), system="Be brief.")
+    dbg = anb.Debugger(loop.start("Paris?")).cont()
+    assert dbg.wire.value == ""  # drawn only when its tab is open
+    dbg.tabs.selected_index = 2
+    last_request = [e for e in dbg.events if e.type == "ModelRequested"][-1]
+    html = dbg.wire.value
+    assert f'data-seq="{last_request.seq}"' in html
+    for needle in ("OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages", "Google Gemini",
+                   "tool_call_id", "function_call_output", "tool_use_id", "functionResponse", "systemInstruction"):
+        assert needle in html, needle
+    dbg.select(1)
+    assert 'data-seq="1"' in dbg.wire.value and "1 messages, 1 tools" not in dbg.wire.value

@@ -463,8 +463,11 @@ class Debugger:
         self.detail.add_class("agentnb-detail")
         self.conversation = w.HTML()
         self.conversation.add_class("agentnb-conversation")
-        self.tabs = w.Tab([self.detail, self.conversation], layout=lay(width="50%", min_width="0"))
-        self.tabs.titles = ("Event", "Conversation")
+        self.wire = w.HTML()
+        self.wire.add_class("agentnb-wire-view")
+        self.tabs = w.Tab([self.detail, self.conversation, self.wire], layout=lay(width="50%", min_width="0"))
+        self.tabs.titles = ("Event", "Conversation", "Wire")
+        self.tabs.observe(lambda _c: self._safely(self._render_wire), names="selected_index")
         body = w.HBox([left, self.tabs], layout=lay(width="100%"))
 
         self.style = w.HTML(cards.CSS)
@@ -686,6 +689,15 @@ class Debugger:
                     f"{len(msgs)} messages</div>{cards.conversation_html(msgs)}</div>"
                 )
             self._render_approvals()
+            self._render_wire()
+
+    def _render_wire(self) -> None:
+        """The wire tab is drawn only while it is open: four renderings of a long history are not free."""
+        if self.tabs.selected_index != 2 or not len(self.timeline):
+            return
+        from .wire import wire_html
+
+        self.wire.value = f'<div class="agentnb-root">{wire_html(self.timeline, self.selected)}</div>'
 
     def _render_meters(self, sel: int) -> None:
         tl = self.timeline
