@@ -1,7 +1,7 @@
 """Frames at scale: build the events and calls frames of ~1,000,000 events (~20,000 runs).
 
-A handful of scripted runs of every kind (answers, parallel calls, approvals, denials, tool errors, schema and
-JSON errors, a guard trip, a streamed turn) are cloned, with new run ids and shifted times, into a synthetic
+A handful of scripted runs of every kind (answers, parallel calls, approvals, denials, schema and JSON errors, a
+guard trip, streamed and whole turns) are cloned, with new run ids and shifted times, into a synthetic
 collection. Then, in the same process:
 
 - the naive way: ``pandas.DataFrame([event_to_dict(e) for e in events])``;
@@ -36,13 +36,16 @@ from agentnb.frames import build
 def templates() -> list[list[BaseEvent]]:
     def story(name: str, **opts: Any) -> anb.Run:
         stream = opts.pop("stream", False)
-        loop = anb.Loop(model=anb.ScriptedModel.story(name, stream=stream), tools=anb.stories.tools(name), **opts)
+        model = anb.ScriptedModel.story(name, stream=stream, chunk_size=3)
+        loop = anb.Loop(model=model, tools=anb.stories.tools(name), **opts)
         return loop.start("go").run()
 
-    runs = [story("weather"), story("parallel"), story("calculator"), story("malformed"),
-            story("looping", max_turns=4), story("parallel", stream=True)]
+    # streamed and whole turns mixed so a run averages ~50 events, as in the issue (1M events ~ 20,000 runs)
+    runs = [story("weather", stream=True), story("parallel", stream=True), story("calculator"),
+            story("malformed", stream=True), story("looping", max_turns=4), story("parallel"),
+            story("weather")]
     for decide in ("approve", "deny"):
-        r = story("refund")
+        r = story("refund", stream=True)
         call = r.pending_approvals()[0].call_id
         r.approve(call) if decide == "approve" else r.deny(call, "no")
         r.run()
