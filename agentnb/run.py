@@ -62,6 +62,7 @@ from .exceptions import (
 from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
+from .redact import redact, redact_text, register_secret
 from .states import TERMINAL, LoopState, S
 from .store import Store, as_store
 from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
@@ -146,6 +147,8 @@ class Loop:
             summarizer=summarizer,
         )
         self.store = as_store(store)
+        self.event_settings = redact(self.config.settings)
+        register_secret(getattr(getattr(model, "client", None), "api_key", None))
         self.policy_revision = policy_revision(self.registry, approval, headless)
 
     @property
@@ -455,6 +458,8 @@ class Run:
     # -- I/O -----------------------------------------------------------------------------------------
 
     def _append(self, cls: type[BaseEvent], state: LoopState, fields: dict[str, Any]) -> BaseEvent:
+        if cls in _SCRUB:
+            fields = self._scrub(cls, fields)
         rs = self._rs
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
@@ -465,6 +470,24 @@ class Run:
             for listener in self._listeners:
                 listener(event)
         return event
+
+    def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
+        """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
+        fields = dict(fields)
+        if "settings" in fields:
+            settings = fields["settings"]
+            if settings is self.loop.config.settings:
+                fields["settings"] = self.loop.event_settings  # redacted once per loop, not per turn
+            else:
+                fields["settings"] = redact(settings)
+        if cls is TurnCompleted:
+            resp = fields["response"]
+            if resp.raw is not None and resp.provider != "scripted":
+                fields["response"] = replace(resp, raw=redact(resp.raw))
+        for key in ("error", "reason", "error_message"):
+            if isinstance(fields.get(key), str):
+                fields[key] = redact_text(fields[key])
+        return fields
 
     def _request(self) -> ModelRequest:
         rs = self._rs
@@ -589,6 +612,9 @@ class Run:
                               idempotency_key=key)
         out = self.loop.registry.run(tool, validated, ctx, default_timeout=self.loop.config.budget.tool_timeout)
         out = _cap(out, self.loop.config.budget.max_result_chars)
+        if out.status != "ok":  # an error text can quote a URL or a header: redact it before it is hashed
+            message = redact_text(out.error_message) if out.error_message else out.error_message
+            out = replace(out, content=redact_text(out.content), error_message=message)
         if ledger:
             assert key is not None
             self.store.finish_effect(key, out.content, out.value, out.status)
@@ -745,6 +771,9 @@ class Run:
             f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
             f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
         )
+
+
+_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished})
 
 
 def _budget_settings(b: Budget) -> dict[str, Any]:
