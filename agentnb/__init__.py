@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import stories
+from . import emulator, stories
 from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
@@ -38,7 +38,17 @@ from .exceptions import (
     TranscriptError,
 )
 from .guards import Budget
+from .lint import lint
 from .messages import Message, ModelTurn, Usage
+from .providers import (
+    AnthropicModel,
+    FallbackModel,
+    GeminiModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    ProviderError,
+    model,
+)
 from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
 from .run import Loop, Run
@@ -64,6 +74,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AgentnbError",
+    "AnthropicModel",
     "ApprovalError",
     "ApprovalExpired",
     "Budget",
@@ -71,6 +82,8 @@ __all__ = [
     "Debugger",
     "DigestMismatch",
     "Event",
+    "FallbackModel",
+    "GeminiModel",
     "IllegalTransition",
     "Loop",
     "LoopState",
@@ -80,6 +93,9 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelTurn",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+    "ProviderError",
     "ResumeError",
     "Run",
     "RunNotPaused",
@@ -96,7 +112,10 @@ __all__ = [
     "TranscriptCollection",
     "TranscriptError",
     "Usage",
+    "emulator",
+    "lint",
     "load_transcripts",
+    "model",
     "stories",
     "tool",
 ]

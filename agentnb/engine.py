@@ -490,7 +490,8 @@ def classify(resp: ModelTurn) -> Emit | None:
     msg = resp.message
     raw = resp.finish_reason_raw
     if not resp.complete:
-        return _finish(S.INCOMPLETE, "the response stream ended before the provider's done signal")
+        why = resp.incomplete_reason or "the response stream ended before the provider's done signal"
+        return _finish(S.INCOMPLETE, f"{why}; nothing in the turn was executed")
     if resp.finish_reason == "length":
         what = "inside a tool call's arguments" if msg.tool_calls else "before the answer was complete"
         return _finish(S.INCOMPLETE, f"the model hit its output token limit ({raw}) {what}", msg.text or None)

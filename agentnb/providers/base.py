@@ -64,7 +64,8 @@ class Model(Protocol):
     """Anything that answers a :class:`ModelRequest`.
 
     Attributes:
-        provider: the provider name (``"scripted"``, ``"openai"``, ``"anthropic"``, ``"gemini"``).
+        provider: the wire API tag, as on the turns it makes (``"scripted"``, ``"openai_chat"``,
+            ``"openai_responses"``, ``"anthropic"``, ``"gemini"``; ``"fallback"`` for a chain of models).
         name: the model name.
     """
 

@@ -1,0 +1,449 @@
+"""The emulator's HTTP server, routing, validation and faults (see :mod:`agentnb.emulator`)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import socket
+import threading
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..exceptions import ModelError, StreamInterrupted
+from ..lint import Context, Finding, validate
+from ..messages import ModelTurn
+from ..providers.base import ModelRequest
+from ..providers.scripted import ScriptedModel, ScriptStep
+from . import _decode, _encode
+
+_ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_responses": "/openai/v1",
+           "anthropic": "/anthropic", "gemini": "/gemini", "google": "/gemini"}
+
+_DECODERS = {"openai_chat": _decode.chat, "openai_responses": _decode.responses, "anthropic": _decode.anthropic,
+             "gemini": _decode.gemini}
+
+_STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+                500: "Internal Server Error", 503: "Service Unavailable", 529: "Overloaded"}
+
+
+@dataclass(slots=True)
+class Fault:
+    """A fault to inject on the next request(s): an HTTP error, or a stream cut in the middle.
+
+    Attributes:
+        status: the HTTP status (429, 500, 503, ...), or None for a cut.
+        retry_after: seconds for the ``retry-after`` header.
+        message: the error message (default: the service's usual one for the status).
+        times: how many requests it answers.
+        provider: only requests to this wire API (None: any).
+    """
+
+    status: int | None = None
+    retry_after: float | None = None
+    message: str | None = None
+    times: int = 1
+    provider: str | None = None
+
+
+@dataclass(slots=True)
+class Logged:
+    """One request the emulator answered."""
+
+    provider: str
+    path: str
+    body: dict[str, Any]
+    status: int
+    stream: bool
+    error: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _default_message(provider: str, status: int) -> str:
+    if status == 429:
+        return {"anthropic": "Number of request tokens has exceeded your per-minute rate limit.",
+                "gemini": "Resource has been exhausted (e.g. check quota)."}.get(
+            provider, "Rate limit reached for requests. Please try again shortly.")
+    if status == 503:
+        return {"anthropic": "Service unavailable.", "gemini": "The model is overloaded. Please try again later."}.get(
+            provider, "The engine is currently overloaded, please try again later.")
+    if status >= 500:
+        return {"anthropic": "Internal server error", "gemini": "An internal error has occurred."}.get(
+            provider, "The server had an error while processing your request. Sorry about that!")
+    return "Invalid request."
+
+
+def error_body(provider: str, status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """The error body each service sends for ``status`` (the shapes of their API references)."""
+    if provider == "anthropic":
+        kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message},
+                "request_id": "req_emu" + secrets.token_hex(8)}
+    if provider == "gemini":
+        state = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+                 503: "UNAVAILABLE"}.get(status, "INTERNAL")
+        return {"error": {"code": status, "message": message, "status": state}}
+    kind = {400: "invalid_request_error", 429: "requests"}.get(status, "server_error")
+    code = {429: "rate_limit_exceeded"}.get(status)
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class _Request(Exception):
+    """An answer decided before the script runs (an invalid request, a fault)."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, retry_after: float | None = None,
+                 findings: list[Finding] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.retry_after = retry_after
+        self.findings = findings or []
+
+
+class Emulator:
+    """The local emulator of the OpenAI, Anthropic and Gemini APIs (see the module docs).
+
+    Args:
+        script: the turns, as for :class:`~agentnb.ScriptedModel` (or a ScriptedModel itself).
+        chunk_size: characters per streamed fragment.
+        port: a port to listen on (default: a free one).
+        require_thought_signatures: Gemini: require signatures on function calls (default: for
+            ``gemini-3*`` models, as the service does).
+
+    Example:
+        >>> with Emulator([{"text": "ok"}]) as emu:
+        ...     emu.url("anthropic").startswith("http://127.0.0.1:")
+        True
+    """
+
+    def __init__(self, script: Sequence[ScriptStep] | ScriptedModel = (), *, chunk_size: int = 8, port: int = 0,
+                 require_thought_signatures: bool | None = None) -> None:
+        self.chunk_size = chunk_size
+        self.requests: list[Logged] = []
+        """Every request answered, in order."""
+        self.require_thought_signatures = require_thought_signatures
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._secret = secrets.token_bytes(32)
+        self._issued_thoughts: set[bytes] = set()
+        self._reasoning_for: dict[str, str] = {}
+        self._reasoning_content_for: set[str] = set()
+        self._counter = 0
+        self._position = 0
+        self.model = self._as_model(script)
+
+    # -- life cycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> Emulator:
+        """Start serving (idempotent); returns the emulator."""
+        if self._server is not None:
+            return self
+        handler = type("Handler", (_Handler,), {"emulator": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="agentnb-emulator",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the port."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = f"http://127.0.0.1:{self.port}" if self._server else "stopped"
+        return f"Emulator({where}, {len(self.requests)} requests)"
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (after :meth:`start`)."""
+        if self._server is None:
+            raise RuntimeError("the emulator is not running: call start() or use it in a with block")
+        return int(self._server.server_address[1])
+
+    def url(self, provider: str) -> str:
+        """The base URL to give a client: ``openai`` (Chat and Responses), ``anthropic`` or ``gemini``.
+
+        Example:
+            >>> Emulator().start().url("openai").endswith("/openai/v1")
+            True
+        """
+        if provider not in _ROUTES:
+            raise ValueError(f"provider={provider!r}: use 'openai', 'anthropic' or 'gemini'")
+        return f"http://127.0.0.1:{self.port}{_ROUTES[provider]}"
+
+    def client(self, provider: str, *, async_: bool = False) -> Any:
+        """A real SDK client pointed at the emulator (``openai``, ``anthropic`` or ``gemini``)."""
+        from ..providers._sdk import require
+
+        if provider in ("openai", "openai_chat", "openai_responses"):
+            openai = require("openai", "openai")
+            cls = openai.AsyncOpenAI if async_ else openai.OpenAI
+            return cls(base_url=self.url("openai"), api_key="test", max_retries=0)
+        if provider == "anthropic":
+            anthropic = require("anthropic", "anthropic")
+            cls = anthropic.AsyncAnthropic if async_ else anthropic.Anthropic
+            return cls(base_url=self.url("anthropic"), api_key="test", max_retries=0)
+        if provider in ("gemini", "google"):
+            genai = require("google.genai", "gemini")
+            client = genai.Client(api_key="test", http_options={"base_url": self.url("gemini")})
+            return client.aio if async_ else client
+        raise ValueError(f"provider={provider!r}: use 'openai', 'anthropic' or 'gemini'")
+
+    # -- scripting and faults -----------------------------------------------------------------------------
+
+    def play(self, script: Sequence[ScriptStep] | ScriptedModel) -> Emulator:
+        """Answer the next requests with this script, from its first turn."""
+        with self._lock:
+            self.model = self._as_model(script)
+            self._position = 0
+            self._faults.clear()
+        return self
+
+    def fail(self, status: int, *, retry_after: float | None = None, message: str | None = None, times: int = 1,
+             provider: str | None = None) -> Emulator:
+        """Answer the next ``times`` requests with HTTP ``status`` (and ``retry-after``) before the script."""
+        with self._lock:
+            self._faults.append(Fault(status, retry_after, message, times, provider))
+        return self
+
+    @staticmethod
+    def _as_model(script: Sequence[ScriptStep] | ScriptedModel) -> ScriptedModel:
+        return script if isinstance(script, ScriptedModel) else ScriptedModel(script, name="emulator")
+
+    # -- what the validator needs -------------------------------------------------------------------------
+
+    def _id(self, prefix: str) -> str:
+        self._counter += 1
+        digest = hashlib.sha256(self._secret + str(self._counter).encode()).hexdigest()
+        return f"{prefix}{digest[:24]}"
+
+    def _sign(self, kind: str, content: str) -> str:
+        mac = hmac.new(self._secret, f"{kind}:{content}".encode(), hashlib.sha256).digest()
+        if kind == "thought":
+            mac = hmac.new(self._secret, f"thought:{self._id('')}".encode(), hashlib.sha256).digest()
+            self._issued_thoughts.add(mac)
+        return base64.b64encode(mac).decode()
+
+    def _verify(self, kind: str, value: str, content: str) -> bool:
+        try:
+            raw = base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4))
+        except ValueError:
+            return False
+        if kind == "thought":
+            return raw in self._issued_thoughts
+        return hmac.compare_digest(raw, hmac.new(self._secret, f"{kind}:{content}".encode(), hashlib.sha256).digest())
+
+    def _context(self, provider: str) -> Context:
+        return Context(verify=self._verify, reasoning_for=dict(self._reasoning_for),
+                       reasoning_content_for=set(self._reasoning_content_for),
+                       require_thought_signatures=self.require_thought_signatures)
+
+    # -- answering ----------------------------------------------------------------------------------------
+
+    def _fault(self, provider: str) -> Fault | None:
+        for f in self._faults:
+            if f.provider in (None, provider) and f.times > 0:
+                f.times -= 1
+                if f.times == 0:
+                    self._faults.remove(f)
+                return f
+        return None
+
+    def answer(self, provider: str, body: dict[str, Any], model: str, stream: bool) -> tuple[_encode.Encoded, bool]:
+        """The encoded answer to one request, and whether to cut it; raises ``_Request`` for errors."""
+        with self._lock:
+            fault = self._fault(provider)
+            if fault is not None and fault.status is not None:
+                raise _Request(fault.status, fault.message or _default_message(provider, fault.status),
+                               retry_after=fault.retry_after)
+            self._check_shape(provider, body)
+            findings = validate(provider, body, self._context(provider))
+            errors = [f for f in findings if f.severity == "error"]
+            if errors:
+                raise _Request(400, errors[0].provider_message, errors[0].param, findings=errors)
+            messages, tools = _DECODERS[provider](body)
+            request = ModelRequest(messages=messages, tools=tools, settings={}, run_id="emulator")
+            self._position += 1
+            try:
+                items = list(self.model.respond(request))
+                cut = fault is not None
+            except StreamInterrupted:  # the script asks for a cut: encode the whole turn, then cut the bytes
+                step = self.model.script[self._position - 1]
+                spec = step(messages) if callable(step) else step
+                whole = ScriptedModel([{k: v for k, v in spec.items() if k != "interrupt"}], name=self.model.name)
+                items = list(whole.respond(request))
+                cut = True
+            except ModelError as exc:
+                status = exc.status or 500
+                raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from None
+            turn = items[-1]
+            assert isinstance(turn, ModelTurn)
+            turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
+            encoded = self._encode(provider, turn, model, body, stream)
+            self._reasoning_for.update(encoded.issued.get("reasoning_for") or {})
+            self._reasoning_content_for.update(encoded.issued.get("reasoning_content_for") or ())
+            return encoded, cut
+
+    def _check_shape(self, provider: str, body: dict[str, Any]) -> None:
+        if provider in ("openai_chat", "openai_responses", "anthropic") and not body.get("model"):
+            raise _Request(400, "you must provide a model parameter" if provider != "anthropic" else
+                           "model: Field required", "model")
+        if provider == "anthropic" and not body.get("max_tokens"):
+            raise _Request(400, "max_tokens: Field required")
+        if provider == "openai_chat" and not isinstance(body.get("messages"), list):
+            raise _Request(400, "Missing required parameter: 'messages'.", "messages")
+
+    def _encode(self, provider: str, turn: ModelTurn, model: str, body: dict[str, Any],
+                stream: bool) -> _encode.Encoded:
+        size = self.chunk_size
+        if provider == "openai_chat":
+            usage_chunk = bool((body.get("stream_options") or {}).get("include_usage"))
+            return _encode.chat(turn, model, self._id, stream=stream, usage_chunk=usage_chunk, size=size)
+        if provider == "openai_responses":
+            encrypted = "reasoning.encrypted_content" in (body.get("include") or ())
+            return _encode.responses(turn, model, self._id, self._sign, stream=stream, encrypted=encrypted,
+                                     size=size)
+        if provider == "anthropic":
+            return _encode.anthropic(turn, model, self._id, self._sign, stream=stream, size=size)
+        return _encode.gemini(turn, model, self._id, self._sign, stream=stream, size=size)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    emulator: Emulator
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        pass  # quiet: the emulator logs requests in Emulator.requests
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        """Route a POST to the API it belongs to."""
+        parsed = urllib.parse.urlsplit(self.path)
+        path = parsed.path
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        route = self._route(path)
+        if route is None:
+            self._json(404, {"error": {"message": f"Unknown request URL: POST {path}.", "type": "invalid_request_error",
+                                       "param": None, "code": "unknown_url"}})
+            return
+        provider, model_in_path, stream_path = route
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self._error(provider, path, {}, _Request(400, "We could not parse the JSON body of your request."), False)
+            return
+        stream = stream_path or bool(body.get("stream"))
+        model = model_in_path or str(body.get("model") or "")
+        if provider == "gemini":
+            body = {**body, "model": model}
+            stream = stream_path
+        emu = self.emulator
+        try:
+            encoded, cut = emu.answer(provider, body, model, stream)
+        except _Request as exc:
+            self._error(provider, path, body, exc, stream)
+            return
+        except Exception as exc:  # a bug in a script function: answer as the service does for its own errors
+            self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}"), stream)
+            return
+        emu.requests.append(Logged(provider, path, body, 200, stream))
+        if not stream:
+            if cut:
+                self._cut_body(encoded.body)
+            else:
+                self._json(200, encoded.body)
+            return
+        self._stream(encoded, cut)
+
+    def _route(self, path: str) -> tuple[str, str, bool] | None:
+        if path.startswith("/openai/v1/chat/completions"):
+            return "openai_chat", "", False
+        if path.startswith("/openai/v1/responses"):
+            return "openai_responses", "", False
+        if path.startswith("/anthropic/v1/messages"):
+            return "anthropic", "", False
+        if path.startswith("/gemini/") and "/models/" in path and ":" in path:
+            model, _, method = path.split("/models/", 1)[1].partition(":")
+            if method in ("generateContent", "streamGenerateContent"):
+                return "gemini", model, method == "streamGenerateContent"
+        return None
+
+    def _error(self, provider: str, path: str, body: dict[str, Any], exc: _Request, stream: bool) -> None:
+        self.emulator.requests.append(Logged(provider, path, body, exc.status, stream, exc.message, exc.findings))
+        headers = {}
+        if exc.retry_after is not None:
+            headers["retry-after"] = f"{exc.retry_after:g}"
+        self._json(exc.status, error_body(provider, exc.status, exc.message, exc.param), headers)
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status, _STATUS_TEXT.get(status))
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _cut_body(self, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self._abort()
+
+    def _stream(self, encoded: _encode.Encoded, cut: bool) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        frames = encoded.frames
+        try:
+            for i, frame in enumerate(frames):
+                if cut and i == encoded.cut_at:
+                    self._chunk(frame[: max(1, len(frame) // 2)])
+                    self._abort()
+                    return
+                self._chunk(frame)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _abort(self) -> None:
+        """Drop the connection mid-body (no final chunk): the client sees a broken read."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

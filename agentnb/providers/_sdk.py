@@ -1,0 +1,325 @@
+"""What the SDK-backed models share: the request cycle, sync and async clients, and error mapping.
+
+Theory of operation. A provider model (:class:`~agentnb.providers.openai_models.OpenAIChatModel`, ...) wraps
+the official client the user passes. For each turn it
+
+1. renders the canonical request with its wire adapter (``render_request``), merging the model's own
+   settings with the loop's on *every* turn (so temperature, max tokens, tool choice and parallel calls hold
+   for the whole run, not only its first request);
+2. hands the body to the SDK method (``client.chat.completions.create(**body)``, ...). Keys the method does
+   not name go in ``extra_body``, so a setting passed through by the adapter still reaches the wire;
+3. parses the answer with the same adapter: ``parse_response`` for a whole response, ``parse_stream`` (with
+   the model's ``max_argument_bytes`` cap) over the SDK's stream objects.
+
+Async clients (``openai.AsyncOpenAI``, ``anthropic.AsyncAnthropic``, ``genai.Client(...).aio``) are driven
+on agentnb's private event loop (:mod:`agentnb._aio`): a notebook cell already runs an event loop, so the
+model never calls ``asyncio.run``; each stream item is awaited there and handed back to the synchronous
+driver, which keeps pulling one item per ``step()``.
+
+Retries belong to the loop, not the SDK: the client is copied with ``max_retries=0`` (where the SDK has
+that option) so every retry is a ``ModelRetried`` event. SDK errors become :class:`ProviderError` (a
+:class:`~agentnb.exceptions.ModelError`) with the HTTP status, the provider's own message and the
+``retry-after`` delay the server asked for. Until that delay has passed, the model waits before its next
+request, so ``retry-after`` is honoured whatever backoff the driver chose; a delay longer than
+``max_retry_wait`` makes the error final instead (a run never sleeps for an hour on its own).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from .._aio import run_coroutine
+from ..events import ToolInfo
+from ..exceptions import AgentnbError, ModelError
+from ..messages import ModelTurn
+from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
+from .base import ModelRequest, StreamItem
+
+__all__ = ["ProviderError", "SdkModel", "require"]
+
+_CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
+                      "TimeoutException", "TransportError", "RemoteProtocolError", "ReadError", "TimeoutError",
+                      "ConnectionError")
+
+
+class ProviderError(ModelError):
+    """A provider API call failed: the HTTP status, the provider's message and body, and ``retry-after``.
+
+    Attributes:
+        provider: the wire API tag (``openai_chat``, ``anthropic``, ...).
+        retry_after: seconds the server asked to wait before the next attempt (``retry-after`` header),
+            or None.
+        body: the provider's error body as received (a dict when it was JSON).
+
+    Example:
+        >>> err = ProviderError("Rate limit reached", status=429, provider="openai_chat", retry_after=2.0)
+        >>> err.retryable, err.retry_after
+        (True, 2.0)
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None,
+                 provider: str = "", retry_after: float | None = None, body: Any = None) -> None:
+        super().__init__(message, status=status, retryable=retryable)
+        self.provider = provider
+        self.retry_after = retry_after
+        self.body = body
+
+
+def require(module: str, extra: str) -> Any:
+    """Import an SDK module, or raise an ImportError that names the extra to install.
+
+    Example:
+        >>> require("json", "openai").__name__
+        'json'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"this model needs the {module.split('.')[0]!r} package: pip install 'agentnb[{extra}]'"
+        ) from exc
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from a ``retry-after`` (seconds or HTTP date) or ``retry-after-ms`` header."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+    except Exception:
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _message_from_body(body: Any) -> str | None:
+    """The provider's own error message from an error body of any of the four APIs."""
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body)
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    if isinstance(body.get("message"), str):
+        return str(body["message"])
+    return None
+
+
+def map_error(exc: BaseException, provider: str) -> ModelError | None:
+    """A :class:`ProviderError` for an SDK or transport exception, or None when it is not one of those."""
+    if isinstance(exc, AgentnbError):
+        return exc if isinstance(exc, ModelError) else None
+    names = {c.__name__ for c in type(exc).__mro__}
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        code = getattr(exc, "code", None)  # google-genai's APIError
+        status = code if isinstance(code, int) and "APIError" in names else None
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if status is not None:
+        body = getattr(exc, "body", None)
+        if body is None:
+            body = getattr(exc, "details", None)
+        message = _message_from_body(body) or getattr(exc, "message", None) or str(exc)
+        return ProviderError(f"{provider} HTTP {status}: {message}", status=status, provider=provider,
+                             retry_after=_retry_after(headers), body=body)
+    if names & set(_CONNECTION_ERRORS):
+        return ProviderError(f"{provider} connection error ({type(exc).__name__}): {exc}", status=None,
+                             retryable=True, provider=provider)
+    return None
+
+
+def call_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The body as keyword arguments of an SDK method; keys it does not name go in ``extra_body``."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return dict(body)
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return dict(body)
+    known = {k: v for k, v in body.items() if k in params}
+    extra = {k: v for k, v in body.items() if k not in params}
+    if extra:
+        known["extra_body"] = {**(known.get("extra_body") or {}), **extra}
+    return known
+
+
+def without_sdk_retries(client: Any) -> Any:
+    """A copy of ``client`` with the SDK's own retries off (the loop retries, with events), where possible."""
+    with_options = getattr(client, "with_options", None)
+    if callable(with_options):
+        try:
+            return with_options(max_retries=0)
+        except TypeError:
+            return client
+    return client
+
+
+def is_async_client(client: Any) -> bool:
+    """Whether ``client`` is an SDK's async client (its methods return awaitables)."""
+    name = type(client).__name__
+    return name.startswith("Async") or name == "AsyncClient"
+
+
+def _drain_async(stream: Any) -> Iterator[Any]:
+    """Pull an async iterator one item at a time on agentnb's event loop."""
+    it: AsyncIterator[Any] = stream.__aiter__()
+    try:
+        while True:
+            try:
+                item: Any = run_coroutine(_awaited(it.__anext__()))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        close = getattr(stream, "close", None) or getattr(stream, "aclose", None)
+        if callable(close):
+            try:
+                result = close()
+                if inspect.isawaitable(result):
+                    run_coroutine(_awaited(result))
+            except Exception:  # closing a broken stream must not mask what broke it
+                pass
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+class SdkModel:
+    """The shared request cycle of the SDK-backed models (see the module docs); subclass per wire API.
+
+    Subclasses set ``provider`` (the wire API tag), ``adapter`` (the wire adapter module) and implement
+    :meth:`_send` (one SDK call returning a whole response or a stream).
+    """
+
+    provider: str = ""
+    adapter: Any = None
+    extra: str = ""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        stream: bool = False,
+        settings: dict[str, Any] | None = None,
+        max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
+        max_retry_wait: float = 60.0,
+        sdk_retries: bool = False,
+        **request_settings: Any,
+    ) -> None:
+        if client is None:
+            raise TypeError(f"{type(self).__name__} needs the SDK client you made, e.g. "
+                            f"{type(self).__name__}(client, model=...)")
+        self.client = client if sdk_retries else without_sdk_retries(client)
+        self.name = model
+        self.stream = stream
+        self.settings: dict[str, Any] = {**(settings or {}), **request_settings}
+        self.max_argument_bytes = max_argument_bytes
+        self.max_retry_wait = max_retry_wait
+        self.is_async = is_async_client(client)
+        self._not_before = 0.0
+        self._lock = threading.Lock()
+        self._tools: dict[str, list[ToolInfo]] = {}
+
+    def __repr__(self) -> str:
+        mode = "async" if self.is_async else "sync"
+        return f"{type(self).__name__}(model={self.name!r}, stream={self.stream}, {mode})"
+
+    # -- the seam ---------------------------------------------------------------------------------------
+
+    def render(self, request: ModelRequest) -> dict[str, Any]:
+        """The wire request body this model sends for ``request`` (the model's settings, then the loop's)."""
+        settings = {**self.settings, **request.settings, "model": self.name}
+        if self.stream:
+            settings["stream"] = True
+        else:
+            settings.pop("stream", None)
+        tools = list(request.tools)
+        if tools:
+            self._tools[request.run_id] = tools
+        body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request, tools),
+                                                           **settings)
+        return body
+
+    def _offered(self, request: ModelRequest, tools: list[ToolInfo]) -> Sequence[ToolInfo]:
+        """The tools to render; a subclass may keep definitions on a tools-free finalization request."""
+        return tools
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Send one request through the SDK client and yield the adapter's stream items, then the turn."""
+        body = self.render(request)
+        self._wait_retry_after()
+        try:
+            result = self._send(body)
+            if inspect.isawaitable(result):
+                result = run_coroutine(_awaited(result))
+        except Exception as exc:
+            raise self._error(exc) from exc
+        if not self.stream:
+            try:
+                turn = self.adapter.parse_response(result)
+            except ModelError:
+                raise
+            return iter((self._tag(turn),))
+        events: Iterable[Any] = _drain_async(result) if self.is_async else result
+        return self._stream(events)
+
+    def _stream(self, events: Iterable[Any]) -> Iterator[StreamItem]:
+        for item in self.adapter.parse_stream(events, max_argument_bytes=self.max_argument_bytes):
+            if isinstance(item, ModelTurn):
+                item = self._tag(item)
+            yield item
+
+    def _tag(self, turn: ModelTurn) -> ModelTurn:
+        if not turn.model:
+            turn.model = self.name
+        return turn
+
+    def _send(self, body: dict[str, Any]) -> Any:  # pragma: no cover - each subclass has its own
+        raise NotImplementedError
+
+    # -- errors and retry-after ---------------------------------------------------------------------------
+
+    def _error(self, exc: Exception) -> ModelError:
+        mapped = map_error(exc, self.provider)
+        if mapped is None:
+            return ModelError(f"{self.provider}: the SDK call raised {type(exc).__name__}: {exc}", retryable=False)
+        retry_after = getattr(mapped, "retry_after", None)
+        if retry_after is not None and mapped.retryable:
+            if retry_after > self.max_retry_wait:
+                mapped.retryable = False
+                mapped.args = (f"{mapped}; the server asked to wait {retry_after:.0f} s, longer than "
+                               f"max_retry_wait={self.max_retry_wait:.0f} s",)
+            else:
+                with self._lock:
+                    self._not_before = max(self._not_before, time.monotonic() + retry_after)
+        return mapped
+
+    def _wait_retry_after(self) -> None:
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
