@@ -473,11 +473,13 @@ class Run:
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
+        settings = fields.get("settings")
+        if settings is self.loop.config.settings and len(fields) <= 3:  # a plain request: the common case
+            return {**fields, "settings": self.loop.event_settings}  # redacted once per loop, not per turn
         fields = dict(fields)
-        if "settings" in fields:
-            settings = fields["settings"]
+        if settings is not None:
             if settings is self.loop.config.settings:
-                fields["settings"] = self.loop.event_settings  # redacted once per loop, not per turn
+                fields["settings"] = self.loop.event_settings
             else:
                 fields["settings"] = redact(settings)
         if cls is TurnCompleted:
@@ -641,6 +643,8 @@ class Run:
     def _run_parallel(self) -> BaseEvent:
         """Run every started call of the turn at once (up to ``max_parallel``); results in the model's order."""
         running = [c for c in self._rs.calls.values() if c.status == "running"]
+        if len(running) == 1:
+            return self._run_tool(running[0])
         verdicts = {c.call_id: self._ledger(c) for c in running}
         to_run = [c for c in running if verdicts[c.call_id] is None]
         outcomes: dict[str, Outcome] = {}
