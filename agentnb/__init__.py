@@ -51,6 +51,7 @@ from .providers import (
 )
 from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
+from .recorder import Recorder
 from .run import Loop, Run
 from .states import TRANSITIONS, LoopState
 from .store import MemoryStore, SqliteStore, Store
@@ -96,6 +97,7 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "ProviderError",
+    "Recorder",
     "ResumeError",
     "Run",
     "RunNotPaused",

@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..exceptions import ModelError, StreamInterrupted
 from ..messages import (
@@ -182,6 +182,30 @@ class ScriptedModel:
         from ..stories import story
 
         return story(name, **options)
+
+    @classmethod
+    def replay(
+        cls, path: str | Path, *, timing: Literal["none", "recorded"] = "none", speed: float = 1.0,
+        run: str | int | None = None,
+    ) -> ScriptedModel:
+        """A model that plays back a cassette recorded with :class:`agentnb.Recorder`, offline.
+
+        Every request gets the recorded answer: the same stream items, the same final turn (message, finish
+        reasons, usage, response id, raw response) or the same error, under the recorded provider and model
+        name. Each run starts from the first recorded request.
+
+        Args:
+            path: the cassette file.
+            timing: ``"none"`` plays at once; ``"recorded"`` waits before each item until its recorded offset.
+            speed: with ``timing="recorded"``, play this many times faster (2.0: half the waits).
+            run: which recorded run to play (its run id, or its position) when the cassette holds several.
+
+        Example:
+            >>> model = ScriptedModel.replay("cassettes/weather.jsonl", timing="recorded")  # doctest: +SKIP
+        """
+        from ..recorder import ReplayedModel
+
+        return ReplayedModel(path, timing=timing, speed=speed, run=run)
 
     def seek(self, run_id: str, position: int) -> None:
         """Make run ``run_id`` continue from script turn ``position`` (0-based); used when a run is forked."""

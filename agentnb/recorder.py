@@ -1,0 +1,452 @@
+"""Record a model's answers into a cassette file, and play a cassette back offline.
+
+A teacher records a real run once, at home, with a key::
+
+    rec = anb.Recorder(anb.model("openai:gpt-4o-mini"), "cassettes/weather.jsonl")
+    anb.Loop(model=rec, tools=[get_weather]).start("Weather in Paris?").run()
+    rec.close()
+
+and replays it in a room without wifi, with the same stream items, the same turns and (optionally) the same
+pacing::
+
+    model = anb.ScriptedModel.replay("cassettes/weather.jsonl", timing="recorded")
+
+Theory of operation. :class:`Recorder` wraps any :class:`~agentnb.Model` and sits at the model seam: for
+every request it writes what the loop asked, then every stream item the model yielded (``TextDelta``,
+``ArgumentsDelta``) and the final ``ModelTurn`` -- including the provider's raw response as the model
+returned it -- or the error it raised, each with the offset in milliseconds from the start of the request.
+When the wrapped model is an SDK-backed provider model (it sends through ``_send(body)``), the recorder also
+taps that call: the JSON body that went to the provider and every raw stream event (or the whole response)
+the SDK handed back, with its own offset. Those ``wire_*`` lines are for reading and teaching; replay does
+not need them.
+
+The cassette is JSON Lines, one object per line, each with a ``type``, the request index ``turn`` (0-based,
+counting retried requests, as :class:`~agentnb.ScriptedModel` counts) and ``ms``:
+
+==================  ==============================================================================
+``cassette``        the header: format version, provider, model name, when and with what it was recorded
+``request``         run id, the run's turn, finalize, tools, settings and the canonical messages: those
+                    new since the run's previous request (``messages_from`` of ``message_count``)
+``wire_request``    the provider request body (SDK models only)
+``wire_event``      one raw stream event, as JSON (SDK models only)
+``wire_response``   the whole raw response of a non-streamed request (SDK models only)
+``text``            a ``TextDelta``: ``fragment``
+``arguments``       an ``ArgumentsDelta``: ``index``, ``fragment``, ``call_id``, ``name``
+``turn``            the final ``ModelTurn`` (message, finish reasons, usage, response id, ``raw``)
+``error``           the exception the model raised: class, message, HTTP status, retryable
+==================  ==============================================================================
+
+Secrets never reach the file: every line passes through :func:`agentnb.redact.redact` before it is written
+(keys named like credentials, strings shaped like provider keys or bearer tokens, the client's own key and
+the usual ``*_API_KEY`` environment variables). Transport headers are never recorded at all.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import inspect
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import TypeAdapter
+
+from .events import ToolInfo
+from .exceptions import ModelError, StreamInterrupted
+from .messages import MESSAGE_ADAPTER, ModelTurn
+from .providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from .providers.scripted import ScriptedModel
+from .redact import redact, register_secret
+
+__all__ = ["CASSETTE_VERSION", "Cassette", "RecordedRequest", "Recorder", "ReplayedModel", "read_cassette"]
+
+CASSETTE_VERSION = 1
+"""The cassette format version written in the header line."""
+
+_TURN_ADAPTER: TypeAdapter[ModelTurn] = TypeAdapter(ModelTurn)
+_TOOL_ADAPTER: TypeAdapter[ToolInfo] = TypeAdapter(ToolInfo)
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON data from dicts, lists, scalars and SDK objects (``model_dump``/``to_dict``); else ``repr``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return _jsonable(dump(mode="json", exclude_unset=True, by_alias=True))
+        except TypeError:
+            return _jsonable(dump())
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _jsonable(to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    return repr(value)
+
+
+def _client_keys(model: Any) -> list[str]:
+    """The API keys held by a provider model's SDK client (OpenAI, Anthropic, google-genai)."""
+    client = getattr(model, "client", None)
+    found = [getattr(client, "api_key", None), getattr(getattr(client, "_api_client", None), "api_key", None)]
+    return [k for k in found if isinstance(k, str)]
+
+
+class Recorder:
+    """A model wrapper that records every request, stream item, final turn and error into a cassette.
+
+    Use it wherever a model goes; the run is the same as without it (the recorder keeps the wrapped model's
+    ``provider`` and ``name``). Lines are written and flushed as they happen, so a crash keeps what was
+    recorded. Close it (or use it as a context manager) when done.
+
+    Args:
+        model: the model to record (a provider model, or any :class:`~agentnb.Model`).
+        path: the cassette file (JSON Lines); overwritten.
+        secrets: extra literal strings to mask, besides the ones :mod:`agentnb.redact` knows.
+        wire: also record an SDK model's provider request bodies and raw stream events.
+
+    Example:
+        >>> import agentnb as anb, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "weather.jsonl")
+        >>> with anb.Recorder(anb.ScriptedModel.story("weather", stream=True), path) as rec:
+        ...     run = anb.Loop(model=rec, tools=anb.stories.tools("weather")).start("Paris?", run_id="r1").run()
+        >>> replay = anb.Loop(model=anb.ScriptedModel.replay(path), tools=anb.stories.tools("weather"))
+        >>> replay.start("Paris?", run_id="r1").run().output == run.output
+        True
+    """
+
+    def __init__(
+        self, model: Any, path: str | Path, *, secrets: Iterable[str] = (), wire: bool = True
+    ) -> None:
+        if not callable(getattr(model, "respond", None)):
+            raise TypeError(f"Recorder needs a model with respond(request), got {type(model).__name__}")
+        self.model = model
+        self.path = Path(path)
+        self.provider: str = getattr(model, "provider", "?")
+        self.name: str = getattr(model, "name", "?")
+        for secret in [*secrets, *_client_keys(model)]:
+            register_secret(secret)
+        self._lock = threading.Lock()
+        self._count = 0
+        self._current: tuple[int, float] = (-1, 0.0)
+        self._seen: dict[str, tuple[object, int]] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._tapped = False
+        self._write({
+            "type": "cassette", "version": CASSETTE_VERSION, "provider": self.provider, "model": self.name,
+            "stream": getattr(model, "stream", None), "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "recorder": "agentnb.Recorder",
+        })
+        send = getattr(model, "_send", None)
+        if wire and callable(send) and getattr(model, "adapter", None) is not None:
+            self._send = send
+            model._send = self._tapped_send
+            self._tapped = True
+
+    def __repr__(self) -> str:
+        state = "closed" if self._fh is None else f"{self._count} requests"
+        return f"Recorder({self.provider}:{self.name} -> {str(self.path)!r}, {state})"
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def requests(self) -> int:
+        """How many requests were recorded."""
+        return self._count
+
+    def close(self) -> None:
+        """Finish the cassette and give the wrapped model back untouched."""
+        if self._tapped:
+            vars(self.model).pop("_send", None)
+            self._tapped = False
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def seek(self, run_id: str, position: int) -> None:
+        """Pass a fork's or a resume's position on to the wrapped model, when it has one (a scripted model)."""
+        seek = getattr(self.model, "seek", None)
+        if callable(seek):
+            seek(run_id, position)
+
+    # -- the seam ---------------------------------------------------------------------------------------
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Ask the wrapped model and record the request, then each item as the caller pulls it."""
+        with self._lock:
+            k = self._count
+            self._count += 1
+        t0 = time.perf_counter()
+        self._current = (k, t0)
+        # A run's history only grows (HistoryView over one list) until compression replaces it: write only the
+        # messages that are new since this run's previous request, so a long run's cassette stays linear.
+        msgs = request.messages
+        base = getattr(msgs, "_items", None)
+        seen = self._seen.get(request.run_id)
+        start = seen[1] if seen is not None and base is not None and seen[0] is base and seen[1] <= len(msgs) else 0
+        self._seen[request.run_id] = (base, len(msgs))
+        self._write({
+            "type": "request", "turn": k, "ms": 0.0, "run_id": request.run_id, "run_turn": request.turn,
+            "finalize": request.finalize, "message_count": len(msgs), "messages_from": start,
+            "messages": [MESSAGE_ADAPTER.dump_python(msgs[i], mode="json") for i in range(start, len(msgs))],
+            "tools": [_TOOL_ADAPTER.dump_python(t, mode="json") for t in request.tools],
+            "settings": _jsonable(dict(request.settings)),
+        })
+        try:
+            stream = iter(self.model.respond(request))
+        except Exception as exc:
+            self._error(k, t0, exc)
+            raise
+        return self._items(k, t0, stream)
+
+    def _items(self, k: int, t0: float, stream: Iterator[StreamItem]) -> Iterator[StreamItem]:
+        try:
+            while True:
+                try:
+                    item = next(stream)
+                except StopIteration:
+                    return
+                except Exception as exc:
+                    self._error(k, t0, exc)
+                    raise
+                self._item(k, t0, item)
+                yield item
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+
+    def _item(self, k: int, t0: float, item: StreamItem) -> None:
+        ms = _ms(t0)
+        if isinstance(item, TextDelta):
+            self._write({"type": "text", "turn": k, "ms": ms, "fragment": item.fragment})
+        elif isinstance(item, ArgumentsDelta):
+            self._write({"type": "arguments", "turn": k, "ms": ms, "index": item.index, "fragment": item.fragment,
+                         "call_id": item.call_id, "name": item.name})
+        elif isinstance(item, ModelTurn):
+            turn = dataclasses.replace(item, raw=_jsonable(item.raw))
+            self._write({"type": "turn", "turn": k, "ms": ms, "response": _TURN_ADAPTER.dump_python(turn, mode="json")})
+        else:
+            self._write({"type": "unknown", "turn": k, "ms": ms, "repr": repr(item)})
+
+    def _error(self, k: int, t0: float, exc: BaseException) -> None:
+        self._write({
+            "type": "error", "turn": k, "ms": _ms(t0), "error": type(exc).__name__,
+            "interrupted": isinstance(exc, StreamInterrupted), "message": str(exc),
+            "status": getattr(exc, "status", None), "retryable": getattr(exc, "retryable", None),
+        })
+
+    # -- the wire tap (SDK models) ------------------------------------------------------------------------
+
+    def _tapped_send(self, body: dict[str, Any]) -> Any:
+        k, t0 = self._current
+        self._write({"type": "wire_request", "turn": k, "ms": _ms(t0), "body": _jsonable(body)})
+        result = self._send(body)
+        if inspect.isawaitable(result):  # an async client: the raw events are awaited elsewhere; not tapped
+            return result
+        if not getattr(self.model, "stream", False):
+            self._write({"type": "wire_response", "turn": k, "ms": _ms(t0), "body": _jsonable(result)})
+            return result
+        return self._wire_events(k, t0, result)
+
+    def _wire_events(self, k: int, t0: float, events: Any) -> Iterator[Any]:
+        try:
+            for event in events:
+                self._write({"type": "wire_event", "turn": k, "ms": _ms(t0), "event": _jsonable(event)})
+                yield event
+        finally:
+            close = getattr(events, "close", None)
+            if callable(close):
+                close()
+
+    def _write(self, line: dict[str, Any]) -> None:
+        text = json.dumps(redact(line), ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            if self._fh is None:
+                raise ValueError(f"the recorder for {self.path} is closed; make a new Recorder to record again")
+            self._fh.write(text + "\n")
+            self._fh.flush()
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+# -- reading and replaying ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RecordedRequest:
+    """One recorded request: what was asked, and the lines that answered it, in order."""
+
+    index: int
+    run_id: str
+    request: dict[str, Any]
+    items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """``text``, ``arguments``, ``turn`` and ``error`` lines (the ones replay plays)."""
+    wire: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """``wire_request``, ``wire_event`` and ``wire_response`` lines."""
+
+
+@dataclasses.dataclass
+class Cassette:
+    """A cassette file read back: its header and its requests in the order they were made."""
+
+    path: Path
+    header: dict[str, Any]
+    requests: list[RecordedRequest]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The recorded runs, in the order they first asked."""
+        return list(dict.fromkeys(r.run_id for r in self.requests))
+
+    def for_run(self, run: str | int | None) -> list[RecordedRequest]:
+        """The requests of one recorded run (by id or position); ``None`` when the cassette holds one run."""
+        ids = self.run_ids
+        if run is None:
+            if len(ids) > 1:
+                raise ValueError(
+                    f"cassette {self.path} holds {len(ids)} runs ({', '.join(ids)}); choose one with run=<id or index>"
+                )
+            return list(self.requests)
+        if isinstance(run, int):
+            if not -len(ids) <= run < len(ids):
+                raise ValueError(f"cassette {self.path} holds {len(ids)} run(s); run={run} is out of range")
+            run = ids[run]
+        if run not in ids:
+            raise ValueError(f"cassette {self.path} has no run {run!r}; runs: {', '.join(ids) or '(none)'}")
+        return [r for r in self.requests if r.run_id == run]
+
+
+def read_cassette(path: str | Path) -> Cassette:
+    """Read a cassette written by :class:`Recorder`.
+
+    Raises:
+        ValueError: naming the line, when the file is not a cassette or a line is not valid JSON.
+    """
+    path = Path(path)
+    header: dict[str, Any] | None = None
+    requests: dict[int, RecordedRequest] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError as exc:
+                raise ValueError(f"cassette {path} line {n}: not JSON ({exc})") from None
+            kind = line.get("type") if isinstance(line, dict) else None
+            if header is None:
+                if kind != "cassette":
+                    raise ValueError(f"cassette {path} line {n}: expected the cassette header, got {kind!r}")
+                if line.get("version") != CASSETTE_VERSION:
+                    raise ValueError(f"cassette {path}: format version {line.get('version')!r}, this agentnb reads "
+                                     f"version {CASSETTE_VERSION}")
+                header = line
+            elif kind == "request":
+                requests[line["turn"]] = RecordedRequest(line["turn"], line.get("run_id", ""), line)
+            elif kind in ("text", "arguments", "turn", "error"):
+                requests[line["turn"]].items.append(line)
+            elif kind in ("wire_request", "wire_event", "wire_response"):
+                requests[line["turn"]].wire.append(line)
+    if header is None:
+        raise ValueError(f"cassette {path} is empty")
+    return Cassette(path, header, [requests[k] for k in sorted(requests)])
+
+
+def _item(line: dict[str, Any]) -> StreamItem:
+    kind = line["type"]
+    if kind == "text":
+        return TextDelta(line["fragment"])
+    if kind == "arguments":
+        return ArgumentsDelta(line["index"], line["fragment"], line.get("call_id"), line.get("name"))
+    return _TURN_ADAPTER.validate_python(line["response"])
+
+
+def _exception(line: dict[str, Any]) -> Exception:
+    message = line.get("message", "")
+    if line.get("interrupted"):
+        return StreamInterrupted(message)
+    if line.get("status") is not None or line.get("error") in ("ModelError", "ProviderError", "WireFormatError"):
+        return ModelError(message, status=line.get("status"), retryable=line.get("retryable"))
+    cls = getattr(builtins, str(line.get("error")), None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        return cls(message)
+    return ModelError(message, status=line.get("status"), retryable=line.get("retryable"))
+
+
+class ReplayedModel(ScriptedModel):
+    """A :class:`~agentnb.ScriptedModel` that plays a cassette; make one with :meth:`ScriptedModel.replay`.
+
+    Each run plays the recorded requests from the first (a fork or a resume continues where ``seek`` puts
+    it), with the recorded stream items, turns and errors, under the recorded provider and model name.
+    ``timing="recorded"`` waits before each item until its recorded offset (divided by ``speed``).
+    """
+
+    def __init__(
+        self, path: str | Path, *, timing: Literal["none", "recorded"] = "none", speed: float = 1.0,
+        run: str | int | None = None,
+    ) -> None:
+        if timing not in ("none", "recorded"):
+            raise ValueError(f"timing must be 'none' or 'recorded', got {timing!r}")
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        cassette = read_cassette(path)
+        self.cassette = cassette
+        self.recorded = cassette.for_run(run)
+        super().__init__([], stream=bool(cassette.header.get("stream")), name=str(cassette.header.get("model")))
+        self.provider = str(cassette.header.get("provider"))
+        self.timing = timing
+        self.speed = speed
+
+    def __repr__(self) -> str:
+        return (f"ReplayedModel({self.provider}:{self.name}, {len(self.recorded)} turns from "
+                f"{self.cassette.path.name!r}, timing={self.timing!r})")
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Answer the run's next request with the next recorded answer."""
+        pos = self._position.get(request.run_id, 0)
+        self._position[request.run_id] = pos + 1
+        if pos >= len(self.recorded):
+            raise ModelError(
+                f"the cassette {self.cassette.path.name} has no request {pos + 1}: it recorded {len(self.recorded)}. "
+                "The run went further than the recording did.",
+                status=None, retryable=False,
+            )
+        lines = self.recorded[pos].items
+        if lines and lines[0]["type"] == "error":  # the model failed before its stream began
+            self._wait(time.perf_counter(), lines[0])
+            raise _exception(lines[0])
+        return self._play(lines)
+
+    def _play(self, lines: list[dict[str, Any]]) -> Iterator[StreamItem]:
+        t0 = time.perf_counter()
+        for line in lines:
+            self._wait(t0, line)
+            if line["type"] == "error":
+                raise _exception(line)
+            yield _item(line)
+
+    def _wait(self, t0: float, line: dict[str, Any]) -> None:
+        if self.timing == "recorded":
+            delay = t0 + float(line.get("ms", 0.0)) / 1000 / self.speed - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
