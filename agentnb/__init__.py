@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import emulator, stories
+from . import emulator, stories, workshop
 from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
@@ -120,4 +120,5 @@ __all__ = [
     "model",
     "stories",
     "tool",
+    "workshop",
 ]
