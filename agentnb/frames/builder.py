@@ -84,24 +84,34 @@ def _masked(vals: list[Any], dtype: Any) -> tuple[Any, Any]:
 def _codes(vals: list[Any], categories: tuple[str, ...] | None) -> tuple[Any, list[str]]:
     """Integer codes of ``vals`` against a fixed vocabulary, or a sorted one built from the values.
 
-    The values are factorized once (a C hash table); only the few distinct values are mapped in Python.
+    The values are factorized by identity first (``id`` into an int64 buffer, then one C hash table): event
+    types, loop states and names shared by a run's events are the same few objects, and enum members hash in
+    Python, so this is several times faster than hashing the values. Equal values that are distinct objects
+    only add uniques, merged by name below; with too many of them, the values are factorized by equality.
     """
     import pandas as pd
 
-    raw, uniques = pd.factorize(np.array(vals, dtype=object), use_na_sentinel=True)
-    names = [str(u) for u in uniques]
+    n = len(vals)
+    raw, uniques = pd.factorize(np.fromiter(map(id, vals), np.int64, n))
+    if len(uniques) <= 4096:
+        first = np.empty(len(uniques), dtype=np.int64)
+        first[raw[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
+        objects = [vals[i] for i in first.tolist()]
+    else:
+        raw, found = pd.factorize(np.array(vals, dtype=object), use_na_sentinel=True)
+        objects = list(found)
+    names = [None if o is None else str(o) for o in objects]
+    present = sorted({x for x in names if x is not None})
     if categories is not None:
         lookup = {c: i for i, c in enumerate(categories)}
-        unknown = sorted(n for n in names if n not in lookup)
+        unknown = [x for x in present if x not in lookup]
         if unknown:
             raise ValueError(f"values {unknown} are outside the vocabulary {list(categories)}")
-        target = [lookup[n] for n in names]
         cats = list(categories)
     else:
-        cats = sorted(names)
-        position = {n: i for i, n in enumerate(cats)}
-        target = [position[n] for n in names]
-    remap = np.array([*target, -1], dtype=np.int32)  # raw code -1 (null) indexes the last slot
+        cats = present
+        lookup = {c: i for i, c in enumerate(cats)}
+    remap = np.array([*(lookup[x] if x is not None else -1 for x in names), -1], dtype=np.int32)
     return remap[raw], cats
 
 
