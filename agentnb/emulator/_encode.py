@@ -310,12 +310,16 @@ _GEMINI_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", 
                   "refusal": "SAFETY", "content_filter": "SAFETY"}
 
 
-def gemini(turn: ModelTurn, model: str, ids: Ids, sign: Sign, *, stream: bool, size: int) -> Encoded:
-    """A ``generateContent`` answer; with reasoning, the first call (or the text) carries a thought signature."""
+def gemini(turn: ModelTurn, model: str, ids: Ids, sign: Sign, *, stream: bool, size: int,
+           thinking: bool = False) -> Encoded:
+    """A ``generateContent`` answer; with reasoning, the first call (or the text) carries a thought signature.
+
+    ``thinking``: the model always thinks (Gemini 3), so a signature comes even when the script has no reasoning.
+    """
     reasoning, text, refusal, calls = _parts(turn)
     finish = _GEMINI_FINISH.get(turn.finish_reason_raw or "stop", "STOP")
     parts: list[dict[str, Any]] = []
-    signature = sign("thought", "") if reasoning else None
+    signature = sign("thought", "") if reasoning or thinking else None
     if reasoning:
         parts.append({"text": reasoning, "thought": True})
     if text and finish != "SAFETY":

@@ -325,12 +325,27 @@ class Emulator:
                                      size=size)
         if provider == "anthropic":
             return _encode.anthropic(turn, model, self._id, self._sign, stream=stream, size=size)
-        return _encode.gemini(turn, model, self._id, self._sign, stream=stream, size=size)
+        thinking = self.require_thought_signatures
+        if thinking is None:
+            thinking = model.split("/")[-1].startswith("gemini-3")
+        return _encode.gemini(turn, model, self._id, self._sign, stream=stream, size=size, thinking=thinking)
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     emulator: Emulator
+
+    def setup(self) -> None:
+        """Send small writes at once (no Nagle delay between headers, frames and the client's ACKs)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle(self) -> None:
+        """Serve the connection; a client that hangs up is not an error."""
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass  # quiet: the emulator logs requests in Emulator.requests

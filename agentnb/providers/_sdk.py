@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import email.utils
 import inspect
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -141,7 +142,7 @@ def map_error(exc: BaseException, provider: str) -> ModelError | None:
         if body is None:
             body = getattr(exc, "details", None)
         message = _message_from_body(body) or getattr(exc, "message", None) or str(exc)
-        return ProviderError(f"{provider} HTTP {status}: {message}", status=status, provider=provider,
+        return ProviderError(f"{provider}: {message}", status=status, provider=provider,
                              retry_after=_retry_after(headers), body=body)
     if names & set(_CONNECTION_ERRORS):
         return ProviderError(f"{provider} connection error ({type(exc).__name__}): {exc}", status=None,
@@ -283,8 +284,17 @@ class SdkModel:
             except ModelError:
                 raise
             return iter((self._tag(turn),))
-        events: Iterable[Any] = _drain_async(result) if self.is_async else result
-        return self._stream(events)
+        events: Iterator[Any] = iter(_drain_async(result) if self.is_async else result)
+        # Some SDKs send the request only when their stream is first iterated (google-genai): the first
+        # event is pulled here, so an HTTP error is a ModelError (retried, or a fallback) and not a broken
+        # stream. Later failures are the adapter's business: an incomplete turn.
+        try:
+            first = next(events)
+        except StopIteration:
+            return self._stream(iter(()))
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self._stream(itertools.chain((first,), events))
 
     def _stream(self, events: Iterable[Any]) -> Iterator[StreamItem]:
         for item in self.adapter.parse_stream(events, max_argument_bytes=self.max_argument_bytes):
