@@ -1,0 +1,184 @@
+"""The emulator rejects invalid histories with each service's 400 error shape, through the real SDK clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from google.genai import errors as genai_errors
+
+from agentnb.emulator import Emulator
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Emulator]:
+    with Emulator([{"text": "ok"}] * 50) as e:
+        yield e
+
+
+@pytest.fixture(scope="module")
+def clients(emu: Emulator) -> dict[str, Any]:
+    return {"openai": emu.client("openai"), "anthropic": emu.client("anthropic"), "gemini": emu.client("gemini")}
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+CHAT_CASES = {
+    "orphan": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_9", "content": "3"}],
+    "unknown_id": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [CALL]},
+                   {"role": "tool", "tool_call_id": "call_9", "content": "3"}],
+    "unanswered": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [CALL]},
+                   {"role": "user", "content": "and?"}],
+}
+CHAT_MESSAGES = {
+    "orphan": "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'",
+    "unknown_id": "'tool_call_id' of 'call_9' not found in 'tool_calls' of previous message",
+    "unanswered": "The following tool_call_ids did not have response messages: call_1",
+}
+
+
+@pytest.mark.parametrize("case", list(CHAT_CASES))
+def test_chat_rejects(clients: dict[str, Any], case: str) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        clients["openai"].chat.completions.create(model="gpt-4.1", messages=CHAT_CASES[case], tools=TOOLS)
+    assert info.value.status_code == 400
+    body = info.value.body
+    assert isinstance(body, dict) and body["type"] == "invalid_request_error"
+    assert CHAT_MESSAGES[case] in body["message"]
+
+
+def test_chat_rejects_tool_choice_without_tools(clients: dict[str, Any]) -> None:
+    with pytest.raises(openai.BadRequestError, match="only allowed when 'tools' are specified"):
+        clients["openai"].chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}],
+                                                  tool_choice="none", tools=[])
+
+
+FC = {"type": "function_call", "call_id": "call_1", "name": "add", "arguments": "{}"}
+RESPONSES_CASES = {
+    "orphan": ([{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "call_9",
+                                                    "output": "3"}], {},
+               "No tool call found for function call output with call_id call_9."),
+    "unanswered": ([{"role": "user", "content": "hi"}, FC], {}, "No tool output found for function call call_1."),
+    "reasoning_without_content": ([{"role": "user", "content": "hi"}, {"type": "reasoning", "id": "rs_1",
+                                                                        "summary": []}, FC,
+                                   {"type": "function_call_output", "call_id": "call_1", "output": "3"}],
+                                  {"store": False}, "Items are not persisted when `store` is set to false"),
+}
+
+
+@pytest.mark.parametrize("case", list(RESPONSES_CASES))
+def test_responses_rejects(clients: dict[str, Any], case: str) -> None:
+    items, extra, message = RESPONSES_CASES[case]
+    with pytest.raises(openai.BadRequestError) as info:
+        clients["openai"].responses.create(model="gpt-5", input=items, **extra)
+    assert message in info.value.message
+
+
+def test_responses_requires_the_reasoning_item_it_issued(emu: Emulator, clients: dict[str, Any]) -> None:
+    emu.play([{"reasoning": "think", "tool_calls": [{"name": "add", "arguments": {"a": 1}}]}, {"text": "ok"}])
+    c = clients["openai"]
+    first = c.responses.create(model="gpt-5", input="hi", store=False, include=["reasoning.encrypted_content"])
+    items = [o.model_dump(exclude_none=True) for o in first.output]
+    call = next(i for i in items if i["type"] == "function_call")
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "1"}
+    with pytest.raises(openai.BadRequestError, match="without its required 'reasoning' item"):
+        c.responses.create(model="gpt-5", input=[{"role": "user", "content": "hi"}, call, output], store=False)
+    ok = c.responses.create(model="gpt-5", input=[{"role": "user", "content": "hi"}, *items, output], store=False)
+    assert ok.output_text == "ok"
+
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1"}
+A_TOOLS = [{"name": "add", "input_schema": {"type": "object"}}]
+ANTHROPIC_CASES: dict[str, tuple[list[dict[str, Any]], list[Any] | None, str]] = {
+    "orphan": ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [TOOL_USE]},
+                {"role": "user", "content": [{**RESULT, "tool_use_id": "toolu_9"}, RESULT]}], A_TOOLS,
+               "unexpected `tool_use_id` found in `tool_result` blocks: toolu_9"),
+    "unanswered": ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [TOOL_USE]},
+                    {"role": "user", "content": "and?"}], A_TOOLS,
+                   "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"),
+    "results_after_text": ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [TOOL_USE]},
+                            {"role": "user", "content": [{"type": "text", "text": "here"}, RESULT]}], A_TOOLS,
+                           "Did not find 1 `tool_result` block(s) at the beginning of this message"),
+    "no_tools": ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [TOOL_USE]},
+                  {"role": "user", "content": [RESULT]}], [],
+                 "Requests which include `tool_use` or `tool_result` blocks must define tools."),
+    "missing_signature": ([{"role": "user", "content": "hi"},
+                           {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, TOOL_USE]},
+                           {"role": "user", "content": [RESULT]}], A_TOOLS, "thinking.signature: Field required"),
+    "forged_signature": ([{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm",
+                                                             "signature": "Zm9yZ2Vk"}, TOOL_USE]},
+                          {"role": "user", "content": [RESULT]}], A_TOOLS, "Invalid `signature` in `thinking` block"),
+    "system_role": ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], A_TOOLS,
+                    'Unexpected role "system"'),
+}
+
+
+@pytest.mark.parametrize("case", list(ANTHROPIC_CASES))
+def test_anthropic_rejects(clients: dict[str, Any], case: str) -> None:
+    messages, tools, message = ANTHROPIC_CASES[case]
+    with pytest.raises(anthropic.BadRequestError) as info:
+        clients["anthropic"].messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=messages,
+                                             tools=tools)
+    body = info.value.body
+    assert isinstance(body, dict) and body["type"] == "error"
+    assert body["error"]["type"] == "invalid_request_error" and message in body["error"]["message"]
+
+
+def test_anthropic_thinking_must_lead_the_last_tool_turn(clients: dict[str, Any]) -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [TOOL_USE]},
+                {"role": "user", "content": [RESULT]}]
+    with pytest.raises(anthropic.BadRequestError, match="must start with a thinking block"):
+        clients["anthropic"].messages.create(model="claude-sonnet-4-6", max_tokens=2000, messages=messages,
+                                             tools=A_TOOLS, thinking={"type": "enabled", "budget_tokens": 1024})
+
+
+CALL_PART = {"functionCall": {"name": "add", "args": {"a": 1}}}
+RESP_PART = {"functionResponse": {"name": "add", "response": {"output": "1"}}}
+GEMINI_CASES = {
+    "count": ([{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [CALL_PART, CALL_PART]},
+               {"role": "user", "parts": [RESP_PART]}], "gemini-2.5-flash",
+              "number of function response parts is equal to the number of function call parts"),
+    "orphan": ([{"role": "user", "parts": [{"text": "hi"}]}, {"role": "user", "parts": [RESP_PART]}],
+               "gemini-2.5-flash", "function response turn comes immediately after a function call turn"),
+    "missing_signature": ([{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [CALL_PART]},
+                           {"role": "user", "parts": [RESP_PART]}], "gemini-3-pro-preview",
+                          "Function call is missing a thought_signature"),
+    "system_role": ([{"role": "system", "parts": [{"text": "hi"}]}], "gemini-2.5-flash",
+                    "Please use a valid role: user, model."),
+}
+
+
+@pytest.mark.parametrize("case", list(GEMINI_CASES))
+def test_gemini_rejects(clients: dict[str, Any], case: str) -> None:
+    contents, model, message = GEMINI_CASES[case]
+    with pytest.raises(genai_errors.ClientError) as info:
+        clients["gemini"].models.generate_content(model=model, contents=contents)
+    assert info.value.code == 400 and info.value.status == "INVALID_ARGUMENT"
+    assert message in (info.value.message or "")
+
+
+def test_faults_carry_retry_after_and_each_error_shape(emu: Emulator, clients: dict[str, Any]) -> None:
+    emu.play([{"text": "ok"}]).fail(429, retry_after=7)
+    with pytest.raises(anthropic.RateLimitError) as info:
+        clients["anthropic"].messages.create(model="claude-sonnet-4-6", max_tokens=10,
+                                             messages=[{"role": "user", "content": "hi"}])
+    assert info.value.response.headers["retry-after"] == "7"
+    assert info.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    emu.fail(503, provider="gemini")
+    with pytest.raises(genai_errors.ServerError) as ginfo:
+        clients["gemini"].models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert ginfo.value.status == "UNAVAILABLE"
+
+
+def test_requests_are_logged_with_findings(emu: Emulator, clients: dict[str, Any]) -> None:
+    with pytest.raises(openai.BadRequestError):
+        clients["openai"].chat.completions.create(model="gpt-4.1", messages=CHAT_CASES["orphan"], tools=TOOLS)
+    last = emu.requests[-1]
+    assert last.status == 400 and last.provider == "openai_chat"
+    assert [f.code for f in last.findings] == ["orphan_result"]
