@@ -64,7 +64,7 @@ from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .redact import redact, redact_text, register_secret
 from .states import TERMINAL, LoopState, S
-from .store import Store, as_store
+from .store import MemoryStore, Store, as_store
 from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
 from .transcript import Transcript
 
@@ -195,6 +195,8 @@ class Run:
         self._rs = RunState()
         self.transcript = Transcript([])
         self._events = self.transcript.events
+        self._persist = True
+        self._attach_store()
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -464,12 +466,21 @@ class Run:
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
         rs.apply(event)
-        self.store.append(event)
+        if self._persist:
+            self.store.append(event)
         self._events.append(event)
         if self._listeners:
             for listener in self._listeners:
                 listener(event)
         return event
+
+    def _attach_store(self) -> None:
+        """An in-memory store shares the run's event list instead of copying every event into its own."""
+        if isinstance(self.store, MemoryStore):
+            self.store.attach(self.run_id, self._events)
+            self._persist = False
+        else:
+            self._persist = True
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
@@ -725,6 +736,7 @@ class Run:
         run = cls.__new__(cls)
         Run.__init__(run, loop, [], run_id=run_id, operation_id=first.settings.get("operation_id"))
         run.store = store_
+        run._attach_store()
         run._initial = list(first.messages)
         run.prompt = [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages)
         for ev in events:

@@ -79,8 +79,12 @@ class MemoryStore:
         self._effects: dict[str, Effect] = {}
 
     def append(self, event: BaseEvent) -> None:
-        """Keep the event (the run's transcript holds it too)."""
+        """Keep the event."""
         self._events.setdefault(event.run_id, []).append(event)
+
+    def attach(self, run_id: str, events: list[BaseEvent]) -> None:
+        """Share a run's own event list (the run then appends to it; nothing is copied)."""
+        self._events[run_id] = events
 
     def load(self, run_id: str) -> list[BaseEvent]:
         """The run's events."""

@@ -205,3 +205,12 @@ def test_duplicate_and_unknown_results_are_refused_by_the_fold() -> None:
     unknown = [*events[:-1], replace(fin[-1], call_id="call_nope")]
     with pytest.raises(ValueError, match="not a call of this turn"):
         RunState.fold(unknown)
+
+
+def test_resume_from_the_in_memory_store_of_the_loop() -> None:
+    loop = refund_loop()
+    run = loop.start("Refund order 42").run()
+    again = anb.Run.resume(run.run_id, loop=loop)
+    assert again.state is S.WAITING_APPROVAL and len(again.events) == len(run.events)
+    again.approve(again.pending_approvals()[0].call_id)
+    assert again.run().state is S.COMPLETED
