@@ -38,6 +38,7 @@ from .exceptions import (
     TranscriptError,
 )
 from .guards import Budget
+from .importers import import_history
 from .lint import lint
 from .messages import Message, ModelTurn, Usage
 from .providers import (
@@ -115,6 +116,7 @@ __all__ = [
     "TranscriptError",
     "Usage",
     "emulator",
+    "import_history",
     "lint",
     "load_transcripts",
     "model",

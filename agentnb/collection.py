@@ -57,8 +57,8 @@ FORMAT = "agentnb-transcripts"
 
 def _pyarrow() -> Any:
     try:
-        import pyarrow  # type: ignore[import-untyped]
-        import pyarrow.parquet  # type: ignore[import-untyped]  # noqa: F401 -- loads the submodule
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401 -- loads the submodule
     except ImportError as exc:
         raise ImportError("Parquet files need pyarrow: pip install 'agentnb[analysis]'") from exc
     return pyarrow
