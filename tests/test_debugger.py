@@ -366,3 +366,12 @@ def test_wire_view_renders_the_request_for_all_four_providers() -> None:
         assert needle in html, needle
     dbg.select(1)
     assert 'data-seq="1"' in dbg.wire.value and "1 messages, 1 tools" not in dbg.wire.value
+
+
+def test_plots_tab_draws_the_run() -> None:
+    dbg = story_debugger("parallel")
+    dbg.cont()
+    assert dbg.plots.value == ""
+    dbg.tabs.selected_index = 3
+    html = dbg.plots.value
+    assert html.count("data:image/png;base64,") == 4, html[:300]

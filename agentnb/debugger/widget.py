@@ -465,8 +465,11 @@ class Debugger:
         self.conversation.add_class("agentnb-conversation")
         self.wire = w.HTML()
         self.wire.add_class("agentnb-wire-view")
-        self.tabs = w.Tab([self.detail, self.conversation, self.wire], layout=lay(width="50%", min_width="0"))
-        self.tabs.titles = ("Event", "Conversation", "Wire")
+        self.plots = w.HTML()
+        self.plots.add_class("agentnb-plots")
+        self.tabs = w.Tab([self.detail, self.conversation, self.wire, self.plots],
+                          layout=lay(width="50%", min_width="0"))
+        self.tabs.titles = ("Event", "Conversation", "Wire", "Plots")
         self.tabs.observe(lambda _c: self._safely(self._render_wire), names="selected_index")
         body = w.HBox([left, self.tabs], layout=lay(width="100%"))
 
@@ -692,7 +695,10 @@ class Debugger:
             self._render_wire()
 
     def _render_wire(self) -> None:
-        """The wire tab is drawn only while it is open: four renderings of a long history are not free."""
+        """The wire and plot tabs are drawn only while open: four renderings or four figures are not free."""
+        if self.tabs.selected_index == 3 and len(self.timeline):
+            self.plots.value = f'<div class="agentnb-root">{plots_html(self.timeline.events)}</div>'
+            return
         if self.tabs.selected_index != 2 or not len(self.timeline):
             return
         from .wire import wire_html
@@ -744,6 +750,30 @@ class Debugger:
     def __repr__(self) -> str:
         mode = "live" if self.live else "replay"
         return f"<agentnb.Debugger {mode} {self.state.value} {len(self.timeline)} events>"
+
+
+def plots_html(events: list[BaseEvent]) -> str:
+    """The run's timeline, tokens per turn, tool latency and status per tool, as inline PNG images."""
+    try:
+        from matplotlib.figure import Figure  # a figure outside pyplot: nothing shows up in the cell
+    except ImportError:
+        return '<span class="agentnb-muted">plots need matplotlib: pip install "agentnb[analysis]"</span>'
+    import base64
+
+    from .. import plots
+
+    frames = Transcript(list(events)).frames
+    images = []
+    for name, size in (("timeline", (7.0, 2.8)), ("tokens", (7.0, 2.4)), ("latency", (7.0, 2.4)),
+                       ("status", (7.0, 2.4))):
+        fig = Figure(figsize=size, layout="constrained")
+        try:
+            getattr(plots, name)(frames, ax=fig.subplots())
+            data = base64.b64encode(plots.to_png(fig, dpi=80)).decode()
+            images.append(f'<img alt="{name}" src="data:image/png;base64,{data}" style="max-width:100%">')
+        except Exception as exc:  # a plot that has nothing to show must not break the debugger
+            images.append(f'<div class="agentnb-muted">{name}: {cards.esc(exc)}</div>')
+    return "".join(images)
 
 
 def _replace_results(history: list[Any], results: dict[str, Any]) -> list[Any]:
