@@ -18,7 +18,6 @@ serves live runs, replays of saved transcripts and time travel in the debugger (
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -472,8 +471,7 @@ class EngineConfig:
 
 def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
     """SHA-256 of a call's tool name and canonical arguments (key order and spacing do not matter)."""
-    canon = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode()).hexdigest()
+    return binding.sha256(binding.canonical([name, arguments]))
 
 
 def _finish(state: LoopState, reason: str, output: str | None = None) -> Emit:
