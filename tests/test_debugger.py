@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 import agentnb as anb
 from agentnb.debugger import cards
@@ -375,3 +376,17 @@ def test_plots_tab_draws_the_run() -> None:
     dbg.tabs.selected_index = 3
     html = dbg.plots.value
     assert html.count("data:image/png;base64,") == 4, html[:300]
+
+
+def test_fork_with_edited_arguments_replays_the_turn_and_runs_the_edited_call() -> None:
+    dbg = story_debugger("weather")
+    dbg.cont()
+    call_id = next(e.call_id for e in dbg.events if e.type == "CallParsed")
+    child = dbg.fork(arguments={call_id: {"city": "Oslo"}}).cont()
+    assert child.run is not None and child.run.output == "It is 3 °C and snow in Oslo."
+    replayed = next(e for e in child.events if e.type == "TurnCompleted")
+    assert replayed.response.raw["edited_calls"] == [call_id]
+    assert replayed.response.message.tool_calls[0].arguments == {"city": "Oslo", "unit": "c"}
+    assert dbg.run is not None and "Paris" in (dbg.run.output or "")
+    with pytest.raises(ValidationError):
+        dbg.fork(arguments={call_id: {"city": 5, "unit": "kelvin"}})

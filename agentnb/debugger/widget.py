@@ -359,15 +359,28 @@ class Debugger:
 
     # -- fork ------------------------------------------------------------------------------------------
 
-    def fork(self, seq: int | None = None, *, results: dict[str, Any] | None = None) -> Debugger:
+    def fork(
+        self, seq: int | None = None, *, results: dict[str, Any] | None = None,
+        arguments: dict[str, dict[str, Any]] | None = None,
+    ) -> Debugger:
         """A new run from the conversation as it stood at event ``seq`` (default: the selected one).
 
         The fork keeps the history up to the last complete point at or before ``seq``: a turn whose calls
         are not all answered yet, and a final answer, are dropped, so the model is asked again from there.
-        ``results`` replaces tool results by call id ("what if the tool had answered this?"); without a
-        ``seq`` the fork then starts right after those results were bound. Returns a debugger on the fork.
+
+        Args:
+            seq: the moment to fork from.
+            results: tool results replaced by call id ("what if the tool had answered this?"); without a
+                ``seq`` the fork starts right after those results were bound.
+            arguments: call arguments replaced by call id ("what if the model had asked for this?"): the
+                fork replays that call's turn with the edited arguments (validated against the schema),
+                runs its calls, and goes on with the loop's model.
+
+        Returns a debugger on the forked run; the original run is untouched.
         """
         run = self._need_run()
+        if arguments:
+            return self._fork_with_arguments(run, arguments)
         if seq is None and results:
             wanted = set(results)
             bound = [e.seq for e in self.events if wanted & set(getattr(e, "call_ids", ()))]
@@ -379,11 +392,45 @@ class Debugger:
         if results:
             history = _replace_results(history, results)
         forked = run.loop.start(history[1:] if run.loop.system else history)
-        seek = getattr(run.loop.model, "seek", None)
-        if callable(seek):  # a scripted model goes on from the turn the fork starts at
+        self._seek(run, forked, history, replayed=0)
+        return Debugger(forked, window=self.window)
+
+    def _seek(self, run: Run, forked: Run, history: list[Any], replayed: int) -> None:
+        """A scripted model goes on from the turn the fork starts at (other models need nothing)."""
+        model = forked.loop.model
+        target = getattr(model, "then", model)
+        seek = getattr(target, "seek", None)
+        if callable(seek):
             kept = sum(m.role == "assistant" for m in history) - sum(m.role == "assistant" for m in run.prompt)
+            kept += replayed
             attempts = sum(e.type in ("ModelRequested", "ModelRetried") and e.turn <= kept for e in self.events)
             seek(forked.run_id, attempts)
+
+    def _fork_with_arguments(self, run: Run, arguments: dict[str, dict[str, Any]]) -> Debugger:
+        import copy
+        from dataclasses import replace
+
+        turn_ev = next((e for e in self.events if e.type == "TurnCompleted" and
+                        set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)  # type: ignore[attr-defined]
+        if turn_ev is None:
+            raise AgentnbError(f"no turn made the call(s) {', '.join(sorted(arguments))}")
+        response = turn_ev.response  # type: ignore[attr-defined]
+        parts = []
+        for p in response.message.parts:
+            if getattr(p, "kind", "") == "tool_call" and p.call_id in arguments:
+                tool = run.loop.registry.get(p.name)
+                args = tool.dump(tool.validate(arguments[p.call_id])) if tool else dict(arguments[p.call_id])
+                p = replace(p, arguments=args, arguments_raw=json.dumps(args, ensure_ascii=False))
+            parts.append(p)
+        edited = replace(response, message=replace(response.message, parts=tuple(parts)),
+                         raw={"forked_from": run.run_id, "edited_calls": sorted(arguments)})
+        history = self.timeline.messages_at(turn_ev.seq - 1)
+        while history and history[-1].role == "assistant":
+            history = history[:-1]
+        loop = copy.copy(run.loop)
+        loop.model = _ReplayFirst(edited, run.loop.model)
+        forked = loop.start(history[1:] if loop.system else history)
+        self._seek(run, forked, history, replayed=1)
         return Debugger(forked, window=self.window)
 
     # -- view ------------------------------------------------------------------------------------------
@@ -750,6 +797,23 @@ class Debugger:
     def __repr__(self) -> str:
         mode = "live" if self.live else "replay"
         return f"<agentnb.Debugger {mode} {self.state.value} {len(self.timeline)} events>"
+
+
+class _ReplayFirst:
+    """A model that answers a fork's first request with a given (edited) turn, then hands over."""
+
+    def __init__(self, first: Any, then: Any) -> None:
+        self.first = first
+        self.then = then
+        self.provider = getattr(then, "provider", "?")
+        self.name = getattr(then, "name", "?")
+        self._served: set[str] = set()
+
+    def respond(self, request: Any) -> Any:
+        if request.run_id not in self._served:
+            self._served.add(request.run_id)
+            return iter((self.first,))
+        return self.then.respond(request)
 
 
 def plots_html(events: list[BaseEvent]) -> str:
