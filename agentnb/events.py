@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
@@ -317,8 +318,10 @@ Event = Annotated[
 ]
 """Any event, discriminated on ``type``."""
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-"""Validates any event from JSON or Python data (used when loading a transcript)."""
+@cache
+def event_adapter() -> TypeAdapter[Event]:
+    """Validates any event from JSON or Python data (built on first use: importing agentnb stays quick)."""
+    return TypeAdapter(Event)
 
 EVENT_CLASSES: dict[str, type[BaseEvent]] = {
     next(f.default for f in fields(cls) if f.name == "type"): cls  # type: ignore[misc]
@@ -330,21 +333,23 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
 }
 """Every event class by its ``type``."""
 
-_ADAPTERS: dict[type[BaseEvent], TypeAdapter[Any]] = {cls: TypeAdapter(cls) for cls in EVENT_CLASSES.values()}
+@cache
+def _adapter(type_name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(EVENT_CLASSES[type_name])
 
 
 def event_to_json(event: BaseEvent) -> str:
     """One event as compact JSON text (the transcript's line format)."""
-    return _ADAPTERS[type(event)].dump_json(event).decode()
+    return _adapter(event.type).dump_json(event).decode()
 
 
 def event_to_dict(event: BaseEvent) -> dict[str, Any]:
     """One event as JSON-safe Python data."""
-    data: dict[str, Any] = _ADAPTERS[type(event)].dump_python(event, mode="json")
+    data: dict[str, Any] = _adapter(event.type).dump_python(event, mode="json")
     return data
 
 
 def event_from_json(text: str | bytes) -> BaseEvent:
     """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
-    event: BaseEvent = EVENT_ADAPTER.validate_json(text)
+    event: BaseEvent = event_adapter().validate_json(text)
     return event
