@@ -83,7 +83,9 @@ class Loop:
             has) or ``"stop"`` (end in ``BUDGET_EXHAUSTED``).
         settings: request settings passed to the model on every turn (temperature, max_tokens, ...).
         max_retries: attempts after the first for retryable model errors (429, 5xx, connection errors).
-        retry_base_delay: seconds before the first retry; doubled each time, with jitter, capped at 30 s.
+        retry_base_delay: seconds before the first retry; doubled each time, with jitter, capped at 30 s; a
+            longer ``retry-after`` from the provider wins.
+        max_retry_time: seconds a request may spend retrying in all (None: bounded by ``max_retries`` only).
         finalize_prompt: the instruction of the finalization call.
         store: where events and the effect ledger go: an :class:`~agentnb.SqliteStore` (or a path to one) for
             runs that survive the process; default an in-memory store.
@@ -115,6 +117,7 @@ class Loop:
         settings: dict[str, Any] | None = None,
         max_retries: int = 2,
         retry_base_delay: float = 0.5,
+        max_retry_time: float | None = 120.0,
         finalize_prompt: str = FINALIZE_PROMPT,
         store: Store | str | Path | None = None,
         headless: bool = False,
@@ -136,6 +139,7 @@ class Loop:
         self.system = system
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
+        self.max_retry_time = max_retry_time
         self.config = EngineConfig(
             registry=self.registry,
             budget=budget,
@@ -201,6 +205,7 @@ class Run:
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
         self._retry_at = 0.0
+        self._first_attempt = 0.0
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         if loop.system:
@@ -528,6 +533,8 @@ class Run:
         rs = self._rs
         try:
             if self._stream is None:
+                if rs.retries == 0:
+                    self._first_attempt = time.monotonic()
                 wait = self._retry_at - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
@@ -542,10 +549,19 @@ class Run:
             return self._finish(S.INCOMPLETE, f"the response stream broke: {exc}; nothing in it was executed")
         except ModelError as exc:
             self._close_stream()
+            attempt = rs.retries + 1
+            base = self.loop.retry_base_delay * 2 ** (attempt - 1)
+            delay = min(30.0, base * (0.5 + random.random() / 2))
+            retry_after = getattr(exc, "retry_after", None)
+            if isinstance(retry_after, int | float) and retry_after > delay:
+                delay = float(retry_after)  # the provider said when to come back
+            spent = time.monotonic() - self._first_attempt
+            in_time = self.loop.max_retry_time is None or spent + delay <= self.loop.max_retry_time
+            if exc.retryable and rs.retries < self.loop.max_retries and not in_time:
+                status = f"HTTP {exc.status}: " if exc.status else ""
+                return self._finish(S.FAILED, f"the model call failed and retrying would pass max_retry_time="
+                                              f"{self.loop.max_retry_time:g} s: {status}{exc}")
             if exc.retryable and rs.retries < self.loop.max_retries:
-                attempt = rs.retries + 1
-                base = self.loop.retry_base_delay * 2 ** (attempt - 1)
-                delay = min(30.0, base * (0.5 + random.random() / 2))
                 self._retry_at = time.monotonic() + delay
                 return self._append(ModelRetried, S.MODEL_REQUESTED, {
                     "attempt": attempt, "status": exc.status, "error": str(exc), "delay_s": round(delay, 3),

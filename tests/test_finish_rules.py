@@ -130,3 +130,28 @@ def test_a_script_function_that_raises_fails_the_run_with_the_cause(make_loop: C
 
     run = make_loop([broken]).start("q").run()
     assert run.state is S.FAILED and "KeyError" in (run.reason or "")
+
+
+def test_retry_after_sets_the_wait_and_the_total_time_bounds_retries(make_loop: Callable[..., anb.Loop]) -> None:
+    class Limited(anb.ModelError):
+        def __init__(self) -> None:
+            super().__init__("rate limited", status=429)
+            self.retry_after = 0.05
+
+    class RateLimitedOnce:
+        provider, name = "fake", "fake"
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        def respond(self, request: Any) -> Any:
+            self.n += 1
+            if self.n == 1:
+                raise Limited()
+            return anb.ScriptedModel([{"text": "ok"}]).respond(request)
+
+    run = anb.Loop(model=RateLimitedOnce(), retry_base_delay=0).start("q").run()
+    retried = next(e for e in run.events if e.type == "ModelRetried")
+    assert retried.delay_s == 0.05 and run.state is S.COMPLETED
+    slow = anb.Loop(model=RateLimitedOnce(), retry_base_delay=0, max_retry_time=0.01).start("q").run()
+    assert slow.state is S.FAILED and "max_retry_time" in (slow.reason or "")
