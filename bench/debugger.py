@@ -25,9 +25,12 @@ def lookup(key: str) -> dict[str, Any]:
 
 def long_run(target_events: int) -> anb.Run:
     # each round trip: ModelRequested, ~6 text/argument fragments, TurnCompleted, 5 call events, ResultsBound
-    turn = {"text": "Looking it up.", "tool_calls": [{"name": "lookup", "arguments": {"key": "alpha-beta"}}]}
     trips = target_events // 14 + 1
-    model = anb.ScriptedModel([turn] * trips + [{"text": "done"}], stream=True, chunk_size=6)
+    turns: list[Any] = [
+        {"text": "Looking it up.", "tool_calls": [{"name": "lookup", "arguments": {"key": f"alpha-{i}"}}]}
+        for i in range(trips)
+    ]
+    model = anb.ScriptedModel([*turns, {"text": "done"}], stream=True, chunk_size=6)
     run = anb.Loop(model=model, tools=[lookup], max_turns=trips + 1).start("go")
     while len(run.events) < target_events and run.step() is not None:
         pass
