@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import emulator, stories, workshop
+from . import stories
 from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
@@ -60,17 +60,23 @@ from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
 if TYPE_CHECKING:
+    from . import emulator, workshop
     from .debugger import Debugger
 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> object:
-    # The debugger pulls in ipywidgets; load it on first use so `import agentnb` stays light.
-    if name == "Debugger":
-        from .debugger import Debugger
+_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop"}
 
-        return Debugger
+
+def __getattr__(name: str) -> object:
+    # The debugger (ipywidgets), the emulator (an HTTP server) and the workshop load on first use, so
+    # `import agentnb` stays light.
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return getattr(module, name) if name == "Debugger" else module
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
