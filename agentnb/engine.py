@@ -29,7 +29,6 @@ from . import binding, guards
 from .events import (
     ApprovalRequested,
     ApprovalResolved,
-    ArgumentsMerged,
     BaseEvent,
     CallParsed,
     CallRejected,
@@ -37,15 +36,10 @@ from .events import (
     CompressionApplied,
     GuardTripped,
     ModelRequested,
-    ModelRetried,
     ResultsBound,
     RunFinished,
-    RunStarted,
-    TextMerged,
-    ToolFinished,
     ToolInfo,
     ToolStarted,
-    TurnCompleted,
 )
 from .guards import Budget
 from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
@@ -826,7 +820,6 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
 
 
 __all__ = [
-    "Action", "CallState", "Done", "Emit", "EngineConfig", "PullModel", "RunState", "RunTool", "Wait",
-    "arguments_digest", "classify", "decide", "ApprovalResolved", "ArgumentsMerged", "CompressionApplied",
-    "ModelRetried", "RunStarted", "TextMerged", "ToolFinished", "TurnCompleted",
+    "Action", "CallState", "Compress", "Done", "Emit", "EngineConfig", "PullModel", "RunState", "RunTool", "Wait",
+    "arguments_digest", "classify", "decide", "prune_step", "request_hash", "verify_bindings",
 ]
