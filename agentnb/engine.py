@@ -435,7 +435,16 @@ class Done:
     """The run is over."""
 
 
-Action = Any  # Emit | PullModel | RunTool | Wait | Done | Compress
+class Compress:
+    """Rebuild the history shorter with the summarizer (tier 1); the driver calls it."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+
+Action = Emit | PullModel | RunTool | Wait | Done | Compress
 
 DONE, PULL, WAIT = Done(), PullModel(), Wait()
 
@@ -573,15 +582,6 @@ def _escalation(rs: RunState, guard: str) -> Emit:
         "arguments": arguments, "arguments_digest": arguments_digest(guard, arguments), "risk": "budget",
         "kind": "escalation",
     })
-
-
-class Compress:
-    """Rebuild the history shorter with the summarizer (tier 1); the driver calls it."""
-
-    __slots__ = ("tokens",)
-
-    def __init__(self, tokens: int) -> None:
-        self.tokens = tokens
 
 
 def _compression(rs: RunState, cfg: EngineConfig) -> Action | None:
