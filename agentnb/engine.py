@@ -623,17 +623,6 @@ def _never(rs: RunState, cfg: EngineConfig) -> Action:
     raise AssertionError("a NEW run starts with RunStarted, which the driver appends")
 
 
-_DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
-    S.NEW: _never,
-    S.READY: lambda rs, cfg: _at_results_ready(rs, cfg),
-    S.MODEL_REQUESTED: lambda rs, cfg: PULL,
-    S.RESPONDED: _at_responded,
-    S.VALIDATING: lambda rs, cfg: _next_call_step(rs, cfg),
-    S.WAITING_APPROVAL: lambda rs, cfg: _next_call_step(rs, cfg),
-    S.EXECUTING: lambda rs, cfg: _next_call_step(rs, cfg),
-    S.RESULTS_READY: _at_results_ready,
-    **{t: (lambda rs, cfg: DONE) for t in TERMINAL},
-}
 
 
 def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
@@ -817,6 +806,28 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     else:
         needs = policy if isinstance(policy, bool) else bool(policy(c.part, rs))
     return Emit(CallValidated, S.VALIDATING, {**base, "arguments": tool.dump(validated), "needs_approval": needs})
+
+
+def _pull(rs: RunState, cfg: EngineConfig) -> Action:
+    return PULL
+
+
+def _done(rs: RunState, cfg: EngineConfig) -> Action:
+    return DONE
+
+
+_DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
+    S.NEW: _never,
+    S.READY: _at_results_ready,
+    S.MODEL_REQUESTED: _pull,
+    S.RESPONDED: _at_responded,
+    S.VALIDATING: _next_call_step,
+    S.WAITING_APPROVAL: _next_call_step,
+    S.EXECUTING: _next_call_step,
+    S.RESULTS_READY: _at_results_ready,
+    **dict.fromkeys(TERMINAL, _done),
+}
+"""What to do next, by state (``decide`` looks it up: one dict access instead of a chain of tests)."""
 
 
 __all__ = [
