@@ -42,7 +42,7 @@ from .events import (
     ToolStarted,
 )
 from .guards import Budget
-from .messages import Message, ModelTurn, ToolCallPart, ToolResultPart
+from .messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import ToolRegistry, describe_errors
 
@@ -263,7 +263,8 @@ def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
 
 def _f_call_rejected(rs: RunState, ev: Any) -> None:
     c = rs.calls[ev.call_id]
-    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="error", content=ev.message))
+    status: ResultStatus = "skipped" if ev.reason == "skipped" else "error"
+    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=status, content=ev.message))
 
 
 def _f_approval_requested(rs: RunState, ev: Any) -> None:
@@ -688,19 +689,60 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
     if best_rank == 3:
         return RunTool(best.call_id)
     if best_rank == 4:
-        assert best.arguments is not None
-        tool = cfg.registry.get(best.name)
-        return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
-            "approval_id": f"apr_{rs.run_id}_{best.call_id}",
-            "call_id": best.call_id, "name": best.name, "arguments": best.arguments,
-            "arguments_digest": arguments_digest(best.name, best.arguments),
-            "risk": tool.risk if tool else "read",
-            "kind": "client_result" if tool is not None and tool.client else "approval",
-            "ttl_s": cfg.approval_ttl,
-        })
-    key = call_key(rs, cfg, best)
-    best.expected_request = request_hash(rs, cfg, best, key)
-    return Emit(ToolStarted, S.EXECUTING, {"call_id": best.call_id, "name": best.name, "idempotency_key": key})
+        return _ask(rs, cfg, best)
+    return _start(rs, cfg, best)
+
+
+def _ask(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
+    assert c.arguments is not None
+    tool = cfg.registry.get(c.name)
+    return Emit(ApprovalRequested, S.WAITING_APPROVAL, {
+        "approval_id": f"apr_{rs.run_id}_{c.call_id}",
+        "call_id": c.call_id, "name": c.name, "arguments": c.arguments,
+        "arguments_digest": arguments_digest(c.name, c.arguments),
+        "risk": tool.risk if tool else "read",
+        "kind": "client_result" if tool is not None and tool.client else "approval",
+        "ttl_s": cfg.approval_ttl,
+    })
+
+
+def _start(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
+    if cfg.budget.context_window is not None:
+        squeeze = _before_tool(rs, cfg, c)
+        if squeeze is not None:
+            return squeeze
+    key = call_key(rs, cfg, c)
+    c.expected_request = request_hash(rs, cfg, c, key)
+    return Emit(ToolStarted, S.EXECUTING, {"call_id": c.call_id, "name": c.name, "idempotency_key": key})
+
+
+def _before_tool(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit | None:
+    """Compression before a tool runs.
+
+    Older turns are pruned (the current one stays whole); if the conversation is still over the threshold
+    after that, the turn's remaining calls are answered with ``skipped`` results (tier 3; the next request then
+    finalizes without tools).
+    """
+    b = cfg.budget
+    assert b.context_window is not None
+    answered = [x.result for x in rs.calls.values() if x.result is not None]
+    tokens = guards.estimate_tokens(rs.messages, rs.tools) + sum(len(r.content) for r in answered) // 4
+    if tokens <= b.compress_at * b.context_window:
+        return None
+    if rs.compressed_turn != rs.turn:
+        current = rs.messages[-1]
+        kept, removed = guards.prune(rs.messages[:-1], b.keep_pairs)
+        if removed:
+            history = [*kept, current]
+            after = guards.estimate_tokens(history, rs.tools) + sum(len(r.content) for r in answered) // 4
+            return Emit(CompressionApplied, rs.state, {
+                "tier": 2, "tokens_before": tokens, "tokens_after": after, "messages": history, "removed": removed,
+            })
+    return Emit(CallRejected, rs.state, {
+        "call_id": c.call_id, "name": c.name, "reason": "skipped",
+        "message": (f"Skipped: the conversation ({tokens} tokens) is over {b.compress_at:.0%} of the model's "
+                    f"window, so the remaining calls of this turn were not run."),
+    })
 
 
 def operation_id(rs: RunState) -> str:

@@ -152,7 +152,8 @@ class CallValidated(BaseEvent):
     needs_approval: bool = False
 
 
-RejectReason = Literal["unknown_tool", "invalid_json", "schema"]
+RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped"]
+"""``skipped``: not run because the context window was full (the result's status is ``skipped``)."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -136,6 +136,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     S.EXECUTING: _row(
         ToolStarted=_STAY,
         ToolFinished=_STAY,
+        CallRejected=_STAY,
         ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
         ResultsBound=frozenset({S.RESULTS_READY}),
         GuardTripped=_STAY,

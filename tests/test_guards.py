@@ -278,3 +278,25 @@ def test_budget_validation() -> None:
         Budget(on_exhausted="explode")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="inside the Budget"):
         anb.Loop(model=anb.ScriptedModel([]), budget=Budget(), max_turns=3)
+
+
+def test_compression_before_tools_prunes_then_skips_the_rest_of_the_turn() -> None:
+    @anb.tool
+    def store(text: str) -> str:
+        """Store a document."""
+        return "stored"
+
+    history = [calls(("lookup", {"q": f"q{i}"})) for i in range(3)]
+    huge = calls(*[("store", {"text": f"{i}" * 1500}) for i in range(3)])  # the model sends bulky arguments
+    script = [*history, huge, {"text": "answer"}]
+    budget = Budget(context_window=800, compress_at=0.8, keep_pairs=1, max_no_progress=None)
+    run = loop_of(script, budget, [lookup, store]).start("go").run()
+    kinds = [(e.type, e.state.value) for e in run.events]
+    assert ("CompressionApplied", "VALIDATING") in kinds  # pruned before the tools ran
+    skipped = [e for e in run.events if e.type == "CallRejected" and e.reason == "skipped"]
+    assert len(skipped) == 3 and "over 80% of the model's window" in skipped[0].message
+    assert not any(e.type == "ToolStarted" and e.name == "store" for e in run.events)
+    ids = {c.call_id for m in run.messages for c in m.tool_calls}
+    assert ids == {r.call_id for m in run.messages for r in m.tool_results}  # every call answered once
+    assert {r.status for m in run.messages for r in m.tool_results if r.name == "store"} == {"skipped"}
+    assert [e.finalize for e in run.events if e.type == "ModelRequested"][-1] and run.output == "answer"
