@@ -15,10 +15,10 @@ Nothing here knows a provider's format; each adapter module does. What is shared
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
+from ..exceptions import AgentnbError, ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from ..messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 DEFAULT_MAX_ARGUMENT_BYTES = 1 << 20
@@ -144,6 +144,34 @@ def check_id(buf: CallBuffer, call_id: Any, where: str) -> None:
 def source_error(exc: Exception) -> str:
     """The incomplete reason for an event source that raised (a dropped connection, a read timeout)."""
     return f"the event source raised {type(exc).__name__}: {exc}"
+
+
+class EventSource:
+    """Iterate a stream's raw events; a source that breaks ends the iteration and leaves ``error`` set.
+
+    agentnb's own errors (a protocol error, the byte cap) pass through; anything else the source raises (a
+    dropped connection, a read timeout) ends the turn there, incomplete, with ``error`` as its reason.
+    """
+
+    __slots__ = ("_events", "error")
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self._events = events
+        self.error: str | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        it = iter(self._events)
+        while True:
+            try:
+                ev = next(it)
+            except StopIteration:
+                return
+            except AgentnbError:
+                raise
+            except Exception as exc:  # the connection broke: the turn ends here, incomplete
+                self.error = source_error(exc)
+                return
+            yield ev
 
 
 def is_done_sentinel(event: Any) -> bool:

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, StreamProtocolError, WireFormatError
+from ..exceptions import StreamProtocolError, WireFormatError
 from ..messages import (
     FinishReason,
     Message,
@@ -50,12 +50,12 @@ from ..messages import (
 from ._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
+    EventSource,
     as_dict,
     dumps,
     loads_object,
     own_reasoning,
     result_is_error,
-    source_error,
     split_settings,
     system_and_rest,
     tool_choice,
@@ -385,17 +385,8 @@ def parse_stream(
     """
     acc = _Turn(max_argument_bytes)
     calls = acc.calls
-    it = iter(events)
-    while True:
-        try:
-            ev = next(it)
-        except StopIteration:
-            break
-        except AgentnbError:
-            raise
-        except Exception as exc:  # the connection broke: the turn ends here, incomplete
-            acc.error = source_error(exc)
-            break
+    source = EventSource(events)
+    for ev in source:
         if type(ev) is not dict:
             ev = as_dict(ev, "a Messages stream event")
         kind = ev.get("type")
@@ -417,4 +408,6 @@ def parse_stream(
             yield from acc.start(ev.get("index"), ev.get("content_block") or {})
         elif not acc.event(kind, ev):
             break
+    if source.error:
+        acc.error = source.error
     yield acc.turn(raw=None)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, ArgumentsTooLarge, WireFormatError
+from ..exceptions import ArgumentsTooLarge, WireFormatError
 from ..messages import (
     FinishReason,
     Message,
@@ -49,13 +49,13 @@ from ..messages import (
 )
 from ._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
+    EventSource,
     as_dict,
     dumps,
     inline_refs,
     loads_object,
     own_data,
     own_reasoning,
-    source_error,
     split_settings,
     system_and_rest,
     tool_choice,
@@ -432,22 +432,13 @@ def parse_stream(
         ArgumentsTooLarge: one call's arguments (serialized) passed ``max_argument_bytes``.
     """
     acc = _Turn(max_argument_bytes)
-    it = iter(events)
+    source = EventSource(events)
     error: str | None = None
-    while True:
-        try:
-            chunk = next(it)
-        except StopIteration:
-            break
-        except AgentnbError:
-            raise
-        except Exception as exc:  # the connection broke: the turn ends here, incomplete
-            error = source_error(exc)
-            break
+    for chunk in source:
         body = _as_chunk(chunk)
         if "error" in body and not body.get("candidates"):
             error = f"the provider sent an error: {body['error']}"
             acc.finish = None
             break
         yield from acc.chunk(body)
-    yield acc.turn(raw=None, error=error)
+    yield acc.turn(raw=None, error=source.error or error)

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, WireFormatError
+from ..exceptions import WireFormatError
 from ..messages import (
     FinishReason,
     Message,
@@ -46,12 +46,12 @@ from ..messages import (
 from ._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
+    EventSource,
     as_dict,
     check_id,
     dumps,
     is_done_sentinel,
     own_reasoning,
-    source_error,
     split_settings,
     tool_choice,
 )
@@ -347,18 +347,9 @@ def parse_stream(  # noqa: C901 -- one loop with its fast path inlined: a call p
     """
     acc = _Turn(max_argument_bytes)
     calls = acc.calls
-    it = iter(events)
+    source = EventSource(events)
     error: str | None = None
-    while True:
-        try:
-            chunk = next(it)
-        except StopIteration:
-            break
-        except AgentnbError:
-            raise
-        except Exception as exc:  # the connection broke: the turn ends here, incomplete
-            error = source_error(exc)
-            break
+    for chunk in source:
         if type(chunk) is not dict:
             if is_done_sentinel(chunk):
                 break
@@ -401,4 +392,4 @@ def parse_stream(  # noqa: C901 -- one loop with its fast path inlined: a call p
         finish = choice0.get("finish_reason")
         if finish:
             acc.finish = finish
-    yield acc.turn(raw=None, error=error)
+    yield acc.turn(raw=None, error=source.error or error)
