@@ -18,7 +18,7 @@ stays valid for every provider.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -99,10 +99,15 @@ class Trip:
     message: str
 
 
-def cost(rs: RunState, prices: dict[str, tuple[float, float]]) -> float | None:
-    """Dollars spent so far, or None when a model used has no price."""
+def cost(tokens_by_model: Iterable[tuple[str, Sequence[int]]], prices: Mapping[str, Sequence[float]]) -> float | None:
+    """Dollars for ``(model, (input tokens, output tokens))`` pairs, or None when a model has no price.
+
+    Example:
+        >>> cost([("m", (1_000_000, 500_000))], {"m": (2.0, 10.0)})
+        7.0
+    """
     total = 0.0
-    for model, (tin, tout) in rs.tokens_by_model.items():
+    for model, (tin, tout) in tokens_by_model:
         price = prices.get(model)
         if price is None:
             return None
@@ -121,7 +126,7 @@ def exhausted(rs: RunState, budget: Budget, now: float | None) -> Trip | None:
         ("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
     ]
     if budget.max_cost is not None:
-        spent = cost(rs, budget.prices)
+        spent = cost(rs.tokens_by_model.items(), budget.prices)
         if spent is not None:
             checks.append(("max_cost", budget.max_cost, round(spent, 6)))
     if budget.deadline_s is not None and now is not None and rs.started_at is not None:

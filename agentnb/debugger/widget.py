@@ -26,6 +26,7 @@ import ipywidgets as w
 
 from ..events import BaseEvent
 from ..exceptions import AgentnbError
+from ..guards import cost
 from ..run import Run
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
@@ -760,16 +761,8 @@ class Debugger:
         budget = settings.get("budget") or {"max_turns": settings.get("max_turns")}
         tokens = c.input_tokens + c.output_tokens
         elapsed = (tl.events[sel].ts - first.ts).total_seconds() if first is not None and len(tl) else 0.0
-        spent = None
         prices = budget.get("prices") or {}
-        if prices:
-            spent = 0.0
-            for model, (tin, tout) in c.tokens_by_model:
-                price = prices.get(model)
-                if price is None:
-                    spent = None
-                    break
-                spent += tin * price[0] / 1e6 + tout * price[1] / 1e6
+        spent = cost(c.tokens_by_model, prices) if prices else None
         rows = [
             ("turns", c.turns, budget.get("max_turns"), f"{c.turns}"),
             ("tool calls", c.tool_calls, budget.get("max_tool_calls"), f"{c.tool_calls}"),
