@@ -222,6 +222,8 @@ class Run:
         self._cancel_reason: str | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._unsaved: dict[str, tuple[Outcome, dict[str, Any], EffectDone | None]] = {}
+        self._held_item: StreamItem | None = None
+        """A stream item pulled from the model whose event a store fault kept out (written next step)."""
         """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
@@ -625,6 +627,21 @@ class Run:
                 pass
 
     def _pull(self) -> BaseEvent:
+        item = self._held_item
+        if item is None:
+            return self._pull_new()
+        self._held_item = None
+        return self._record(item)
+
+    def _record(self, item: StreamItem) -> BaseEvent:
+        """Append the event of a pulled item; if the store refuses it, keep the item for the next step."""
+        try:
+            return self._item_event(item)
+        except CheckpointError:
+            self._held_item = item  # the model's answer is not lost: the next step writes it (never asks again)
+            raise
+
+    def _pull_new(self) -> BaseEvent:
         rs = self._rs
         try:
             if self._stream is None:
@@ -668,6 +685,10 @@ class Run:
             self._close_stream()
             where = traceback.format_exception_only(type(exc), exc)[-1].strip()
             return self._finish(S.FAILED, f"the model raised {where}")
+        return self._record(item)
+
+    def _item_event(self, item: StreamItem) -> BaseEvent:
+        rs = self._rs
         if isinstance(item, ModelTurn):
             self._close_stream()
             latency = round(time.perf_counter() - self._t0, 6)
@@ -781,8 +802,10 @@ class Run:
                 outcomes[cid] = (_duplicate(batch[cid], outcomes[first][0], first), {"duplicate_of": first}, None)
             else:
                 outcomes[cid] = (_duplicate_unknown(batch[cid], first), {"duplicate_of": first}, None)
-        for c, _tool, _ in runnable:
-            if c.call_id in outcomes and outcomes[c.call_id][0].error_type == "KeyboardInterrupt":
+        for c, _tool, _ in runnable:  # a tool raised KeyboardInterrupt in a worker: record, then raise it here
+            hit = (c.call_id in outcomes and outcomes[c.call_id][0].error_type == "KeyboardInterrupt") or (
+                "KeyboardInterrupt" in unknown.get(c.call_id, ""))
+            if hit:
                 interrupted = interrupted or KeyboardInterrupt()
         self._unsaved.update(outcomes)
         last: BaseEvent | None = None
