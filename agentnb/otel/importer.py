@@ -122,6 +122,8 @@ class _Rebuild:
         tools = sorted((s for s in members if s.operation == "execute_tool"), key=lambda s: s.start_ns)
         self.tool_spans = {str(s.attributes.get(c.TOOL_CALL_ID) or s.span_id): s for s in tools}
         self.tools_unmatched = tools
+        self.anonymous = [s for s in tools if not s.attributes.get(c.TOOL_CALL_ID)]
+        """Tool spans with no call id (the Agents SDK writes none): matched to calls by name, in order."""
         first = self.chats[0].attributes if self.chats else {}
         self.provider = str(self.a.get(c.PROVIDER) or self.a.get(c.SYSTEM) or first.get(c.PROVIDER)
                             or first.get(c.SYSTEM) or "otel")
@@ -259,6 +261,13 @@ class _Rebuild:
             action = decide(self.rs, _CONFIG)
             self._finish(action.fields if isinstance(action, Emit) else None)
             return
+        for p in calls:
+            if p.call_id not in self.tool_spans:
+                span = next((s for s in self.anonymous if s.attributes.get(c.TOOL_NAME) == p.name
+                             and s.start_ns >= chat.end_ns), None)
+                if span is not None:
+                    self.anonymous.remove(span)
+                    self.tool_spans[p.call_id] = span
         later: dict[str, ToolResultPart] = {}
         if nxt is not None:
             for m in self.reader.messages(nxt.attributes.get(c.INPUT_MESSAGES)):
@@ -334,6 +343,9 @@ class _Rebuild:
         sa = span.attributes
         decision = sa.get(c.A_DECISION)
         raw = sa.get(c.TOOL_RESULT)
+        if raw is None and span.status == "ERROR":  # a failed tool: its error is what the model was told
+            raw = span.status_message or next((str(e[2].get("exception.message", "")) for e in span.events
+                                               if e[0] == "exception"), None)
         if raw is None:
             self.lack("tool results (export with content capture on)")
         content = raw if isinstance(raw, str) else (c.dumps(raw) if raw is not None else "")
