@@ -2,8 +2,8 @@
 
 A history is a list of ``ModelRequest`` (``kind: "request"``) and ``ModelResponse`` (``kind: "response"``).
 Request parts: ``system-prompt`` and the request's ``instructions`` become the system message,
-``user-prompt`` a user message, ``tool-return`` a result (``outcome`` ``failed`` or ``retried`` is an error, ``denied`` a
-denial), ``retry-prompt`` with a tool name an error result (the validation error the model was shown), and
+``user-prompt`` a user message, ``tool-return`` a result (``outcome`` ``failed`` or ``retried`` is an error,
+``denied`` a denial), ``retry-prompt`` with a tool name an error result (the validation error the model was shown), and
 without one a user message. Response parts: ``text``, ``tool-call`` and ``thinking`` (reasoning kept for
 PydanticAI). Other parts (files, native tools, capability changes) are findings and are left out.
 """
