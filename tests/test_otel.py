@@ -284,3 +284,20 @@ def test_a_real_pydantic_ai_agent_trace_imports_with_its_turns_calls_and_results
     assert t.state is S.COMPLETED and t.fold().output == result.output
     assert t.messages[0].role == "system" and t.messages[0].text == "Be brief."
     assert frames.calls()["duration_s"].notna().all()
+
+
+def test_a_paused_run_exports_closed_spans_and_imports_without_inventing_the_rest() -> None:
+    run = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund")).start("Refund 42").run()
+    assert run.state is S.WAITING_APPROVAL
+    tp, spans = provider()
+    anb.otel.export(run.transcript, tp, include_content=True)
+    agent = spans.get_finished_spans()[-1]
+    assert agent.name == "invoke_agent agentnb" and agent.attributes["agentnb.state"] == "WAITING_APPROVAL"
+    [back] = anb.import_trace(spans)
+    assert not back.state.is_terminal
+    assert any("had not finished" in x for x in back.events[0].settings["lacks"])
+    # nothing after the pause is made up: no result for the call that waits
+    waiting = run.pending_approvals()[0].call_id
+    assert waiting not in {p.call_id for m in back.messages for p in m.tool_results}
+    assert [p.call_id for m in back.messages for p in m.tool_calls] == [
+        p.call_id for m in run.messages for p in m.tool_calls]

@@ -318,6 +318,22 @@ class SpanWriter:
                 "tier": ev.tier, "tokens_before": ev.tokens_before, "tokens_after": ev.tokens_after,
             }, timestamp=ns(ev.ts))
 
+    def close(self, ts: datetime) -> None:
+        """End the spans of a run that has not finished (paused, or stopped by a crash) at ``ts``.
+
+        The agent span records the state the run was in, so an import knows the run did not end there.
+        """
+        if self.agent is None:
+            return
+        end = ns(ts)
+        for span in [*([self.chat] if self.chat is not None else []), *self.tools.values()]:
+            span.end(end_time=end)
+        self.chat, self.tools = None, {}
+        self._set(self.agent, {c.INPUT_TOKENS: self.rs.input_tokens, c.OUTPUT_TOKENS: self.rs.output_tokens,
+                               c.A_STATE: self.rs.state.value, c.A_REASON: "the run had not finished when exported"})
+        self.agent.end(end_time=end)
+        self.agent = None
+
     def _run_finished(self, ev: RunFinished) -> None:
         end = ns(ev.ts)
         for span in [*([self.chat] if self.chat is not None else []), *self.tools.values()]:
@@ -387,7 +403,11 @@ def export(source: Transcript | Run | Iterable[BaseEvent], tracer_provider: Any 
     writer = SpanWriter(tracing)
     events: Iterable[BaseEvent] = source.events if hasattr(source, "events") else source
     n = 0
+    last: BaseEvent | None = None
     for ev in events:
         writer(ev)
+        last = ev
         n += 1
+    if last is not None:
+        writer.close(last.ts)
     return n

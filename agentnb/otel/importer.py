@@ -272,6 +272,10 @@ class _Rebuild:
         if nxt is not None:
             for m in self.reader.messages(nxt.attributes.get(c.INPUT_MESSAGES)):
                 later.update((r.call_id, r) for r in m.tool_results)
+        recorded = self.a.get(c.A_STATE)
+        if nxt is None and recorded is not None and not LoopState(recorded).is_terminal:
+            self.lack(f"the rest of the run: it had not finished when exported (it was {recorded})")
+            return
         if nxt is None and any(p.call_id not in self.tool_spans for p in calls):
             # the trace ends on calls it never answers (an output tool, a crash): end the run at the turn
             ok = self.agent is None or self.agent.status != "ERROR"
