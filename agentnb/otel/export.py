@@ -200,7 +200,8 @@ class SpanWriter:
 
         if self.chat is not None:  # a request without an answer (cannot happen in a valid log; be safe)
             self.chat.end(end_time=ns(ev.ts))
-        system, inputs = c.messages_to_otel(self.rs.messages)
+        # the whole conversation goes out with every request: only build it when content is written
+        system, inputs = c.messages_to_otel(self.rs.messages) if self.content else ([], [])
         attrs: dict[str, Any] = {
             c.OPERATION: "chat", c.PROVIDER: c.provider_name(self.provider), c.SYSTEM: c.provider_name(self.provider),
             c.REQUEST_MODEL: self.model, c.CONVERSATION_ID: str(self.rs.settings.get("operation_id") or ev.run_id),

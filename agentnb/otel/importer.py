@@ -134,6 +134,7 @@ class _Rebuild:
         self.run_id = str(self.a.get(c.A_RUN_ID) or f"otel_{trace[:8]}_{span}")
         self.rs = RunState()
         self.events: list[BaseEvent] = []
+        self.inputs: dict[str, list[Message]] = {}
         self.guards = sorted((e for e in agent.events if e[0] == "agentnb.guard_tripped"), key=lambda e: e[1]) if (
             agent is not None) else []
 
@@ -195,13 +196,19 @@ class _Rebuild:
         self.add(RunStarted, LoopState.READY, start, messages=system + self.reader.messages(inputs), model=model,
                  tools=tools, settings=settings)
 
+    def _inputs(self, chat: SpanRecord) -> list[Message]:
+        """A request's input messages, read once (a turn's results are looked up in the next request)."""
+        if chat.span_id not in self.inputs:
+            self.inputs[chat.span_id] = self.reader.messages(chat.attributes.get(c.INPUT_MESSAGES))
+        return self.inputs[chat.span_id]
+
     def _request(self, chat: SpanRecord) -> None:
         a = chat.attributes
         if a.get(c.INPUT_MESSAGES) is not None:
             system = self.reader.system(a.get(c.SYSTEM_INSTRUCTIONS))
             if not system and self.rs.messages and self.rs.messages[0].role == "system":
                 system = [self.rs.messages[0]]
-            full = system + self.reader.messages(a.get(c.INPUT_MESSAGES))
+            full = system + self._inputs(chat)
             cur = self.rs.messages
             if len(full) >= len(cur) and [m.role for m in full[: len(cur)]] == [m.role for m in cur]:
                 new = full[len(cur):]
@@ -270,7 +277,7 @@ class _Rebuild:
                     self.tool_spans[p.call_id] = span
         later: dict[str, ToolResultPart] = {}
         if nxt is not None:
-            for m in self.reader.messages(nxt.attributes.get(c.INPUT_MESSAGES)):
+            for m in self._inputs(nxt):
                 later.update((r.call_id, r) for r in m.tool_results)
         recorded = self.a.get(c.A_STATE)
         if nxt is None and recorded is not None and not LoopState(recorded).is_terminal:
