@@ -108,6 +108,8 @@ class Loop:
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
         summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
             passes its threshold (tier 1); without one, compression prunes (tier 2).
+        tracer_provider: an OpenTelemetry tracer provider (or an :class:`agentnb.otel.Tracing`): every run
+            is written as GenAI spans as it happens.
 
     Example:
         >>> import agentnb as anb
@@ -138,6 +140,7 @@ class Loop:
         budget: Budget | None = None,
         summarizer: Any = None,
         lease_ttl: float = LEASE_TTL,
+        tracer_provider: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
@@ -169,6 +172,7 @@ class Loop:
         self.event_settings = redact(self.config.settings)
         register_secret(getattr(getattr(model, "client", None), "api_key", None))
         self.policy_revision = policy_revision(self.registry, approval, headless, override_tool_approval)
+        self.tracer_provider = tracer_provider  # OpenTelemetry export of every run: agentnb.otel.Tracing
 
     @property
     def tools(self) -> list[Tool]:
@@ -184,7 +188,12 @@ class Loop:
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
         derive from it, so two runs of one operation never repeat each other's writes.
         """
-        return Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
+            from .otel.export import as_tracing
+
+            as_tracing(self.tracer_provider).attach(run)
+        return run
 
     def __repr__(self) -> str:
         model = f"{getattr(self.model, 'provider', '?')}:{getattr(self.model, 'name', '?')}"
