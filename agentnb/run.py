@@ -396,7 +396,11 @@ class Run:
     def _cancel_now(self, reason: str) -> BaseEvent:
         self._close_stream()
         for c in [c for c in self._rs.calls.values() if c.status == "running"]:  # started, never executed
-            self._finished(c, _skipped(f"the run was cancelled ({reason}) before this call ran"))
+            if c.call_id in self._unsaved:  # it did run: record what happened, never "skipped"
+                out, extra, effect = self._unsaved.pop(c.call_id)
+                self._finished(c, out, effect=effect, **extra)
+            else:
+                self._finished(c, _skipped(f"the run was cancelled ({reason}) before this call ran"))
         return self._append(RunFinished, S.CANCELLED, {"final": S.CANCELLED, "reason": reason, "output": None})
 
     # -- approvals -----------------------------------------------------------------------------------
@@ -585,6 +589,9 @@ class Run:
 
     def _let_go(self) -> None:
         """Release the lease when the run pauses for a person or ends: another process may take it then."""
+        if self._executor is not None and self._rs.state in TERMINAL:
+            self._executor.shutdown(wait=False)  # idle threads go now, not when the Run is collected
+            self._executor = None
         if self._lease is None:
             return
         self._lease = None
