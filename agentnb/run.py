@@ -69,7 +69,7 @@ from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .redact import redact, redact_text, register_secret
-from .states import TERMINAL, LoopState, S, check_transition
+from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .store import LEASE_TTL, Effect, EffectDone, Lease, Store, as_store
 from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value, timeout_outcome
 from .transcript import Transcript
@@ -226,6 +226,7 @@ class Run:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this driver is, in the run's lease."""
         self._lease: Lease | None = None
+        self._half_ttl = loop.lease_ttl / 2
         self._drive = threading.RLock()
         """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
         self._cancel_reason: str | None = None
@@ -568,8 +569,12 @@ class Run:
         rs = self._rs
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
-        check_transition(rs.state, event.type, state)  # an illegal event is refused before it is stored
-        self._hold()
+        allowed = TRANSITIONS[rs.state].get(event.type)
+        if allowed is None or state not in allowed:  # an illegal event is refused before it is stored
+            check_transition(rs.state, event.type, state)
+        lease = self._lease
+        if lease is None or lease.expires - time.time() <= self._half_ttl:
+            self._hold()
         self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
         rs.apply(event)
         self._events.append(event)
@@ -583,7 +588,7 @@ class Run:
     def _hold(self) -> None:
         """Take or renew the run's lease when it is missing or half spent (one store write per half-TTL)."""
         lease = self._lease
-        if lease is not None and lease.expires - time.time() > self.loop.lease_ttl / 2:
+        if lease is not None and lease.expires - time.time() > self._half_ttl:
             return
         self._lease = self.store.acquire_lease(self.run_id, self._owner, self.loop.lease_ttl, seq=self._rs.seq)
 
