@@ -52,6 +52,7 @@ from .events import (
     RunStarted,
     TextMerged,
     ToolFinished,
+    ToolInfo,
     TurnCompleted,
 )
 from .exceptions import (
@@ -67,6 +68,7 @@ from .exceptions import (
 )
 from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
+from .output import OutputSpec
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .redact import redact, redact_text, register_secret
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
@@ -104,6 +106,10 @@ class Loop:
             recorded as an ``approval_override`` guard event.
         approval_ttl: seconds an approval request stays valid (default: no expiry).
         lease_ttl: seconds the run's lease lasts without renewal (one driver at a time; see :class:`Run`).
+        output_type: the type the final answer must have (a pydantic model, a TypedDict, a dataclass, a list of
+            them, or a JSON schema as a dict); the model answers by calling the output tool ``final_result``,
+            ``run.output`` is then the typed object (see :mod:`agentnb.output`).
+        output_retries: correction turns allowed for final answers that do not fit ``output_type``.
         budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
         summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
@@ -140,6 +146,8 @@ class Loop:
         budget: Budget | None = None,
         summarizer: Any = None,
         lease_ttl: float = LEASE_TTL,
+        output_type: Any = None,
+        output_retries: int = 2,
         tracer_provider: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
@@ -166,7 +174,10 @@ class Loop:
             override_tool_approval=override_tool_approval,
             approval_ttl=approval_ttl,
             summarizer=summarizer,
+            output=None if output_type is None else OutputSpec.of(output_type, retries=output_retries),
         )
+        if self.config.output is not None and self.registry.get(self.config.output.name) is not None:
+            raise ValueError(f"a tool is named {self.config.output.name!r}, the output tool's name; rename it")
         self.lease_ttl = lease_ttl
         self.store = as_store(store)
         self.event_settings = redact(self.config.settings)
@@ -178,6 +189,12 @@ class Loop:
     def tools(self) -> list[Tool]:
         """The loop's tools."""
         return list(self.registry)
+
+    @property
+    def tool_infos(self) -> list[ToolInfo]:
+        """The tools as offered to the model: the registry's, plus the output tool of an ``output_type`` loop."""
+        output = self.config.output
+        return self.registry.infos if output is None else [*self.registry.infos, output.info()]
 
     def start(
         self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
@@ -254,8 +271,11 @@ class Run:
         return self._rs.state
 
     @property
-    def output(self) -> str | None:
-        """The final answer text (None until the run finishes with one)."""
+    def output(self) -> Any:
+        """The final answer: its text, or for a loop with ``output_type`` the typed object (None until then)."""
+        spec = self.loop.config.output
+        if spec is not None:
+            return spec.typed(self._rs.final_output) if self._rs.output_ok and self._rs.state is S.COMPLETED else None
         return self._rs.output
 
     @property
@@ -319,7 +339,7 @@ class Run:
             return self._append(RunStarted, S.READY, {
                 "messages": self._initial,
                 "model": f"{getattr(self.loop.model, 'provider', '?')}:{getattr(self.loop.model, 'name', '?')}",
-                "tools": self.loop.registry.infos,
+                "tools": self.loop.tool_infos,
                 "settings": {
                     "max_turns": self.loop.config.max_turns,
                     "on_max_turns": self.loop.config.budget.on_exhausted,

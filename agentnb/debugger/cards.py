@@ -252,6 +252,8 @@ _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
     "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
     "CompressionApplied": lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
+    "OutputValidated": lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
+                                   f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
     "RunFinished": lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}",
 }
 """One summary per event kind (a test checks every kind has one)."""
@@ -451,6 +453,17 @@ def _b_guard_tripped(ev: Any, ctx: CardContext) -> str:
                ("action", esc(ev.action))]) + pre(ev.message)
 
 
+def _b_output_validated(ev: Any, ctx: CardContext) -> str:
+    rows = [("verdict", '<span class="agentnb-k-ok">fits the output type</span>' if ev.ok else
+             '<span class="agentnb-k-bad">does not fit: a correction goes back to the model</span>'),
+            ("from", f"call <code>{esc(ev.call_id)}</code>" if ev.call_id else "the answer's text"),
+            ("attempt", esc(ev.attempt))]
+    errors = "".join(f"<li><code>{esc(e.get('loc') or '(answer)')}</code>: {esc(e.get('msg'))}</li>"
+                     for e in ev.errors)
+    detail = f"<ul>{errors}</ul>" if errors else pre(json.dumps(ev.output, indent=2, ensure_ascii=False))
+    return kv(rows) + detail
+
+
 def _b_compression_applied(ev: Any, ctx: CardContext) -> str:
     before = ctx.timeline.messages_at(ev.seq - 1) if ev.seq else []
     if ctx.light:
@@ -477,6 +490,7 @@ _BODIES: dict[str, Callable[[Any, CardContext], str]] = {
     "ApprovalRequested": _b_approval_requested, "ApprovalResolved": _b_approval_resolved,
     "ToolStarted": _b_tool_started, "ToolFinished": _b_tool_finished, "ResultsBound": _b_results_bound,
     "GuardTripped": _b_guard_tripped, "CompressionApplied": _b_compression_applied, "RunFinished": _b_run_finished,
+    "OutputValidated": _b_output_validated,
 }
 """One body renderer per event kind (a test checks every kind has one)."""
 

@@ -136,6 +136,10 @@ TURNS: tuple[Column, ...] = (
     Column("message_count", "Int64", "ModelRequested.message_count", "messages in the request"),
     Column("tools_offered", "Int64", "ModelRequested.tools", "tools offered in the request", value=len),
     Column("outcome", "string", "outcome", "the RunFinished reason when the run ended during this turn"),
+    Column("output_ok", "boolean", "OutputValidated.ok", "``output_type`` runs: whether this turn's final answer "
+           "fit the type (null: no final answer checked)"),
+    Column("output", "string", "OutputValidated.output", "the validated output as compact JSON text", value=_json),
+    Column("output_errors", "Int64", "OutputValidated.errors", "validation errors of the final answer", value=len),
 )
 
 CALLS: tuple[Column, ...] = (

@@ -73,6 +73,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     completed: list[Any] = []
     retries: list[int] = []
     outcome: list[str | None] = []
+    output: list[Any] = []
     for r, events in enumerate(runs):
         open_row = -1
         for ev in events:
@@ -83,6 +84,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
                 completed.append(None)
                 retries.append(0)
                 outcome.append(None)
+                output.append(None)
                 open_row = len(requested) - 1
             elif open_row < 0:
                 continue
@@ -92,8 +94,11 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
                 retries[open_row] += 1
             elif t == "RunFinished":
                 outcome[open_row] = ev.reason  # type: ignore[attr-defined]
+            elif t == "OutputValidated":
+                output[open_row] = ev  # the turn's last check of a final answer
     return Rows(run_index, {
         "ModelRequested": requested, "TurnCompleted": completed, "retries": retries, "outcome": outcome,
+        "OutputValidated": output,
     })
 
 
