@@ -54,6 +54,7 @@ from ._wire import (
     split_settings,
     system_and_rest,
     tool_choice,
+    wire_arguments,
 )
 from .base import ArgumentsDelta, StreamItem, TextDelta
 from .openai_chat import _check_strict
@@ -100,7 +101,7 @@ def _assistant_items(m: Message) -> Iterator[dict[str, Any]]:
         elif isinstance(p, RefusalPart):
             yield {"role": "assistant", "content": p.text}
         elif isinstance(p, ToolCallPart):
-            item = {"type": "function_call", "call_id": p.call_id, "name": p.name, "arguments": p.arguments_raw}
+            item = {"type": "function_call", "call_id": p.call_id, "name": p.name, "arguments": wire_arguments(p)}
             if p.provider_id:
                 item["id"] = p.provider_id
             yield item
