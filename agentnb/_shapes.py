@@ -139,8 +139,10 @@ def normalize(provider: str, body: Any) -> tuple[dict[str, Any], list[Malformed]
 
     Example:
         >>> clean, found = normalize("anthropic", {"messages": [{"role": "user", "content": ["hello"]}]})
-        >>> clean["messages"], found[0].provider_message
-        ([{'role': 'user', 'content': []}], 'messages.0.content.0: Input should be a valid dictionary or object to extract fields from')
+        >>> clean["messages"]
+        [{'role': 'user', 'content': []}]
+        >>> found[0].provider_message
+        'messages.0.content.0: Input should be a valid dictionary or object to extract fields from'
     """
     w = _Walk(provider)
     if not isinstance(body, dict):

@@ -98,7 +98,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One repair made by ``lint(..., fix=True)``: ``added``, ``dropped``, ``moved`` or ``replaced``, where, and what."""
+    """One repair made by ``lint(..., fix=True)``: ``added``, ``dropped``, ``moved`` or ``replaced``, where, what."""
 
     action: Literal["added", "dropped", "moved", "replaced"]
     position: str
@@ -246,7 +246,7 @@ def _pair(  # noqa: C901 -- one pass with the three placement rules side by side
     owner: int | None = None  # list position of the message whose calls are waiting
 
     def flush() -> None:
-        for u, c, k in waiting:
+        for _u, c, k in waiting:
             if k not in answered:
                 out.append(_Raw("unanswered_call", c[3], c[2], c[0], c[1]))
         waiting.clear()
@@ -311,7 +311,7 @@ def _chat_units(messages: list[Any]) -> list[_Unit]:
     return units
 
 
-def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:
+def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  # noqa: C901
     messages = body.get("messages") or []
     out: list[Finding] = []
     for i, m in enumerate(messages):
@@ -617,8 +617,11 @@ ANTHROPIC_NO_INLINE_SYSTEM = ("claude-2", "claude-instant", "claude-3", "claude-
 
 
 def _anthropic_system(u: _Unit, model: str) -> Finding | None:
-    """A ``system`` entry inside ``messages``: fine on the models that take it, an error on those known to refuse
-    it, a warning when the model is not known (or accepts the entry and ignores it)."""
+    """A ``system`` entry inside ``messages``: fine, an error or a warning, by model family.
+
+    Fine on the models that take it, an error on those known to refuse it, a warning when the model is not
+    known (or accepts the entry and ignores it).
+    """
     family = model.split("/")[-1]
     if family.startswith(ANTHROPIC_INLINE_SYSTEM):
         return None

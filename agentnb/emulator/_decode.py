@@ -167,7 +167,8 @@ def gemini(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
         for p in parts:
             if "functionResponse" in p:
                 fr = p["functionResponse"] or {}
-                response = fr.get("response") if isinstance(fr.get("response"), dict) else {"output": fr.get("response")}
+                response = fr.get("response")
+                response = response if isinstance(response, dict) else {"output": response}
                 value = response.get("output", response.get("error", response))
                 results.append(_result(fr.get("id") or "", fr.get("name") or "", value, "error" in response))
         if results:

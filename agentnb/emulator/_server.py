@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..exceptions import ModelError, StreamInterrupted
 from .._shapes import normalize
+from ..exceptions import ModelError, StreamInterrupted
 from ..lint import Context, Finding, validate
 from ..messages import ModelTurn
 from ..providers.base import ModelRequest
