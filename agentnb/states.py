@@ -113,6 +113,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     ),
     S.RESPONDED: _row(
         CallParsed=frozenset({S.VALIDATING}),
+        ResultsBound=frozenset({S.RESULTS_READY}),  # a paused turn (finish "pause") goes back as it is
         GuardTripped=_STAY,
         RunFinished=_ABORT | {S.COMPLETED, S.REFUSED, S.INCOMPLETE},
     ),
