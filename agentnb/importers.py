@@ -56,7 +56,9 @@ class Finding:
     Attributes:
         code: a stable name (``orphan_result``, ``unanswered_call``, ``duplicate_call_id``,
             ``result_before_call``, ``duplicate_result``, ``anthropic_result_not_first``, ``unmatched_response``,
-            ``unsupported_part``, ``unknown_role``, ``invalid_arguments``, ``not_a_message``).
+            ``unsupported_part``, ``unknown_role``, ``invalid_arguments``, ``not_a_message``, ``malformed``
+            (a value of the wrong JSON type inside an item, left out), ``unreadable`` (an item no reader
+            could read, left out)). Any JSON value imports without an exception.
         message: what is wrong, in a sentence.
         position: the index of the offending item in the input list (-1: not tied to one item).
         path: where inside it (``[3].content[1]``).

@@ -18,8 +18,16 @@ What is checked (provider messages quoted from the services where marked *, othe
 ========================= ============================================================================
 check                     providers
 ========================= ============================================================================
+malformed                 all: a value of the wrong JSON type where the format wants an object, a list
+                          or a string (each service's validation error*, see :mod:`agentnb._shapes`)
+arguments not an object   all: a call whose arguments are not a JSON object (OpenAI-compatible servers
+                          such as vLLM*, Anthropic* ``tool_use.input``, Gemini* ``functionCall.args``);
+                          ``fix=True`` puts ``{}`` in their place, as the adapters send
 orphan result             all: a result for a call id not issued before it (OpenAI*, Anthropic*,
-                          Responses*; Gemini: response parts that match no call of the call turn)
+                          Responses*; Gemini: response parts that match no call of the call turn).
+                          Responses with server-side state (``previous_response_id``,
+                          ``conversation``, ``item_reference`` items) may answer calls not in
+                          ``input``: not checked there
 result before its call    all: a result whose call comes later (reported apart from orphans)
 unanswered call           all (OpenAI*, Anthropic*, Responses*, Gemini* count rule)
 duplicate call id         all (a second call with an id already issued)
@@ -31,12 +39,23 @@ missing signature         Anthropic*: a thinking block without ``signature``; wi
                           Gemini 3*: the first function call of each step of the current turn needs a
                           ``thoughtSignature``
 missing reasoning         Responses*: a function call sent without the reasoning item that preceded it
-                          (needs the emulator's context), a reasoning item with no following item*;
+                          (needs the emulator's context); a reasoning item, at any position, not
+                          followed by the model's own output item (an edited message without its id,
+                          a user message, a tool output, the end)*;
                           OpenAI-compatible reasoning servers*: ``reasoning_content`` on a tool-call turn
-system after the start    Anthropic*, Gemini*: no system role in the conversation (an error); OpenAI
-                          Chat and Responses accept it (a warning)
+invalid signature         with the emulator's context: signatures it did not issue (Anthropic*,
+                          Gemini*, Responses*); Gemini's documented placeholder signatures are accepted
+system after the start    Anthropic: a ``system`` entry inside ``messages`` is taken by the newest
+                          families (``ANTHROPIC_INLINE_SYSTEM``), refused by the older ones* (an error
+                          when the model is one of them), a warning when the model is unknown;
+                          Gemini*: no system role in ``contents`` (an error); OpenAI Chat and
+                          Responses accept it (a warning)
 bad role                  all
 ========================= ============================================================================
+
+Anthropic and Gemini read consecutive messages of one role as one turn (the pairing rules run on merged
+turns); so do these checks. The rules were checked against the recorded traffic in
+``tests/fixtures/conformance`` (``bench/conformance.py`` prints the agreement).
 
 Sources: https://platform.openai.com/docs/guides/function-calling,
 https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use,
@@ -71,7 +90,9 @@ class Finding:
     Attributes:
         code: ``orphan_result``, ``result_before_call``, ``unanswered_call``, ``duplicate_call_id``,
             ``results_not_first``, ``tools_undefined``, ``tool_choice_without_tools``, ``missing_signature``,
-            ``invalid_signature``, ``missing_reasoning``, ``system_not_first``, ``bad_role``, ``empty_text``.
+            ``invalid_signature``, ``missing_reasoning``, ``system_not_first``, ``bad_role``, ``empty_text``,
+            ``arguments_not_object``, ``malformed`` (a value of the wrong JSON type), ``unreadable`` (a
+            shape no rule expected: reported instead of raised).
         position: where, in the provider's own terms (``messages[3].content[1]``, ``input[4]``,
             ``contents[2].parts[0]``).
         index: the message (item, content) index.
