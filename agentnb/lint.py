@@ -216,7 +216,9 @@ def _not_object(index: int, part: int | None, where: str, value: Any, provider_m
 
 
 def _args_object(raw: Any) -> bool:
-    """Whether an argument text (Chat, Responses) is a JSON object."""
+    """Whether an argument text (Chat, Responses) is a JSON object (``""`` counts: servers read it as ``{}``)."""
+    if raw == "":
+        return True
     if not isinstance(raw, str):
         return False
     try:
@@ -397,10 +399,11 @@ def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  # 
 def _compatible_server_message(raw: Any) -> str:
     """What an OpenAI-compatible server answers for a history call whose arguments are not a JSON object.
 
-    vLLM (and the proxies in front of it) ``json.loads`` the arguments of earlier calls to render the chat
-    template: invalid JSON fails with the decoder's message, and a value that is not an object fails in the
-    template, which iterates its items (https://github.com/vllm-project/vllm, ``chat_utils.py``). The OpenAI
-    service itself accepts such histories; the warning-free path is to send ``{}``, which all accept.
+    vLLM (and the proxies in front of it) ``json.loads`` the arguments of earlier calls before rendering the
+    chat template (``_postprocess_messages`` in ``vllm/entrypoints/chat_utils.py``; an empty string becomes
+    ``{}``): invalid JSON fails with the decoder's message, and a value that is not an object fails in the
+    chat templates that iterate the arguments' items (Jinja's "Can only get item pairs from a mapping.").
+    The OpenAI service itself accepts such histories; ``{}`` is accepted by all.
     """
     if isinstance(raw, str):
         try:
