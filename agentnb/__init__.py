@@ -32,6 +32,7 @@ from .exceptions import (
     IllegalTransition,
     ModelError,
     ResumeError,
+    RunLocked,
     RunNotPaused,
     StreamInterrupted,
     ToolDefinitionError,
@@ -60,13 +61,15 @@ from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
 if TYPE_CHECKING:
-    from . import emulator, workshop
+    from . import emulator, otel, workshop
     from .debugger import Debugger
+    from .otel import import_trace
 
 __version__ = "0.1.0"
 
 
-_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop"}
+_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
+         "import_trace": ".otel"}
 
 
 def __getattr__(name: str) -> object:
@@ -76,7 +79,7 @@ def __getattr__(name: str) -> object:
         import importlib
 
         module = importlib.import_module(_LAZY[name], __name__)
-        return getattr(module, name) if name == "Debugger" else module
+        return getattr(module, name) if name in ("Debugger", "import_trace") else module
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
@@ -107,6 +110,7 @@ __all__ = [
     "Recorder",
     "ResumeError",
     "Run",
+    "RunLocked",
     "RunNotPaused",
     "RunState",
     "ScriptedModel",
@@ -123,9 +127,11 @@ __all__ = [
     "Usage",
     "emulator",
     "import_history",
+    "import_trace",
     "lint",
     "load_transcripts",
     "model",
+    "otel",
     "stories",
     "tool",
     "workshop",

@@ -44,7 +44,7 @@ from .events import (
 from .guards import Budget
 from .messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
-from .tools import ToolRegistry, describe_errors
+from .tools import Tool, ToolRegistry, describe_errors
 
 FINALIZE_PROMPT = (
     "You have reached the limit of tool calls for this request. Do not call any more tools. "
@@ -81,6 +81,10 @@ class CallState:
     """(request, result, binding) hashes recorded when the tool finished."""
     expected_request: str | None = None
     """The request hash computed from trusted state when the call started (a cache; recomputed if absent)."""
+    approval_note: str | None = None
+    """Why a person must decide, when a rule could not say plainly (an approval policy raised)."""
+    waiver_recorded: bool = False
+    """A loop policy waived the tool's own approval and the ``approval_override`` event is in the log."""
 
     @property
     def call_id(self) -> str:
@@ -253,6 +257,7 @@ def _f_call_validated(rs: RunState, ev: Any) -> None:
     c.status = "valid"
     c.arguments = ev.arguments
     c.needs_approval = ev.needs_approval
+    c.approval_note = ev.approval_note
 
 
 def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
@@ -366,6 +371,9 @@ def _f_results_bound(rs: RunState, ev: Any) -> None:
 
 def _f_guard_tripped(rs: RunState, ev: Any) -> None:
     rs.guards.append(ev)
+    if ev.guard == APPROVAL_OVERRIDE:  # a record, not a limit: nothing to tell the model, nothing to stop
+        rs.calls[ev.call_id].waiver_recorded = True
+        return
     rs.tripped[ev.guard] = ev.action
     if ev.guard in ("repetition", "no_progress"):
         rs.repeat_mark = len(rs.history)
@@ -463,7 +471,10 @@ class EngineConfig:
     headless: bool = False
     """Nobody can approve: calls that need a person are denied (each denial an event)."""
     approval: bool | Callable[[Any, Any], bool] | None = None
-    """A loop-wide approval policy overriding the tools' own (None: each tool decides)."""
+    """A loop-wide approval policy: it may ask for approval of any call, never waive a tool's own (None: each
+    tool decides)."""
+    override_tool_approval: bool = False
+    """Let the loop-wide policy waive a tool's own approval (each waiver is an ``approval_override`` event)."""
     approval_ttl: float | None = None
     """Seconds an approval request stays valid (None: no expiry)."""
     summarizer: Any = None
@@ -725,7 +736,7 @@ def _ask(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
         "arguments_digest": arguments_digest(c.name, c.arguments),
         "risk": tool.risk if tool else "read",
         "kind": "client_result" if tool is not None and tool.client else "approval",
-        "ttl_s": cfg.approval_ttl,
+        "ttl_s": cfg.approval_ttl, "note": c.approval_note,
     })
 
 
@@ -785,7 +796,9 @@ def call_key(rs: RunState, cfg: EngineConfig, c: CallState) -> str | None:
     if tool is None or not (tool.side_effects or tool.context_param or tool.key_fn):
         return None
     if tool.key_fn is not None:
-        return str(tool.key_fn(c.arguments or {}, None))
+        return tool.key_for(c.arguments or {})
+    if tool.idempotency == "call":  # identical calls are distinct effects: the call is the intent
+        return binding.idempotency_key(operation_id(rs), c.name, {"call_id": c.call_id})
     return binding.idempotency_key(operation_id(rs), c.name, c.arguments)
 
 
@@ -821,6 +834,8 @@ def _resolve_headless(rs: RunState, c: CallState) -> Emit:
     what = {"client_result": "nobody is available to run this client-side tool",
             "outcome_unknown": "nobody is available to reconcile this call's unknown outcome"}.get(
         c.kind, "nobody is available to approve it")
+    if c.approval_note:
+        what = f"{what} ({c.approval_note})"
     target = S.WAITING_APPROVAL if others else (S.RESULTS_READY if c.kind == "escalation" else S.EXECUTING)
     return Emit(ApprovalResolved, target, {
         "approval_id": c.approval_id or "", "call_id": c.call_id, "decision": "denied", "by": HEADLESS,
@@ -862,15 +877,66 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     except ValidationError as exc:
         message, errors = describe_errors(c.name, exc)
         return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": errors})
+    except Exception as exc:  # a user validator that raised something else: still the arguments' fault
+        message = f"Invalid arguments for tool '{c.name}': a validator raised {type(exc).__name__}: {exc}"
+        return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": [
+            {"loc": "(arguments)", "msg": f"{type(exc).__name__}: {exc}", "type": "validator_error"}]})
     c.validated = validated
-    policy = cfg.approval
+    if tool.key_fn is not None:
+        try:
+            tool.key_for(c.arguments)
+        except Exception as exc:
+            return Emit(CallRejected, S.VALIDATING, {
+                **base, "reason": "idempotency_key",
+                "message": (f"Tool '{c.name}' could not name this call's effect (its idempotency key function raised "
+                            f"{type(exc).__name__}: {exc}), so it was not run."),
+            })
+    needs, note, waived = approval_needed(tool, cfg, c, rs)
+    if waived and not c.waiver_recorded:
+        return Emit(GuardTripped, S.VALIDATING, {
+            "guard": APPROVAL_OVERRIDE, "limit": 0.0, "value": 1.0, "action": "note", "call_id": c.call_id,
+            "message": (f"the loop's approval policy waived the approval that tool {c.name!r} requires "
+                        f"(risk {tool.risk!r}) for call {c.call_id!r} (override_tool_approval=True)"),
+        })
+    return Emit(CallValidated, S.VALIDATING, {
+        **base, "arguments": tool.dump(validated), "needs_approval": needs, "approval_note": note,
+    })
+
+
+APPROVAL_OVERRIDE = "approval_override"
+"""The guard name of the event recorded each time a loop policy waives a tool's own approval."""
+
+
+def _ask_policy(policy: Any, c: CallState, rs: RunState, who: str) -> tuple[bool, str | None]:
+    """Evaluate an approval policy, failing closed: a policy that raises means a person must decide."""
+    if policy is None or isinstance(policy, bool):
+        return bool(policy), None
+    try:
+        return bool(policy(c.part, rs)), None
+    except Exception as exc:
+        return True, f"the {who} approval policy raised {type(exc).__name__}: {exc}"
+
+
+def approval_needed(tool: Tool, cfg: EngineConfig, c: CallState, rs: RunState) -> tuple[bool, str | None, bool]:
+    """Whether a call waits for a person: ``(needs, note, waived)``. See the precedence table in the README.
+
+    A client-side tool always waits (the client must answer). Otherwise the tool's own rule (its ``approval``,
+    or by risk: ``write``/``dangerous`` ask) and the loop's policy are both asked, and **either one** asking is
+    enough: a loop policy can raise approval, never lower it. Only ``override_tool_approval=True`` lets the
+    loop policy decide alone; when it then waives what the tool asked for, ``waived`` is True (and the engine
+    records an ``approval_override`` event). A policy that raises counts as "ask a person", with its error in
+    ``note``.
+    """
     if tool.client:
-        needs = True
-    elif policy is None:
-        needs = tool.needs_approval(c.part, rs)
-    else:
-        needs = policy if isinstance(policy, bool) else bool(policy(c.part, rs))
-    return Emit(CallValidated, S.VALIDATING, {**base, "arguments": tool.dump(validated), "needs_approval": needs})
+        return True, None, False
+    own = tool.approval if tool.approval is not None else tool.risk != "read"
+    tool_needs, tool_note = _ask_policy(own, c, rs, "tool's")
+    if cfg.approval is None:
+        return tool_needs, tool_note, False
+    loop_needs, loop_note = _ask_policy(cfg.approval, c, rs, "loop's")
+    if cfg.override_tool_approval:
+        return loop_needs, loop_note, tool_needs and not loop_needs
+    return tool_needs or loop_needs, tool_note or loop_note, False
 
 
 def _pull(rs: RunState, cfg: EngineConfig) -> Action:

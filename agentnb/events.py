@@ -150,10 +150,13 @@ class CallValidated(BaseEvent):
     name: str
     arguments: dict[str, Any]
     needs_approval: bool = False
+    approval_note: str | None = None
+    """Why a person must decide when no rule asked for it plainly (an approval policy that raised)."""
 
 
-RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped"]
-"""``skipped``: not run because the context window was full (the result's status is ``skipped``)."""
+RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key"]
+"""``skipped``: not run because the context window was full (the result's status is ``skipped``).
+``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -187,6 +190,8 @@ class ApprovalRequested(BaseEvent):
     ttl_s: float | None = None
     """Seconds the request stays valid after ``ts`` (None: no expiry)."""
     idempotency_key: str | None = None
+    note: str | None = None
+    """Why it was asked when that is not obvious (a policy that raised, an interrupted or timed-out write)."""
 
     @property
     def expires_at(self) -> datetime | None:
@@ -245,7 +250,9 @@ class ToolFinished(BaseEvent):
     duration_s: float
     idempotency_key: str | None = None
     reused: bool = False
-    """True when the effect ledger already held this key's outcome and the tool was not run again."""
+    """True when the effect ledger already held this call's own outcome (a resume) and the tool was not run again."""
+    duplicate_of: str | None = None
+    """For ``status="duplicate"``: the call that did the effect (this call's effect was not repeated)."""
     truncated: int = 0
     """Characters cut from ``content`` by the result size cap (``value`` keeps the whole result)."""
     request_sha256: str | None = None
@@ -272,6 +279,8 @@ class GuardTripped(BaseEvent):
     value: float
     action: Literal["finalize", "stop", "escalate", "note"]
     message: str
+    call_id: str | None = None
+    """The call the guard is about, when it is about one (``approval_override``)."""
 
 
 @dataclass(slots=True, kw_only=True)

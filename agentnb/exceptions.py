@@ -11,7 +11,9 @@ used, or for states a run cannot get out of by itself::
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
     │   ├── ApprovalExpired    the approval's expiry passed: nothing runs
     │   └── DigestMismatch     the arguments are not the ones the approver saw
-    ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing)
+    ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing), or a
+    │                          store fault (locked, disk full, read-only) with the original error as its cause
+    ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        a transcript file that cannot be read back
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
@@ -67,6 +69,30 @@ class DigestMismatch(ApprovalError):
 
 class CheckpointError(AgentnbError):
     """A stored run cannot be trusted: a seal does not match, an event is missing, or the run is truncated."""
+
+
+class RunLocked(AgentnbError):
+    """Another driver holds the run's lease: only one process (or ``Run`` object) may drive a run at a time.
+
+    Attributes:
+        run_id: the run.
+        owner: who holds (or last held) the lease.
+        expires: when the lease expires (epoch seconds).
+        expired: True when the holder's lease has expired (it stopped without letting go): pass
+            ``take_over=True`` to :meth:`agentnb.Run.resume` to take the run over.
+    """
+
+    def __init__(self, run_id: str, owner: str, expires: float, *, expired: bool) -> None:
+        import datetime as _dt
+
+        self.run_id, self.owner, self.expires, self.expired = run_id, owner, expires, expired
+        when = _dt.datetime.fromtimestamp(expires, _dt.UTC).isoformat(timespec="seconds")
+        if expired:
+            msg = (f"run {run_id!r} was driven by {owner} whose lease expired at {when} without being released; "
+                   "if that driver is gone, resume with take_over=True")
+        else:
+            msg = f"run {run_id!r} is being driven by {owner} (its lease expires at {when}); nothing was done"
+        super().__init__(msg)
 
 
 class ResumeError(AgentnbError):

@@ -45,7 +45,7 @@ from .messages import Message, ReasoningPart, RefusalPart, ResultStatus, TextPar
 from .states import LoopState
 from .transcript import Transcript
 
-Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
+Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "pydantic_ai", "openai_agents", "langchain"]
 Severity = Literal["error", "warning"]
 
 
@@ -561,10 +561,15 @@ def import_history(history: Sequence[Any], format: Format, **options: Any) -> Im
         >>> import_history([{"role": "user", "parts": [{"text": "Hi"}]}], "gemini").transcript.state
         <LoopState.READY: 'READY'>
     """
+    if format in ("pydantic_ai", "openai_agents", "langchain"):  # framework histories: agentnb.interop
+        from .interop import import_framework_history
+
+        return import_framework_history(history, format, **options)
     try:
         importer: Any = _IMPORTERS[format]
     except KeyError:
-        raise ValueError(f"unknown format {format!r}; formats: {', '.join(_IMPORTERS)}") from None
+        raise ValueError(f"unknown format {format!r}; formats: {', '.join(_IMPORTERS)}, "
+                         "pydantic_ai, openai_agents, langchain") from None
     result: Imported = importer(history, **options)
     return result
 

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 Role = Literal["system", "user", "assistant", "tool"]
-ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout"]
+ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout", "duplicate"]
 FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other", "pause"]
 """The normalized finish reason. Only ``stop`` is an explicit completion; ``pause`` is a turn the provider
 paused (Anthropic's ``pause_turn``): the conversation goes back to it so the model continues."""

@@ -7,8 +7,12 @@ transcript. Everything it knows comes from folding those events (:class:`~agentn
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import os
 import random
+import socket
+import threading
 import time
 import traceback
 import uuid
@@ -53,9 +57,11 @@ from .events import (
 from .exceptions import (
     ApprovalError,
     ApprovalExpired,
+    CheckpointError,
     DigestMismatch,
     ModelError,
     ResumeError,
+    RunLocked,
     RunNotPaused,
     StreamInterrupted,
 )
@@ -63,9 +69,9 @@ from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .redact import redact, redact_text, register_secret
-from .states import TERMINAL, LoopState, S
-from .store import MemoryStore, Store, as_store
-from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
+from .states import TERMINAL, LoopState, S, check_transition
+from .store import LEASE_TTL, Effect, EffectDone, Lease, Store, as_store
+from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value, timeout_outcome
 from .transcript import Transcript
 
 _now = datetime.now
@@ -90,13 +96,20 @@ class Loop:
         store: where events and the effect ledger go: an :class:`~agentnb.SqliteStore` (or a path to one) for
             runs that survive the process; default an in-memory store.
         headless: nobody can approve: calls that need a person get a "denied (headless)" result.
-        approval: a loop-wide approval policy (``True``, ``False`` or ``callable(call, state) -> bool``) that
-            overrides each tool's own.
+        approval: a loop-wide approval policy (``True``, ``False`` or ``callable(call, state) -> bool``). It can
+            ask for approval of any call; it never waives a tool's own approval (``approval=True``, or a
+            ``write``/``dangerous`` risk) unless ``override_tool_approval=True``. A policy that raises means "a
+            person must decide" (headless: denied), with its error in the approval event.
+        override_tool_approval: let ``approval`` decide alone, waiving tools' own approvals; every waiver is
+            recorded as an ``approval_override`` guard event.
         approval_ttl: seconds an approval request stays valid (default: no expiry).
+        lease_ttl: seconds the run's lease lasts without renewal (one driver at a time; see :class:`Run`).
         budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
         summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
             passes its threshold (tier 1); without one, compression prunes (tier 2).
+        tracer_provider: an OpenTelemetry tracer provider (or an :class:`agentnb.otel.Tracing`): every run
+            is written as GenAI spans as it happens.
 
     Example:
         >>> import agentnb as anb
@@ -122,9 +135,12 @@ class Loop:
         store: Store | str | Path | None = None,
         headless: bool = False,
         approval: bool | Callable[[Any, Any], bool] | None = None,
+        override_tool_approval: bool = False,
         approval_ttl: float | None = None,
         budget: Budget | None = None,
         summarizer: Any = None,
+        lease_ttl: float = LEASE_TTL,
+        tracer_provider: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
@@ -147,13 +163,16 @@ class Loop:
             finalize_prompt=finalize_prompt,
             headless=headless,
             approval=approval,
+            override_tool_approval=override_tool_approval,
             approval_ttl=approval_ttl,
             summarizer=summarizer,
         )
+        self.lease_ttl = lease_ttl
         self.store = as_store(store)
         self.event_settings = redact(self.config.settings)
         register_secret(getattr(getattr(model, "client", None), "api_key", None))
-        self.policy_revision = policy_revision(self.registry, approval, headless)
+        self.policy_revision = policy_revision(self.registry, approval, headless, override_tool_approval)
+        self.tracer_provider = tracer_provider  # OpenTelemetry export of every run: agentnb.otel.Tracing
 
     @property
     def tools(self) -> list[Tool]:
@@ -169,7 +188,12 @@ class Loop:
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
         derive from it, so two runs of one operation never repeat each other's writes.
         """
-        return Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
+            from .otel.export import as_tracing
+
+            as_tracing(self.tracer_provider).attach(run)
+        return run
 
     def __repr__(self) -> str:
         model = f"{getattr(self.model, 'provider', '?')}:{getattr(self.model, 'name', '?')}"
@@ -199,8 +223,17 @@ class Run:
         self._rs = RunState()
         self.transcript = Transcript([])
         self._events = self.transcript.events
-        self._persist = True
-        self._attach_store()
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Who this driver is, in the run's lease."""
+        self._lease: Lease | None = None
+        self._drive = threading.RLock()
+        """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
+        self._cancel_reason: str | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._unsaved: dict[str, tuple[Outcome, dict[str, Any], EffectDone | None]] = {}
+        self._held_item: StreamItem | None = None
+        """A stream item pulled from the model whose event a store fault kept out (written next step)."""
+        """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -270,7 +303,16 @@ class Run:
         """Do exactly one event's worth of work and return that event.
 
         Returns None when there is nothing to do: the run is over, or it waits for an approval.
+
+        Raises:
+            CheckpointError: the store refused the event (locked, disk full, read-only); the run is left equal
+                to its checkpoint, and stepping again carries on once the fault clears.
+            RunLocked: another driver holds the run.
         """
+        with self._drive:
+            return self._step_locked()
+
+    def _step_locked(self) -> BaseEvent | None:
         rs = self._rs
         if rs.state is S.NEW:
             return self._append(RunStarted, S.READY, {
@@ -292,6 +334,9 @@ class Run:
     def _step(self, *, batch: bool) -> BaseEvent | None:
         rs = self._rs
         cfg = self.loop.config
+        if self._cancel_reason is not None:
+            reason, self._cancel_reason = self._cancel_reason, None
+            return self._cancel_now(reason)
         if cfg.budget.deadline_s is not None:
             rs.now = time.time()
         action = decide(rs, cfg)
@@ -301,8 +346,8 @@ class Run:
             return self._pull()
         if isinstance(action, RunTool):
             if batch and cfg.budget.max_parallel > 1:
-                return self._run_parallel()
-            return self._run_tool(rs.calls[action.call_id])
+                return self._execute([c for c in rs.calls.values() if c.status == "running"])
+            return self._execute([rs.calls[action.call_id]])
         if isinstance(action, Compress):
             return self._compress(action.tokens)
         if isinstance(action, Wait | Done):
@@ -314,11 +359,12 @@ class Run:
 
         Unlike stepping, this runs the ready calls of a turn at the same time (up to ``max_parallel``).
         """
-        if self._rs.state is S.NEW:
-            self.step()
-        step = self._step
-        while step(batch=True) is not None:
-            pass
+        with self._drive:
+            if self._rs.state is S.NEW:
+                self.step()
+            step = self._step
+            while step(batch=True) is not None:
+                pass
         return self
 
     def run_until(self, predicate: Callable[[BaseEvent], bool]) -> BaseEvent | None:
@@ -329,13 +375,28 @@ class Run:
         return None
 
     def cancel(self, reason: str = "cancelled by the user") -> BaseEvent | None:
-        """End the run in ``CANCELLED`` (no-op if it is already over)."""
-        if self.done or self._rs.state is S.NEW:
-            if self._rs.state is S.NEW:
-                self.step()
-            else:
+        """End the run in ``CANCELLED`` (no-op if it is already over).
+
+        Safe from any thread: while another thread drives the run (``run()``, a debugger's Continue), this only
+        asks it to stop, and it ends the run at its next boundary -- calls already finished keep their results,
+        running calls are waited for, calls not started yet get ``skipped`` results -- and returns None.
+        """
+        if not self._drive.acquire(blocking=False):
+            self._cancel_reason = reason
+            return None
+        try:
+            if self.done:
                 return None
+            if self._rs.state is S.NEW:
+                self._step_locked()
+            return self._cancel_now(reason)
+        finally:
+            self._drive.release()
+
+    def _cancel_now(self, reason: str) -> BaseEvent:
         self._close_stream()
+        for c in [c for c in self._rs.calls.values() if c.status == "running"]:  # started, never executed
+            self._finished(c, _skipped(f"the run was cancelled ({reason}) before this call ran"))
         return self._append(RunFinished, S.CANCELLED, {"final": S.CANCELLED, "reason": reason, "output": None})
 
     # -- approvals -----------------------------------------------------------------------------------
@@ -351,15 +412,45 @@ class Run:
             raise ApprovalError(f"call {call_id!r} is not waiting for approval (it is {call.status})")
         return call
 
-    def _resolve(self, call: CallState, fields: dict[str, Any]) -> BaseEvent:
+    def _resolve(self, call: CallState, fields: dict[str, Any], effect: EffectDone | None = None) -> BaseEvent:
         still_waiting = any(
             c.status == "awaiting_approval" and c.call_id != call.call_id for c in self._rs.calls.values()
         )
-        return self._append(
-            ApprovalResolved,
-            S.WAITING_APPROVAL if still_waiting else (S.RESULTS_READY if call.kind == "escalation" else S.EXECUTING),
-            {"approval_id": call.approval_id or "", "call_id": call.call_id, **fields},
-        )
+        with self._drive:
+            try:
+                self._hold()
+            except (RunLocked, CheckpointError) as exc:
+                if not self._moved_on(exc):
+                    raise
+                self._reload()
+                raise ApprovalError(
+                    f"call {call.call_id!r} was not resolved here: another driver holds or moved the run on ({exc}). "
+                    f"This Run now shows the stored state: {self.state.value}."
+                ) from exc
+            after = S.RESULTS_READY if call.kind == "escalation" else S.EXECUTING
+            return self._append(
+                ApprovalResolved, S.WAITING_APPROVAL if still_waiting else after,
+                {"approval_id": call.approval_id or "", "call_id": call.call_id, **fields}, effect=effect,
+            )
+
+    def _moved_on(self, exc: Exception) -> bool:
+        """True when ``exc`` means another driver holds the run or wrote past this one (not a store fault)."""
+        if isinstance(exc, RunLocked):
+            return True
+        try:
+            return len(self.store.load(self.run_id)) > self._rs.seq
+        except CheckpointError:
+            return False
+
+    def _reload(self) -> None:
+        """Fold the stored events again: this Run becomes what the store says."""
+        events = self.store.load(self.run_id)
+        rs = RunState()
+        for ev in events:
+            rs.apply(ev)
+        self._rs = rs
+        self._events[:] = events
+        self._lease = None
 
     def _request_for(self, call: CallState) -> ApprovalRequested:
         for ev in reversed(self._events):
@@ -434,12 +525,12 @@ class Run:
         content, audit = render_value(value), jsonable(value)
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
+        effect = None
         if key and tool is not None and tool.side_effects:
-            if self.store.effect(key) is None:
-                self.store.start_effect(key, self.run_id, call.call_id, call.name)
-            self.store.finish_effect(key, content, audit, "ok")
+            self.store.claim_effect(key, self.run_id, call.call_id, call.name)  # no-op when claimed before
+            effect = EffectDone(key, content, audit, "ok")
         return self._resolve(call, {"decision": "submitted", "by": by, "note": note, "content": content,
-                                    "value": audit})
+                                    "value": audit}, effect=effect)
 
     def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
         """Start a new run that continues this conversation with a new prompt.
@@ -464,28 +555,43 @@ class Run:
 
     # -- I/O -----------------------------------------------------------------------------------------
 
-    def _append(self, cls: type[BaseEvent], state: LoopState, fields: dict[str, Any]) -> BaseEvent:
+    def _append(
+        self, cls: type[BaseEvent], state: LoopState, fields: dict[str, Any], effect: EffectDone | None = None
+    ) -> BaseEvent:
+        """Persist, then apply: the event changes this Run only after the store accepted it."""
         if cls in _SCRUB:
             fields = self._scrub(cls, fields)
         rs = self._rs
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
+        check_transition(rs.state, event.type, state)  # an illegal event is refused before it is stored
+        self._hold()
+        self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
         rs.apply(event)
-        if self._persist:
-            self.store.append(event)
         self._events.append(event)
+        if state is S.WAITING_APPROVAL or state in TERMINAL:
+            self._let_go()
         if self._listeners:
             for listener in self._listeners:
                 listener(event)
         return event
 
-    def _attach_store(self) -> None:
-        """An in-memory store shares the run's event list instead of copying every event into its own."""
-        if isinstance(self.store, MemoryStore):
-            self.store.attach(self.run_id, self._events)
-            self._persist = False
-        else:
-            self._persist = True
+    def _hold(self) -> None:
+        """Take or renew the run's lease when it is missing or half spent (one store write per half-TTL)."""
+        lease = self._lease
+        if lease is not None and lease.expires - time.time() > self.loop.lease_ttl / 2:
+            return
+        self._lease = self.store.acquire_lease(self.run_id, self._owner, self.loop.lease_ttl, seq=self._rs.seq)
+
+    def _let_go(self) -> None:
+        """Release the lease when the run pauses for a person or ends: another process may take it then."""
+        if self._lease is None:
+            return
+        self._lease = None
+        try:
+            self.store.release_lease(self.run_id, self._owner)
+        except CheckpointError:  # it expires on its own; the event that paused or ended the run is stored
+            pass
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
@@ -530,6 +636,21 @@ class Run:
                 pass
 
     def _pull(self) -> BaseEvent:
+        item = self._held_item
+        if item is None:
+            return self._pull_new()
+        self._held_item = None
+        return self._record(item)
+
+    def _record(self, item: StreamItem) -> BaseEvent:
+        """Append the event of a pulled item; if the store refuses it, keep the item for the next step."""
+        try:
+            return self._item_event(item)
+        except CheckpointError:
+            self._held_item = item  # the model's answer is not lost: the next step writes it (never asks again)
+            raise
+
+    def _pull_new(self) -> BaseEvent:
         rs = self._rs
         try:
             if self._stream is None:
@@ -573,6 +694,10 @@ class Run:
             self._close_stream()
             where = traceback.format_exception_only(type(exc), exc)[-1].strip()
             return self._finish(S.FAILED, f"the model raised {where}")
+        return self._record(item)
+
+    def _item_event(self, item: StreamItem) -> BaseEvent:
+        rs = self._rs
         if isinstance(item, ModelTurn):
             self._close_stream()
             latency = round(time.perf_counter() - self._t0, 6)
@@ -607,105 +732,285 @@ class Run:
     def _finish(self, state: LoopState, reason: str) -> BaseEvent:
         return self._append(RunFinished, state, {"final": state, "reason": reason, "output": None})
 
-    def _ledger(self, call: CallState) -> Outcome | str | None:
-        """What the effect ledger says before a call runs.
+    # -- executing calls -----------------------------------------------------------------------------
+    #
+    # One path for step() (one call) and run() (the turn's started calls together). For each call the effect
+    # ledger is consulted first (see agentnb.store): a side-effecting call *claims* its idempotency key -- an
+    # insert that fails when the key exists -- so an effect runs at most once per key, whatever the number of
+    # calls, threads or processes asking. The calls that may run go to this run's own executor (max_parallel
+    # threads): a call's time limit (its tool's timeout, the loop's tool_timeout, what is left of the deadline)
+    # starts when it starts running. The driver thread waits; it answers a read past its limit with `timeout`
+    # (the thread cannot be killed; an async tool's task is cancelled), a write past its limit with an
+    # "outcome unknown" pause (never `timeout`: it may still happen), and calls that never started when the run
+    # must stop with `skipped`. Results are appended in the model's order.
 
-        A recorded outcome to reuse; ``"unknown"`` when it started before and never finished and the tool
-        cannot safely run again; or None: run it.
+    def _plan(self, call: CallState, batch: dict[str, CallState]) -> tuple[str, Any]:
+        """What to do with one call, decided by the ledger before anything runs.
+
+        ``run`` (detail: whether it holds a ledger claim), ``reuse``, ``duplicate``, ``after`` (the same effect
+        runs now for another call of the batch) or ``unknown``.
         """
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         if key is None or tool is None or not tool.side_effects:
-            return None
-        effect = self.store.effect(key)
-        if effect is not None and effect.status == "done":
-            return Outcome(status=effect.result_status or "ok",  # type: ignore[arg-type]
-                           content=effect.content or "", value=effect.value)
-        if effect is not None and not (tool.idempotent or call.retry_confirmed):
-            return "unknown"
-        return None
+            return "run", False
+        existing: Effect | None = self.store.claim_effect(key, self.run_id, call.call_id, call.name)
+        if existing is None:
+            return "run", True
+        if existing.run_id == self.run_id and existing.call_id == call.call_id:  # this call, again (resume/retry)
+            if existing.status == "done":
+                return "reuse", existing
+            if tool.idempotent or call.retry_confirmed:
+                self.store.retry_effect(key, self.run_id, call.call_id)
+                return "run", True
+            return "unknown", "it started before and never finished (the process stopped while it ran)"
+        if existing.status == "done":
+            return "duplicate", existing
+        if existing.run_id == self.run_id and existing.call_id in batch:
+            return "after", existing.call_id  # the same effect runs now for another call of this batch
+        return "duplicate", existing
 
-    def _execute(self, call: CallState) -> Outcome:
-        """Run one call (recording intent and outcome in the ledger for side-effecting tools)."""
-        tool = self.loop.registry.get(call.name)
-        assert tool is not None and call.arguments is not None
-        key = call.idempotency_key
-        ledger = key is not None and tool.side_effects
-        if ledger:
-            assert key is not None
-            self.store.start_effect(key, self.run_id, call.call_id, call.name)
+    def _sort(self, calls: list[CallState]) -> tuple[_Outcomes, dict[str, str], dict[str, str], list[_Runnable]]:
+        """Plan every call of a batch: outcomes known now, unknowns, duplicates of a running call, calls to run."""
+        batch = {c.call_id: c for c in calls}
+        outcomes: _Outcomes = {}
+        unknown: dict[str, str] = {}
+        later: dict[str, str] = {}
+        runnable: list[_Runnable] = []
+        for c in calls:
+            if c.call_id in self._unsaved:  # it ran; a store fault kept its event out: write it now, never re-run
+                outcomes[c.call_id] = self._unsaved[c.call_id]
+                continue
+            verdict, detail = self._plan(c, batch)
+            if verdict == "run":
+                tool = self.loop.registry.get(c.name)
+                assert tool is not None
+                runnable.append((c, tool, bool(detail)))
+            elif verdict == "reuse":
+                outcomes[c.call_id] = (_from_effect(detail), {"reused": True}, None)
+            elif verdict == "duplicate":
+                dup = _duplicate(c, detail) if detail.status == "done" else _duplicate_unknown(c, detail.call_id)
+                outcomes[c.call_id] = (dup, {"duplicate_of": detail.call_id}, None)
+            elif verdict == "after":
+                later[c.call_id] = detail
+            else:
+                unknown[c.call_id] = detail
+        return outcomes, unknown, later, runnable
+
+    def _execute(self, calls: list[CallState]) -> BaseEvent:
+        """Run ``calls`` through the ledger and the executor; append their events in the model's order."""
+        batch = {c.call_id: c for c in calls}
+        outcomes, unknown, later, runnable = self._sort(calls)
+        interrupted: BaseException | None = None
+        try:
+            self._run_all(runnable, outcomes, unknown)
+        except KeyboardInterrupt as exc:  # raised in this thread while waiting: record what we know, then raise
+            interrupted = exc
+        for cid, first in later.items():
+            if first in outcomes:
+                outcomes[cid] = (_duplicate(batch[cid], outcomes[first][0], first), {"duplicate_of": first}, None)
+            else:
+                outcomes[cid] = (_duplicate_unknown(batch[cid], first), {"duplicate_of": first}, None)
+        for c, _tool, _ in runnable:  # a tool raised KeyboardInterrupt in a worker: record, then raise it here
+            hit = (c.call_id in outcomes and outcomes[c.call_id][0].error_type == "KeyboardInterrupt") or (
+                "KeyboardInterrupt" in unknown.get(c.call_id, ""))
+            if hit:
+                interrupted = interrupted or KeyboardInterrupt()
+        self._unsaved.update(outcomes)
+        last: BaseEvent | None = None
+        for c in calls:  # the model's order
+            if c.call_id in outcomes:
+                out, extra, effect = outcomes[c.call_id]
+                last = self._finished(c, out, effect=effect, **extra)
+                self._unsaved.pop(c.call_id, None)
+        for c in calls:
+            if c.call_id in unknown:
+                last = self._unknown(c, unknown[c.call_id])
+        if interrupted is not None:
+            raise interrupted
+        assert last is not None
+        return last
+
+    def _limit(self, tool: Tool) -> tuple[float | None, bool]:
+        """Seconds a call of ``tool`` may run from now, and whether the deadline (not a timeout) sets it."""
+        budget = self.loop.config.budget
+        limit = tool.timeout if tool.timeout is not None else budget.tool_timeout
+        if budget.deadline_s is not None and self._rs.started_at is not None:
+            left = max(0.0, self._rs.started_at + budget.deadline_s - time.time())
+            if limit is None or left < limit:
+                return left, True
+        return limit, False
+
+    def _run_all(
+        self, runnable: list[_Runnable],
+        outcomes: _Outcomes, unknown: dict[str, str],
+    ) -> None:
+        if not runnable:
+            return
+        if len(runnable) == 1 and self._limit(runnable[0][1])[0] is None and not runnable[0][1].is_async:
+            c, tool, ledger = runnable[0]  # no clock to watch: run it right here, no thread hand-off
+            try:
+                out = self._call(c, tool)
+            except KeyboardInterrupt:
+                if tool.side_effects:
+                    unknown[c.call_id] = "it was interrupted (KeyboardInterrupt) while it ran"
+                else:
+                    outcomes[c.call_id] = (_interrupted(c), {}, None)
+                raise
+            outcomes[c.call_id] = (out, {}, self._done(c, out) if ledger else None)
+            return
+        self._run_threads(runnable, outcomes, unknown)
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None:
+            workers = max(1, self.loop.config.budget.max_parallel)
+            self._executor = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix=f"agentnb-{self.run_id}")
+        return self._executor
+
+    def _run_threads(
+        self, runnable: list[_Runnable],
+        outcomes: _Outcomes, unknown: dict[str, str],
+    ) -> None:
+        slots: dict[str, _Slot] = {}
+        pool = self._pool()
+        for c, tool, ledger in runnable:
+            slot = slots[c.call_id] = _Slot(c, tool, ledger)
+            slot.future = pool.submit(self._work, slot)
+        pending = set(slots)
+        try:
+            while pending:
+                now = time.monotonic()
+                stop = self._cancel_reason
+                waits = []
+                for cid in list(pending):
+                    slot = slots[cid]
+                    fut = slot.future
+                    assert fut is not None
+                    if fut.done():
+                        pending.discard(cid)
+                        self._collect(slot, outcomes, unknown)
+                        continue
+                    if slot.started is None:
+                        if stop is not None and fut.cancel():
+                            pending.discard(cid)
+                            outcomes[cid] = (_skipped(f"the run was cancelled ({stop}) before this call started"), {},
+                                             None)
+                        continue
+                    if slot.limit is not None:
+                        left = slot.started + slot.limit - now
+                        if left <= 0:
+                            pending.discard(cid)
+                            self._expire(slot, outcomes, unknown)
+                            continue
+                        waits.append(left)
+                if pending:
+                    futures = [slots[cid].future for cid in pending]
+                    concurrent.futures.wait(futures, timeout=min([*waits, 0.05]),  # type: ignore[arg-type]
+                                            return_when=concurrent.futures.FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            for cid in pending:
+                slot = slots[cid]
+                assert slot.future is not None
+                if slot.future.cancel():
+                    outcomes[cid] = (_skipped("the run was interrupted before this call started"), {}, None)
+                elif slot.tool.side_effects:
+                    slot.abandon(self)
+                    unknown[cid] = "it was still running when the run was interrupted (KeyboardInterrupt)"
+                else:
+                    slot.abandon(self)
+                    outcomes[cid] = (_interrupted(slot.call), {}, None)
+            raise
+
+    def _collect(self, slot: _Slot, outcomes: _Outcomes,
+                 unknown: dict[str, str]) -> None:
+        assert slot.future is not None
+        exc = slot.future.exception()
+        cid = slot.call.call_id
+        if isinstance(exc, KeyboardInterrupt):
+            if slot.tool.side_effects:
+                unknown[cid] = "it raised KeyboardInterrupt while it ran"
+            else:
+                outcomes[cid] = (_interrupted(slot.call), {}, None)
+            return
+        out = slot.future.result()
+        outcomes[cid] = (out, {}, self._done(slot.call, out) if slot.ledger else None)
+
+    def _expire(self, slot: _Slot, outcomes: _Outcomes,
+                unknown: dict[str, str]) -> None:
+        """A call ran past its limit: a read is answered ``timeout``; a write's outcome is unknown."""
+        assert slot.limit is not None and slot.started is not None
+        self._executor = None  # its thread is still busy: later calls get a fresh pool, so nothing queues behind it
+        slot.abandon(self)
+        what = "the run's deadline" if slot.by_deadline else "its timeout"
+        if slot.tool.side_effects:
+            unknown[slot.call.call_id] = (f"it was still running when {what} ({slot.limit:g} s) passed; it may still "
+                                          "complete (its outcome is recorded in the ledger if it does)")
+            return
+        slot.cancel_task()
+        outcomes[slot.call.call_id] = (
+            timeout_outcome(slot.call.name, slot.limit, time.monotonic() - slot.started, deadline=slot.by_deadline),
+            {}, None,
+        )
+
+    def _work(self, slot: _Slot) -> Outcome:
+        """In a worker thread: the call's clock starts now."""
+        slot.limit, slot.by_deadline = self._limit(slot.tool)
+        slot.started = time.monotonic()
+        out = self._call(slot.call, slot.tool, slot.on_loop)
+        with slot.lock:
+            if slot.abandoned and slot.ledger:  # the driver gave up on it: record the late outcome for a person
+                key = slot.call.idempotency_key
+                assert key is not None
+                try:
+                    self.store.finish_effect(key, self.run_id, slot.call.call_id, out.content, out.value, out.status)
+                except Exception:  # noqa: S110 - the ledger then still says "started": the pause stays honest
+                    pass
+        return out
+
+    def _call(self, call: CallState, tool: Tool, on_loop: Any = None) -> Outcome:
+        """Run one call in this thread (errors become results; KeyboardInterrupt propagates)."""
+        assert call.arguments is not None
         validated = call.validated or tool.validate(call.arguments)
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
-                              idempotency_key=key)
-        out = self.loop.registry.run(tool, validated, ctx, default_timeout=self.loop.config.budget.tool_timeout)
+                              idempotency_key=call.idempotency_key)
+        out = self.loop.registry.run(tool, validated, ctx, on_loop)
         out = _cap(out, self.loop.config.budget.max_result_chars)
         if out.status != "ok":  # an error text can quote a URL or a header: redact it before it is hashed
             message = redact_text(out.error_message) if out.error_message else out.error_message
             out = replace(out, content=redact_text(out.content), error_message=message)
-        if ledger:
-            assert key is not None
-            self.store.finish_effect(key, out.content, out.value, out.status)
         return out
 
-    def _unknown(self, call: CallState) -> BaseEvent:
+    @staticmethod
+    def _done(call: CallState, out: Outcome) -> EffectDone:
+        assert call.idempotency_key is not None
+        return EffectDone(call.idempotency_key, out.content, out.value, out.status)
+
+    def _unknown(self, call: CallState, why: str) -> BaseEvent:
         tool = self.loop.registry.get(call.name)
         assert tool is not None
         return self._append(ApprovalRequested, S.WAITING_APPROVAL, {
             "approval_id": f"unk_{self.run_id}_{call.call_id}", "call_id": call.call_id, "name": call.name,
             "arguments": call.arguments, "arguments_digest": arguments_digest(call.name, call.arguments),
             "risk": tool.risk, "kind": "outcome_unknown", "idempotency_key": call.idempotency_key,
+            "note": f"outcome unknown: {why}",
         })
 
-    def _run_tool(self, call: CallState) -> BaseEvent:
-        """Run one call; side-effecting tools go through the effect ledger (see :mod:`agentnb.store`)."""
-        verdict = self._ledger(call)
-        if verdict == "unknown":
-            return self._unknown(call)
-        if isinstance(verdict, Outcome):
-            return self._finished(call, verdict, reused=True)
-        return self._finished(call, self._execute(call))
-
-    def _run_parallel(self) -> BaseEvent:
-        """Run every started call of the turn at once (up to ``max_parallel``); results in the model's order."""
-        running = [c for c in self._rs.calls.values() if c.status == "running"]
-        if len(running) == 1:
-            return self._run_tool(running[0])
-        verdicts = {c.call_id: self._ledger(c) for c in running}
-        to_run = [c for c in running if verdicts[c.call_id] is None]
-        outcomes: dict[str, Outcome] = {}
-        if len(to_run) > 1:
-            workers = min(self.loop.config.budget.max_parallel, len(to_run))
-            with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="agentnb-call") as pool:
-                futures = {c.call_id: pool.submit(self._execute, c) for c in to_run}
-                outcomes = {cid: f.result() for cid, f in futures.items()}
-        elif to_run:
-            outcomes[to_run[0].call_id] = self._execute(to_run[0])
-        last: BaseEvent | None = None
-        for c in running:  # the model's order; each event keeps its own call's timing
-            verdict = verdicts[c.call_id]
-            if isinstance(verdict, Outcome):
-                last = self._finished(c, verdict, reused=True)
-            elif verdict is None:
-                last = self._finished(c, outcomes[c.call_id])
-        for c in running:
-            if verdicts[c.call_id] == "unknown":
-                last = self._unknown(c)
-        assert last is not None
-        return last
-
-    def _finished(self, call: CallState, out: Outcome, *, reused: bool = False) -> BaseEvent:
+    def _finished(
+        self, call: CallState, out: Outcome, *, reused: bool = False, duplicate_of: str | None = None,
+        effect: EffectDone | None = None,
+    ) -> BaseEvent:
         request = call.expected_request or request_hash(self._rs, self.loop.config, call)
         result = binding.result_sha256(call.call_id, out.status, out.content)
         return self._append(ToolFinished, S.EXECUTING, {
             "call_id": call.call_id, "name": call.name, "status": out.status, "content": out.content,
             "value": out.value, "error_type": out.error_type, "error_message": out.error_message,
             "duration_s": round(out.duration_s, 6), "idempotency_key": call.idempotency_key, "reused": reused,
-            "truncated": out.truncated,
+            "duplicate_of": duplicate_of, "truncated": out.truncated,
             "request_sha256": request, "result_sha256": result,
             "call_binding_sha256": binding.binding_sha256(request, result),
-        })
+        }, effect=effect)
 
     def _compress(self, tokens: int) -> BaseEvent:
         """Tier 1: summarize the older history with the summarizer; on failure fall back to pruning."""
@@ -729,6 +1034,7 @@ class Run:
     @classmethod
     def resume(
         cls, run_id: str, *, loop: Loop, store: Store | str | Path | None = None, allow_policy_change: bool = False,
+        take_over: bool = False,
     ) -> Run:
         """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
 
@@ -740,8 +1046,13 @@ class Run:
         side-effecting call consults the effect ledger (reuse the outcome, re-run an idempotent tool with the
         same key, or pause as "outcome unknown").
 
+        One driver at a time: a run whose lease another driver holds raises :class:`~agentnb.RunLocked` (naming
+        the owner and the expiry). A lease that expired without being released (its driver died) is taken over
+        only with ``take_over=True``; a live lease never is. A paused or finished run holds no lease.
+
         Raises:
             CheckpointError: the stored events cannot be trusted.
+            RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
         store_ = as_store(store) if store is not None else loop.store
@@ -752,13 +1063,15 @@ class Run:
         run = cls.__new__(cls)
         Run.__init__(run, loop, [], run_id=run_id, operation_id=first.settings.get("operation_id"))
         run.store = store_
-        run._attach_store()
         run._initial = list(first.messages)
         run.prompt = [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages)
         for ev in events:
             run._rs.apply(ev)
             run._events.append(ev)
         rs = run._rs
+        run._lease = store_.acquire_lease(run_id, run._owner, loop.lease_ttl, take_over=take_over, seq=rs.seq)
+        if rs.state is S.WAITING_APPROVAL or rs.state in TERMINAL:
+            run._let_go()  # nothing to drive until a person answers: approvers in other processes may take it
         recorded = first.settings.get("policy_revision")
         if recorded != loop.policy_revision and not allow_policy_change:
             raise ResumeError(
@@ -804,6 +1117,80 @@ class Run:
             f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
         )
 
+
+_Outcomes = dict[str, tuple[Outcome, dict[str, Any], EffectDone | None]]
+"""call id -> (outcome, extra ToolFinished fields, the ledger outcome to record with it)."""
+_Runnable = tuple[CallState, Tool, bool]
+"""(call, tool, holds a ledger claim)."""
+
+
+class _Slot:
+    """One call handed to the executor: when it started, its limit, whether the driver gave up on it."""
+
+    __slots__ = ("abandoned", "by_deadline", "call", "future", "ledger", "limit", "lock", "loop", "started", "task",
+                 "tool")
+
+    def __init__(self, call: CallState, tool: Tool, ledger: bool) -> None:
+        self.call, self.tool, self.ledger = call, tool, ledger
+        self.future: concurrent.futures.Future[Outcome] | None = None
+        self.started: float | None = None
+        self.limit: float | None = None
+        self.by_deadline = False
+        self.abandoned = False
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def on_loop(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self.loop, self.task = loop, task
+
+    def abandon(self, run: Run) -> None:
+        with self.lock:
+            self.abandoned = True
+
+    def cancel_task(self) -> None:
+        """Cancel an async tool's task (a read past its limit); a sync thread cannot be stopped."""
+        loop, task = self.loop, self.task
+        if loop is not None and task is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop closed in between: the task is over
+                pass
+
+
+def _skipped(why: str) -> Outcome:
+    return Outcome(status="skipped", content=f"Skipped: {why}.")
+
+
+def _interrupted(call: CallState) -> Outcome:
+    return Outcome(status="error", content=f"Tool '{call.name}' was interrupted (KeyboardInterrupt) while it ran.",
+                   error_type="KeyboardInterrupt", error_message="interrupted")
+
+
+def _from_effect(effect: Effect) -> Outcome:
+    status = effect.result_status if effect.result_status in ("ok", "error", "timeout") else "ok"
+    return Outcome(status=status, content=effect.content or "", value=effect.value)  # type: ignore[arg-type]
+
+
+def _duplicate(call: CallState, first: Effect | Outcome, first_call: str | None = None) -> Outcome:
+    """The result of a call whose effect another call already did: said plainly, never a fake "done now"."""
+    if isinstance(first, Effect):
+        first_call, content = first.call_id, first.content or ""
+    else:
+        content = first.content
+    text = (
+        f"Duplicate: this {call.name} was not run again. The same effect (idempotency key {call.idempotency_key}) "
+        f"was already done by call {first_call}, with the result: {content}"
+    )
+    return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": content})
+
+
+def _duplicate_unknown(call: CallState, first_call: str) -> Outcome:
+    text = (
+        f"Duplicate: this {call.name} was not run. The same effect (idempotency key {call.idempotency_key}) was "
+        f"started by call {first_call}, and its outcome is not known yet; it was not repeated."
+    )
+    return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": None})
 
 _SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished})
 
@@ -857,7 +1244,7 @@ def summary_history(messages: list[Message], summary: str, keep_pairs: int) -> t
     return kept, removed
 
 
-def policy_revision(registry: ToolRegistry, approval: Any, headless: bool) -> str:
+def policy_revision(registry: ToolRegistry, approval: Any, headless: bool, override: bool = False) -> str:
     """A short hash of what decides whether and how calls run: tools, schemas, risks and approval rules."""
     def rule(policy: Any) -> str:
         if policy is None or isinstance(policy, bool):
@@ -867,7 +1254,9 @@ def policy_revision(registry: ToolRegistry, approval: Any, headless: bool) -> st
     parts = [
         [t.name, t.schema_version, t.risk, rule(t.approval), t.client, t.idempotent] for t in registry
     ]
-    return binding.sha256(binding.canonical([parts, rule(approval), headless]))[:16]
+    # the override joins the hash only when set, so revisions recorded before it existed still match
+    extra = ["override"] if override else []
+    return binding.sha256(binding.canonical([parts, rule(approval), headless, *extra]))[:16]
 
 
 def _policy_diff(first: RunStarted, loop: Loop) -> str:

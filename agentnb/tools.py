@@ -15,7 +15,7 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import hashlib
 import inspect
 import json
@@ -28,7 +28,6 @@ from typing import Any, Literal, cast, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from ._aio import run_coroutine
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
 from .messages import ResultStatus
@@ -118,8 +117,11 @@ class Tool:
     """The client runs it: the run pauses until ``run.submit_result(call_id, value)``."""
     idempotent: bool = False
     """The downstream deduplicates by idempotency key, so re-running a call whose outcome is unknown is safe."""
-    key_fn: Callable[[dict[str, Any], Any], str] | None = None
-    """``(arguments, context) -> str``: the tool's own idempotency key."""
+    key_fn: Callable[..., str] | None = None
+    """``(arguments) -> str`` (or ``(arguments, context) -> str``): the tool's own idempotency key."""
+    idempotency: Literal["intent", "call"] = "intent"
+    """``intent``: identical calls are one effect (keyed by arguments or ``key_fn``); ``call``: every call is its
+    own effect (keyed by the call's identity)."""
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
     _field_names: tuple[str, ...] = field(default=())
@@ -128,6 +130,18 @@ class Tool:
     def side_effects(self) -> bool:
         """True for ``write`` and ``dangerous`` tools: their effects go through the ledger."""
         return self.risk != "read"
+
+    def key_for(self, arguments: dict[str, Any]) -> str:
+        """The tool's own idempotency key for these arguments (``key_fn``); raises what ``key_fn`` raises."""
+        assert self.key_fn is not None
+        try:
+            takes_context = len(inspect.signature(self.key_fn).parameters) >= 2
+        except (TypeError, ValueError):  # a builtin or a C callable: call it with the arguments only
+            takes_context = False
+        key = self.key_fn(arguments, None) if takes_context else self.key_fn(arguments)
+        if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
+            raise TypeError(f"the idempotency key must be a non-empty str, got {key!r}")
+        return str(key)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (the decorator keeps functions usable)."""
@@ -156,26 +170,26 @@ class Tool:
                 return validated.model_dump(mode="json")
         return dict(data)  # flat arguments of plain types: the same result as model_dump, several times faster
 
-    def invoke(self, validated: BaseModel, context: ToolContext | None = None, *, timeout: float | None = None) -> Any:
-        """Run the tool on validated arguments, honouring its timeout (or ``timeout`` when it has none).
+    def invoke(self, validated: BaseModel, context: ToolContext | None = None,
+               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None) -> Any:
+        """Run the tool on validated arguments in the calling thread (timeouts are the caller's: see ``Run``).
 
-        Raises:
-            TimeoutError: when the tool runs past ``timeout`` seconds.
+        An async tool runs on an event loop of its own in this thread, so a tool that blocks its loop cannot
+        hold up any other tool; ``on_loop(loop, task)`` receives the loop and task so the caller can cancel it.
         """
         kwargs = validated.__dict__  # exactly the declared fields (extra="forbid"), nested models kept as models
         if self.context_param is not None:
             kwargs = {**kwargs, self.context_param: context}
-        limit = self.timeout if self.timeout is not None else timeout
-        if self.is_async:
-            return run_coroutine(self.fn(**kwargs), limit)
-        if limit is None:
+        if not self.is_async:
             return self.fn(**kwargs)
-        # A thread cannot be killed: on timeout the call is answered and the thread is left to finish.
-        future = _executor().submit(self.fn, **kwargs)
+        loop = asyncio.new_event_loop()
         try:
-            return future.result(limit)
-        except concurrent.futures.TimeoutError:
-            raise TimeoutError from None
+            task = loop.create_task(self.fn(**kwargs))
+            if on_loop is not None:
+                on_loop(loop, task)
+            return loop.run_until_complete(task)
+        finally:
+            loop.close()
 
     def info(self) -> dict[str, Any]:
         """The tool as offered to a model (name, description, JSON schema, risk, approval)."""
@@ -192,16 +206,6 @@ class Tool:
         return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
 
 
-_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-def _executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agentnb-tool")
-    return _EXECUTOR
-
-
 def _build_tool(
     fn: Callable[..., Any],
     *,
@@ -212,10 +216,16 @@ def _build_tool(
     timeout: float | None,
     client: bool = False,
     idempotent: bool = False,
-    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    idempotency_key: Callable[..., str] | None = None,
+    idempotency: Literal["intent", "call"] = "intent",
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
+    if idempotency not in ("intent", "call"):
+        raise ToolDefinitionError(f"idempotency must be 'intent' or 'call', got {idempotency!r}")
+    if idempotency == "call" and idempotency_key is not None:
+        raise ToolDefinitionError("give idempotency_key= or idempotency='call', not both: they name the effect "
+                                  "two different ways")
     if risk not in ("read", "write", "dangerous"):
         raise ToolDefinitionError(f"risk must be 'read', 'write' or 'dangerous', got {risk!r}")
     tool_name = name or getattr(fn, "__name__", None)
@@ -265,6 +275,7 @@ def _build_tool(
         client=client,
         idempotent=idempotent,
         key_fn=idempotency_key,
+        idempotency=idempotency,
         schema_version=hashlib.sha256(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
@@ -286,7 +297,8 @@ def tool(
     timeout: float | None = None,
     client: bool = False,
     idempotent: bool = False,
-    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    idempotency_key: Callable[..., str] | None = None,
+    idempotency: Literal["intent", "call"] = "intent",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -301,7 +313,8 @@ def tool(
     timeout: float | None = None,
     client: bool = False,
     idempotent: bool = False,
-    idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    idempotency_key: Callable[..., str] | None = None,
+    idempotency: Literal["intent", "call"] = "intent",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -318,7 +331,11 @@ def tool(
         client: the client executes it; the run pauses for ``run.submit_result(call_id, value)``.
         idempotent: the downstream deduplicates by the idempotency key (``ToolContext.idempotency_key``), so
             a call whose outcome is unknown after a crash may be re-run with the same key.
-        idempotency_key: ``(arguments, context) -> str``, the tool's own key for a call's business intent.
+        idempotency_key: ``(arguments) -> str``, the tool's own key for a call's business intent (e.g.
+            ``lambda args: args["order_id"]``): an effect runs at most once per key, and every later call with the
+            same key gets a ``duplicate`` result naming the call that did it.
+        idempotency: ``"intent"`` (default: identical calls of one operation are one effect, keyed by the
+            canonical arguments) or ``"call"`` (identical calls are distinct effects, keyed by the call).
 
     Example:
         >>> @tool
@@ -334,7 +351,7 @@ def tool(
     def wrap(f: Callable[..., Any]) -> Tool:
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
-            idempotent=idempotent, idempotency_key=idempotency_key,
+            idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -366,6 +383,18 @@ def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return to_jsonable_python(value, fallback=repr)
+
+
+def timeout_outcome(tool_name: str, limit: float, duration_s: float, *, deadline: bool = False) -> Outcome:
+    """The result of a call that ran past its time limit (the tool's timeout or what was left of the deadline)."""
+    why = "the run's deadline" if deadline else "its timeout"
+    return Outcome(
+        status="timeout",
+        content=f"Tool '{tool_name}' did not finish within {limit:g} s ({why}).",
+        error_type="TimeoutError",
+        error_message=f"timed out after {limit:g} s ({why})",
+        duration_s=duration_s,
+    )
 
 
 def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -427,22 +456,20 @@ class ToolRegistry:
         return f"Unknown tool '{name}'. Available tools: {available}."
 
     def run(
-        self, t: Tool, validated: BaseModel, context: ToolContext | None, default_timeout: float | None = None
+        self, t: Tool, validated: BaseModel, context: ToolContext | None,
+        on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None,
     ) -> Outcome:
-        """Run one validated call and turn whatever happens into an :class:`Outcome`."""
+        """Run one validated call in this thread and turn whatever happens into an :class:`Outcome`.
+
+        ``KeyboardInterrupt`` propagates (the driver pauses the run cleanly); any other exception, ``SystemExit``
+        and ``CancelledError`` included, is an error result for this call.
+        """
         start = time.perf_counter()
-        timeout = t.timeout if t.timeout is not None else default_timeout
         try:
-            value = t.invoke(validated, context, timeout=timeout)
-        except TimeoutError:
-            return Outcome(
-                status="timeout",
-                content=f"Tool '{t.name}' did not finish within {timeout:g} s.",
-                error_type="TimeoutError",
-                error_message=f"timed out after {timeout:g} s",
-                duration_s=time.perf_counter() - start,
-            )
-        except Exception as exc:  # the tool's own failure is data for the model
+            value = t.invoke(validated, context, on_loop)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the tool's own failure is data for the model
             return Outcome(
                 status="error",
                 content=f"Tool '{t.name}' raised {type(exc).__name__}: {exc}",

@@ -5,7 +5,8 @@
 MODE is ``dedupe`` (the downstream keeps one row per idempotency key) or ``plain`` (it appends every call).
 CRASH names the point where the process kills itself with SIGKILL: ``none``, ``before_effect`` (in the
 tool, before the downstream write), ``after_effect`` (in the tool, after it), ``after_outcome`` (right after
-the ledger recorded the outcome, before the ToolFinished event), ``after_finished`` (right after the
+the store committed the outcome with its ToolFinished event, before the Run applied it), ``after_finished``
+(right after the
 ToolFinished event was stored). ACTION after a resume: ``run`` (default), ``retry`` or ``reconcile`` an
 outcome-unknown pause. Prints one JSON line with the state and the downstream effect counts.
 """
@@ -17,6 +18,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from typing import Any
 
 import agentnb as anb
@@ -49,18 +51,19 @@ def main(argv: list[str]) -> None:
 
     store = anb.SqliteStore(db)
     if crash == "after_outcome" and phase == "start":
-        finish = store.finish_effect
+        append = store.append
 
-        def finish_then_die(*args: Any, **kwargs: Any) -> None:
-            finish(*args, **kwargs)
-            die()
+        def append_then_die(event: Any, **kwargs: Any) -> None:
+            append(event, **kwargs)
+            if event.type == "ToolFinished":
+                die()  # committed (outcome + event in one transaction), not yet applied by the Run
 
-        store.finish_effect = finish_then_die  # type: ignore[method-assign]
+        store.append = append_then_die  # type: ignore[method-assign]
     model = anb.ScriptedModel([
         {"tool_calls": [{"name": "charge", "arguments": {"order_id": "42", "cents": 1999}}]},
         lambda m: {"text": f"Charged: {m[-1].tool_results[0].content}"},
     ])
-    loop = anb.Loop(model=model, tools=[charge], store=store)
+    loop = anb.Loop(model=model, tools=[charge], store=store, lease_ttl=0.5)
     if phase == "start":
         run = loop.start("Charge order 42", run_id=run_id)
         if crash == "after_finished":
@@ -68,7 +71,10 @@ def main(argv: list[str]) -> None:
         run.run()
     else:
         assert run_id is not None
-        run = anb.Run.resume(run_id, loop=loop, store=store)
+        lease = store.lease(run_id)
+        if lease is not None and lease.live:  # the killed driver never released it: wait for it to expire
+            time.sleep(lease.expires - time.time() + 0.05)
+        run = anb.Run.resume(run_id, loop=loop, store=store, take_over=True)
         run.run()
         if run.state is anb.LoopState.WAITING_APPROVAL and action != "run":
             (call,) = run.pending_approvals()

@@ -339,7 +339,7 @@ def test_client_result_is_submitted_from_the_panel() -> None:
     assert "submitted result" in cards.body_html(resolved, cards.CardContext(dbg.timeline))
 
 
-def test_reused_effects_are_marked_on_their_card() -> None:
+def test_duplicate_effects_are_marked_on_their_card() -> None:
     @anb.tool(risk="write", approval=False)
     def charge(cents: int) -> str:
         """Charge."""
@@ -348,10 +348,11 @@ def test_reused_effects_are_marked_on_their_card() -> None:
     call = {"name": "charge", "arguments": {"cents": 5}}
     model = anb.ScriptedModel([{"tool_calls": [call]}, {"tool_calls": [call]}, {"text": "done"}])
     dbg = anb.Debugger(anb.Loop(model=model, tools=[charge]).start("go")).cont()
-    reused = [e for e in dbg.events if e.type == "ToolFinished"][1]
-    assert "reused from the ledger" in cards.summary_text(reused)
-    body = cards.body_html(reused, cards.CardContext(dbg.timeline))
-    assert "the ledger's result was reused" in body and "call binding sha256" in body and "idempotency key" in body
+    first, again = [e for e in dbg.events if e.type == "ToolFinished"]
+    assert again.status == "duplicate" and again.duplicate_of == first.call_id
+    assert f"not repeated: done by {first.call_id}" in cards.summary_text(again)
+    body = cards.body_html(again, cards.CardContext(dbg.timeline))
+    assert "it was not repeated" in body and "call binding sha256" in body and "idempotency key" in body
 
 
 def test_wire_view_renders_the_request_for_all_four_providers() -> None:

@@ -9,6 +9,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +109,16 @@ def test_resume_rechecks_the_policy_and_the_schema(tmp_path: Path) -> None:
 
 def test_resume_mid_model_call_asks_again(tmp_path: Path) -> None:
     store = anb.SqliteStore(tmp_path / "c.db", key=KEY)
-    run = refund_loop(store).start("Refund order 42")
+    first = refund_loop(store)
+    first.lease_ttl = 0.3
+    run = first.start("Refund order 42")
     run.run_until(lambda e: e.type == "ModelRequested" and e.turn == 2)
-    again = anb.Run.resume(run.run_id, loop=refund_loop(anb.SqliteStore(tmp_path / "c.db", key=KEY)))
+    with pytest.raises(anb.RunLocked, match="is being driven by"):  # the first driver's lease is live
+        anb.Run.resume(run.run_id, loop=refund_loop(anb.SqliteStore(tmp_path / "c.db", key=KEY)))
+    time.sleep(0.35)  # the first driver is gone (as after a crash) and its lease expired
+    with pytest.raises(anb.RunLocked, match="take_over=True"):
+        anb.Run.resume(run.run_id, loop=refund_loop(anb.SqliteStore(tmp_path / "c.db", key=KEY)))
+    again = anb.Run.resume(run.run_id, loop=refund_loop(anb.SqliteStore(tmp_path / "c.db", key=KEY)), take_over=True)
     assert again.events[-1].type == "ModelRetried" and "process stopped" in again.events[-1].error
     assert again.run().state is S.WAITING_APPROVAL
     create = [e for e in again.events if e.type == "CallValidated"]
@@ -170,7 +178,7 @@ def test_a_deduplicating_downstream_sees_exactly_one_effect_after_a_crash(tmp_pa
     [
         ("before_effect", "outcome_unknown"),  # the intent was recorded; the effect may or may not have happened
         ("after_effect", "outcome_unknown"),
-        ("after_outcome", "reused"),  # the ledger has the outcome: it is reused, not re-run
+        ("after_outcome", "done"),  # outcome and ToolFinished are one transaction: stored, never re-run
         ("after_finished", "done"),
     ],
 )
@@ -186,8 +194,7 @@ def test_a_plain_downstream_is_never_charged_twice(tmp_path: Path, crash: str, e
         assert sum(reconciled["effects"].values()) == (0 if crash == "before_effect" else 1)
     else:
         assert out["state"] == "COMPLETED" and sum(out["effects"].values()) == 1
-        if expected == "reused":
-            assert out["reused"] == [True]
+        assert out["reused"] == [False]  # the stored result goes on; nothing is re-run or re-reported
 
 
 def test_retrying_an_unknown_outcome_is_a_person_s_decision(tmp_path: Path) -> None:

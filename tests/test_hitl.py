@@ -90,8 +90,13 @@ def test_headless_mode_denies_with_an_event_and_the_model_finishes() -> None:
     assert len(denied) == 1 and denied[0].content.startswith("Denied (headless)")
 
 
-def test_loop_wide_override() -> None:
-    assert refund_loop(approval=False).start("Refund order 42").run().state is S.COMPLETED
+def test_loop_wide_policy_raises_approval_and_waives_it_only_visibly() -> None:
+    kept = refund_loop(approval=False).start("Refund order 42").run()  # a loop policy cannot lower a tool's own rule
+    assert kept.state is S.WAITING_APPROVAL and not [e for e in kept.events if e.type == "GuardTripped"]
+    waived = refund_loop(approval=False, override_tool_approval=True).start("Refund order 42").run()
+    assert waived.state is S.COMPLETED
+    (note,) = [e for e in waived.events if e.type == "GuardTripped"]
+    assert note.guard == "approval_override" and note.call_id and "create_refund" in note.message
     weather = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"), approval=True)
     assert weather.start("Paris?").run().state is S.WAITING_APPROVAL
 
@@ -135,9 +140,10 @@ def test_a_repeated_write_runs_once() -> None:
     run = anb.Loop(model=model, tools=[charge]).start("go").run()
     assert run.state is S.COMPLETED and effects == [("7", 100)]
     finished = [e for e in run.events if e.type == "ToolFinished"]
-    assert [e.reused for e in finished] == [False, True]
+    assert [e.status for e in finished] == ["ok", "duplicate"]
     assert finished[0].idempotency_key == finished[1].idempotency_key and finished[0].idempotency_key
-    assert finished[1].content == "charged 100"
+    assert finished[1].duplicate_of == finished[0].call_id
+    assert "was not run again" in finished[1].content and "charged 100" in finished[1].content
 
 
 def test_tools_can_hand_the_key_downstream_and_supply_their_own() -> None:
@@ -156,7 +162,7 @@ def test_tools_can_hand_the_key_downstream_and_supply_their_own() -> None:
     ])
     run = anb.Loop(model=model, tools=[ship]).start("go").run()
     assert seen == ["order-9"]  # same business intent by the tool's own key: shipped once
-    assert [e.reused for e in run.events if e.type == "ToolFinished"] == [False, True]
+    assert [e.status for e in run.events if e.type == "ToolFinished"] == ["ok", "duplicate"]
 
 
 def test_every_result_carries_binding_hashes() -> None:

@@ -51,7 +51,7 @@ def fetch() -> str:
 
 
 def test_no_artifact_holds_a_secret(tmp_path: Path) -> None:
-    store = anb.SqliteStore(tmp_path / "runs.db", key="k")
+    store = anb.SqliteStore(tmp_path / "runs.db", key="secrets-test-key")
     loop = anb.Loop(model=LeakyModel(), tools=[fetch], store=store, retry_base_delay=0,
                     settings={"extra_headers": {"Authorization": f"Bearer {SECRET}"}, "temperature": 0})
     run = loop.start("go").run()

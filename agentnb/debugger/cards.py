@@ -245,8 +245,9 @@ _SUMMARIES: dict[str, Callable[[Any], str]] = {
     + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
     "ApprovalResolved": _s_approval_resolved,
     "ToolStarted": lambda ev: f"{ev.name} ({ev.call_id})",
-    "ToolFinished": lambda ev: f"{ev.name} · {ev.status}" + (" · reused from the ledger" if ev.reused else
-                                                             f" · {ev.duration_s * 1000:.1f} ms")
+    "ToolFinished": lambda ev: f"{ev.name} · {ev.status}" + (
+        f" · not repeated: done by {ev.duplicate_of}" if getattr(ev, "duplicate_of", None) else
+        " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms")
     + f" · {_short(ev.content, 40)}",
     "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
     "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
@@ -422,7 +423,10 @@ def _b_tool_finished(ev: Any, ctx: CardContext) -> str:
     rows = [("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>"),
             ("status", f'<span class="{cls}">{esc(ev.status)}</span>'), ("duration", f"{ev.duration_s * 1000:.2f} ms")]
     if ev.reused:
-        rows.append(("effect", "already done under this idempotency key: the ledger's result was reused"))
+        rows.append(("effect", "already done by this call (before a restart): the ledger's result was reused"))
+    if getattr(ev, "duplicate_of", None):
+        rows.append(("effect", f"a duplicate: the same effect was already done by call "
+                               f"<code>{esc(ev.duplicate_of)}</code>; it was not repeated"))
     if ev.error_type:
         rows.append(("error", f'<span class="agentnb-err">{esc(ev.error_type)}: {esc(ev.error_message)}</span>'))
     for name in ("idempotency_key", "request_sha256", "result_sha256", "call_binding_sha256"):

@@ -169,7 +169,10 @@ CALLS: tuple[Column, ...] = (
     Column("result_chars", "Int64", "result_content", "characters of the result the model sees", value=len),
     Column("idempotency_key", "string", "ToolStarted.idempotency_key", "the effect ledger's key for the call "
            "(side-effecting tools and tools that take a context)"),
-    Column("reused", "boolean", "ToolFinished.reused", "True when the ledger already held the outcome (not re-run)"),
+    Column("reused", "boolean", "ToolFinished.reused", "True when the ledger already held this call's own outcome "
+           "(after a restart; not re-run)"),
+    Column("duplicate_of", "string", "ToolFinished.duplicate_of", "for ``duplicate`` results: the call that did the "
+           "effect (this one was not run)"),
     Column("binding_hash", "string", "ToolFinished.call_binding_sha256", "hash binding the result to its call"),
     Column("bound_seq", "Int64", "ResultsBound.seq", "seq of the ResultsBound that sent the result back"),
 )
@@ -205,6 +208,8 @@ APPROVALS: tuple[Column, ...] = (
     Column("arguments", "string", "ApprovalRequested.arguments", "arguments shown to the person (JSON)",
            value=_json),
     Column("arguments_digest", "string", "ApprovalRequested.arguments_digest", "SHA-256 of tool and arguments"),
+    Column("request_note", "string", "ApprovalRequested.note", "why it was asked when that is not obvious (a "
+           "policy that raised, an interrupted or timed-out write)"),
     Column("ts_requested", "datetime", "ApprovalRequested.ts", "when the run paused for it"),
     Column("expires_at", "datetime", "ApprovalRequested.expires_at", "when the request expires (null: never)"),
     Column("decision", "category", "ApprovalResolved.decision", "approved, denied or submitted (null: waiting)",
@@ -227,6 +232,7 @@ GUARDS: tuple[Column, ...] = (
     Column("value", "Float64", "GuardTripped.value", "the value that reached it"),
     Column("action", "category", "GuardTripped.action", "what the loop did about it", categories=GUARD_ACTIONS),
     Column("message", "string", "GuardTripped.message", "the guard's message"),
+    Column("call_id", "string", "GuardTripped.call_id", "the call it is about (``approval_override``)"),
     Column("state", "category", "GuardTripped.state", "the loop state then", categories=STATES),
 )
 

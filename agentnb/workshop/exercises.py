@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..events import BaseEvent
+from ..events import ApprovalRequested, BaseEvent
 from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
@@ -67,7 +67,7 @@ def _finished(run: Run) -> list[Any]:
 def _safe_run(report: Report, what: str, loop: Loop, prompt: str) -> Run | None:
     """Run a scenario to its end or its first pause; a crash in the student's code becomes a FIX line."""
     try:
-        return loop.start(prompt).run()
+        run = loop.start(prompt).run()
     except Exception as exc:
         hint = "this came from your code (a policy or a budget); read the message above"
         if isinstance(exc, KeyError | TypeError):
@@ -75,6 +75,13 @@ def _safe_run(report: Report, what: str, loop: Loop, prompt: str) -> Run | None:
                     "call.arguments.get(...)")
         report.fix(what, f"the run stopped with {describe_exception(exc)}", hint)
         return None
+    raised = [e.note for e in run.events if isinstance(e, ApprovalRequested) and e.note and "policy raised" in e.note]
+    if raised:  # a policy that raises fails closed (the call waits for a person): tell the student why
+        report.fix(what, f"your policy crashed ({raised[0].split('raised ', 1)[1]}), so the call waited for a person",
+                   "your policy is asked about every call, of every tool: check call.name first, or use "
+                   "call.arguments.get(...)")
+        return None
+    return run
 
 
 def _short(value: Any, n: int = 80) -> str:
@@ -211,7 +218,8 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000)
         ("a big refund ($120.00)", _calls("create_refund", {"order_id": "42", "amount_cents": 12000}), True),
     ]
     for what, turn, should_pause in cases:
-        loop = Loop(model=ScriptedModel([turn, _reply]), tools=[get_order, create_refund], approval=policy)
+        loop = Loop(model=ScriptedModel([turn, _reply]), tools=[get_order, create_refund], approval=policy,
+                    override_tool_approval=True)
         run = _safe_run(report, what, loop, "Help with order 42")
         if run is None:
             continue
@@ -299,8 +307,8 @@ def check_capstone(
         return
 
     def loop(script: list[ScriptStep]) -> Loop:
-        return Loop(model=ScriptedModel(script), tools=named, approval=policy, budget=budget,
-                    system="You are the support agent of a small shop.")
+        return Loop(model=ScriptedModel(script), tools=named, approval=policy, override_tool_approval=True,
+                    budget=budget, system="You are the support agent of a small shop.")
 
     _capstone_lookups(report, loop)
     _capstone_refunds(report, loop, limit_cents)
