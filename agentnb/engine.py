@@ -362,6 +362,8 @@ def _f_tool_finished(rs: RunState, ev: Any) -> None:
 
 
 def _f_results_bound(rs: RunState, ev: Any) -> None:
+    if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
+        return
     parts = []
     new = rs.no_progress < 0
     for cid in ev.call_ids:
@@ -529,7 +531,8 @@ def classify(resp: ModelTurn) -> Emit | None:
 
     Only an explicit completion (``stop`` with no calls) is ``COMPLETED``; a cut stream or a max-tokens
     stop is ``INCOMPLETE`` (even when calls are present: their arguments may be cut); a refusal or a
-    content filter is ``REFUSED``; ``tool_calls`` with no calls is ``FAILED``, never a silent success.
+    content filter is ``REFUSED``; ``tool_calls`` with no calls is ``FAILED``, never a silent success; a
+    paused turn (``pause``) goes on: it is sent back to the model (see ``_at_responded``).
     """
     msg = resp.message
     raw = resp.finish_reason_raw
@@ -544,7 +547,7 @@ def classify(resp: ModelTurn) -> Emit | None:
             "the model refused"
         )
         return _finish(S.REFUSED, f"{why} ({raw})", msg.refusal or msg.text or None)
-    if msg.tool_calls:
+    if msg.tool_calls or resp.finish_reason == "pause":  # a paused turn continues (see _at_responded)
         return None
     if resp.finish_reason == "tool_calls":
         return _finish(S.FAILED, f"the model said {raw!r} but sent no tool call")
@@ -656,6 +659,10 @@ def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
     })
 
 
+PAUSE_LIMIT = 8
+"""How many times in a row a paused turn (finish reason ``pause``) is sent back before the run stops."""
+
+
 def _at_responded(rs: RunState, cfg: EngineConfig) -> Action:
     assert rs.response is not None
     if rs.finalizing:
@@ -663,6 +670,8 @@ def _at_responded(rs: RunState, cfg: EngineConfig) -> Action:
     verdict = classify(rs.response)
     if cfg.output is not None and verdict is not None and verdict.state is S.COMPLETED:
         return _text_output(rs, cfg, rs.response.message.text)
+    if verdict is None and rs.response.finish_reason == "pause" and not rs.response.message.tool_calls:
+        return _paused(rs)
     return verdict if verdict is not None else _next_call_step(rs, cfg)
 
 
@@ -686,6 +695,20 @@ def _output_failed(attempt: int, errors: list[dict[str, Any]]) -> Emit:
     first = errors[0] if errors else {"loc": "", "msg": "no answer"}
     return _finish(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts "
                              f"(last error: {first.get('loc') or '(answer)'}: {first.get('msg')})")
+
+
+def _paused(rs: RunState) -> Emit:
+    """A paused turn goes back to the model as it is (a ResultsBound with no results), up to PAUSE_LIMIT times."""
+    paused = 0
+    for m in reversed(rs.messages):  # the paused turns so far: the assistant messages at the end
+        if m.role != "assistant":
+            break
+        paused += 1
+    if paused > PAUSE_LIMIT:
+        return _finish(S.INCOMPLETE, f"the provider paused the turn {paused} times in a row "
+                                     f"({rs.response.finish_reason_raw if rs.response else 'pause'}); the limit is "
+                                     f"{PAUSE_LIMIT}", rs.response.message.text or None if rs.response else None)
+    return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": []})
 
 
 def _never(rs: RunState, cfg: EngineConfig) -> Action:

@@ -114,6 +114,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     S.RESPONDED: _row(
         CallParsed=frozenset({S.VALIDATING}),
         OutputValidated=frozenset({S.RESPONDED, S.RESULTS_READY}),
+        ResultsBound=frozenset({S.RESULTS_READY}),  # a paused turn (finish "pause") goes back as it is
         GuardTripped=_STAY,
         RunFinished=_ABORT | {S.COMPLETED, S.REFUSED, S.INCOMPLETE},
     ),

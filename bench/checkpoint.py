@@ -2,8 +2,8 @@
 
 Measures, in one run on the same machine: the median time to append one event to a ``SqliteStore`` (WAL,
 ``synchronous=NORMAL``, HMAC-sealed) beside a ``MemoryStore``, and the median time to resume a 100-turn run
-(load and verify every seal -- events and the effect ledger --, fold, re-check the policy and schema). Targets: under 1 ms per event and under
-50 ms to resume 100 turns.
+(load and verify every seal -- events and the effect ledger --, fold, re-check the policy and schema), and the
+cost of taking or renewing a run's lease. Targets: under 1 ms per event and under 50 ms to resume 100 turns.
 
     python bench/checkpoint.py
 """
