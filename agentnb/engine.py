@@ -19,7 +19,7 @@ serves live runs, replays of saved transcripts and time travel in the debugger (
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -156,6 +156,8 @@ class RunState:
     output_ok: bool = False
     output_attempts: int = 0
     """Final answers checked against ``output_type`` so far."""
+    tool_choice: Any = None
+    """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
     output_note: str | None = None
     """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
 
@@ -214,6 +216,7 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
 
 def _f_model_requested(rs: RunState, ev: Any) -> None:
     rs.output_note = None
+    rs.tool_choice = ev.tool_choice
     rs.messages.extend(ev.new_messages)
     for guard in [g for g, action in rs.tripped.items() if action == "note"]:
         del rs.tripped[guard]  # the note went out with this request
@@ -510,6 +513,8 @@ class EngineConfig:
     """A model (or ``callable(messages) -> str``) for tier-1 compression; None: prune only."""
     output: OutputSpec | None = None
     """The typed final output the run must end with (``Loop(output_type=...)``), or None for plain text."""
+    tool_choice: Callable[[RunState], Any] | None = None
+    """A per-turn tool-choice policy (``Loop(tool_choice=callable)``); a fixed choice lives in ``settings``."""
 
     @property
     def max_turns(self) -> int:
@@ -718,23 +723,54 @@ def _never(rs: RunState, cfg: EngineConfig) -> Action:
 
 
 def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
+    settings = cfg.settings
+    fields: dict[str, Any] = {}
+    if cfg.tool_choice is not None:
+        try:
+            choice = check_tool_choice(cfg.tool_choice(rs), rs.tool_names)
+        except Exception as exc:  # a bug in the policy: stop plainly rather than guess a choice
+            return _finish(S.FAILED, f"the tool_choice policy failed: {type(exc).__name__}: {exc}")
+        settings = {**settings, "tool_choice": choice}
+        fields["tool_choice"] = choice
     if note is not None:
         return Emit(ModelRequested, S.MODEL_REQUESTED, {
             "message_count": len(rs.messages) + 1, "new_messages": [Message.user(note)], "tools": rs.tool_names,
-            "settings": cfg.settings,
+            "settings": settings, **fields,
         })
     return Emit(ModelRequested, S.MODEL_REQUESTED, {
         "message_count": len(rs.messages),
         "tools": rs.tool_names,
-        "settings": cfg.settings,
+        "settings": settings,
+        **fields,
     })
+
+
+TOOL_CHOICES = ("auto", "none", "required")
+
+
+def check_tool_choice(choice: Any, tool_names: Sequence[str]) -> str | dict[str, str]:
+    """A tool choice in its canonical form (``auto``, ``none``, ``required`` or ``{"name": tool}``).
+
+    Raises:
+        ValueError: any other value, or a name the run does not offer.
+    """
+    if isinstance(choice, str) and choice in TOOL_CHOICES:
+        return choice
+    if isinstance(choice, dict) and set(choice) == {"name"} and isinstance(choice["name"], str):
+        if choice["name"] not in tool_names:
+            raise ValueError(f"tool_choice names {choice['name']!r}, which is not offered "
+                             f"(offered: {', '.join(tool_names) or 'none'})")
+        return {"name": choice["name"]}
+    raise ValueError(f"tool_choice={choice!r}: use 'auto', 'none', 'required' or {{'name': <tool>}}")
 
 
 def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | None = None) -> Emit:
     verdict = classify(resp)
     if cfg is not None and cfg.output is not None and rs is not None and (verdict is None or
                                                                           verdict.state is S.COMPLETED):
-        ok, value, errors = cfg.output.check_text(resp.message.text)
+        forced = [c for c in resp.message.tool_calls if c.name == cfg.output.name]
+        ok, value, errors = (cfg.output.check(forced[0].arguments) if forced else
+                             cfg.output.check_text(resp.message.text))
         if ok and not rs.output_ok:
             return Emit(OutputValidated, S.RESPONDED, {"ok": True, "output": value, "attempt": rs.output_attempts + 1})
         if rs.output_ok:

@@ -77,6 +77,9 @@ class ModelRequested(BaseEvent):
     """Names of the tools offered; empty when finalizing."""
     settings: dict[str, Any] = field(default_factory=dict)
     finalize: bool = False
+    tool_choice: Any = None
+    """The tool choice a per-turn policy made for this request (``auto``, ``none``, ``required``, ``{"name": ...}``;
+    None: the loop's fixed setting, if any, in ``settings``)."""
     """True for the tools-free call that asks the model to answer with what it has."""
 
 

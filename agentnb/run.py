@@ -35,6 +35,7 @@ from .engine import (
     RunTool,
     Wait,
     arguments_digest,
+    check_tool_choice,
     decide,
     prune_step,
     request_hash,
@@ -68,7 +69,7 @@ from .exceptions import (
 )
 from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
-from .output import OutputSpec
+from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
 from .redact import redact, redact_text, register_secret
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
@@ -110,6 +111,10 @@ class Loop:
             them, or a JSON schema as a dict); the model answers by calling the output tool ``final_result``,
             ``run.output`` is then the typed object (see :mod:`agentnb.output`).
         output_retries: correction turns allowed for final answers that do not fit ``output_type``.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"name": "tool"}``, rendered as each wire API
+            expects; or a per-turn policy ``callable(state) -> choice`` (e.g. force ``lookup_order`` on the first
+            turn, then ``"auto"``), recorded on every ``ModelRequested`` event.
+        parallel_tool_calls: False asks the model for at most one call per turn (None: the provider's default).
         budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
         summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
@@ -148,12 +153,25 @@ class Loop:
         lease_ttl: float = LEASE_TTL,
         output_type: Any = None,
         output_retries: int = 2,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool | None = None,
         tracer_provider: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
         if on_max_turns not in ("finalize", "stop"):
             raise ValueError(f"on_max_turns must be 'finalize' or 'stop', got {on_max_turns!r}")
+        settings = dict(settings or {})
+        policy: Callable[[Any], Any] | None = None
+        if callable(tool_choice):
+            policy = tool_choice
+        elif tool_choice is not None:
+            if "tool_choice" in settings:
+                raise ValueError("give tool_choice= or settings['tool_choice'], not both")
+            names = [*as_registry(tools).names, *([OUTPUT_TOOL] if output_type is not None else [])]
+            settings["tool_choice"] = check_tool_choice(tool_choice, names)
+        if parallel_tool_calls is not None:
+            settings["parallel_tool_calls"] = bool(parallel_tool_calls)
         if budget is None:
             budget = Budget(max_turns=max_turns, on_exhausted=on_max_turns)
         elif (max_turns, on_max_turns) != (25, "finalize"):
@@ -167,7 +185,7 @@ class Loop:
         self.config = EngineConfig(
             registry=self.registry,
             budget=budget,
-            settings=dict(settings or {}),
+            settings=settings,
             finalize_prompt=finalize_prompt,
             headless=headless,
             approval=approval,
@@ -175,6 +193,7 @@ class Loop:
             approval_ttl=approval_ttl,
             summarizer=summarizer,
             output=None if output_type is None else OutputSpec.of(output_type, retries=output_retries),
+            tool_choice=policy,
         )
         if self.config.output is not None and self.registry.get(self.config.output.name) is not None:
             raise ValueError(f"a tool is named {self.config.output.name!r}, the output tool's name; rename it")
@@ -649,10 +668,19 @@ class Run:
         rs = self._rs
         finalize = rs.finalizing
         offered = [] if finalize else rs.tools
+        settings = self.loop.config.settings
+        output = self.loop.config.output
+        if finalize and output is not None:  # the tools-free last turn still owes the typed answer: force it
+            offered = [output.info()]
+            settings = {**settings, "tool_choice": {"name": output.name}}
+        elif finalize:
+            settings = {**settings, "tool_choice": "none"}
+        elif rs.tool_choice is not None:
+            settings = {**settings, "tool_choice": rs.tool_choice}
         return ModelRequest(
             messages=HistoryView(rs.messages),
             tools=offered,
-            settings=({**self.loop.config.settings, "tool_choice": "none"} if finalize else self.loop.config.settings),
+            settings=settings,
             finalize=finalize,
             run_id=self.run_id,
             turn=rs.turn,

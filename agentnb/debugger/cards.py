@@ -230,7 +230,8 @@ def _plural(n: int, word: str) -> str:
 _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "RunStarted": lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
     "ModelRequested": lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
-    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools"),
+    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools")
+    + _choice_label(ev),
     "TextMerged": lambda ev: f"+{ev.fragment!r} ({ev.length} chars)",
     "ArgumentsMerged": lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
     f"({ev.length} bytes)",
@@ -257,6 +258,13 @@ _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "RunFinished": lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}",
 }
 """One summary per event kind (a test checks every kind has one)."""
+
+
+def _choice_label(ev: Any) -> str:
+    choice = getattr(ev, "tool_choice", None) or (ev.settings or {}).get("tool_choice")
+    if choice is None or ev.finalize:
+        return ""
+    return f" · tool_choice {choice['name'] if isinstance(choice, dict) and 'name' in choice else choice}"
 
 
 def summary_text(ev: Any) -> str:

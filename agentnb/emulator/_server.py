@@ -22,6 +22,7 @@ from ..messages import ModelTurn
 from ..providers.base import ModelRequest
 from ..providers.scripted import ScriptedModel, ScriptStep
 from . import _decode, _encode
+from ._choice import honour_tool_choice, requested_choice
 
 _ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_responses": "/openai/v1",
            "anthropic": "/anthropic", "gemini": "/gemini", "google": "/gemini"}
@@ -337,9 +338,10 @@ class Emulator:
                 cut = True
             except ModelError as exc:
                 status = exc.status or 500
-                raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from None
+                raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from exc
             turn = items[-1]
             assert isinstance(turn, ModelTurn)
+            turn = honour_tool_choice(turn, requested_choice(provider, clean), tools)
             turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
             encoded = self._encode(provider, turn, model, body, stream)
             self._reasoning_for.update(encoded.issued.get("reasoning_for") or {})
@@ -598,3 +600,4 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
