@@ -17,13 +17,26 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..events import ApprovalRequested
 from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..run import Loop, Run
 from ..states import LoopState
 from ..tools import Tool
-from ._common import WORDS, Hints, calls, declaration, finished, is_placeholder, no_result, policy_crash, reply, short
+from ._common import (
+    TIMEOUT_HINTS,
+    WORDS,
+    Hints,
+    calls,
+    declaration,
+    finished,
+    is_placeholder,
+    no_result,
+    policy_crash,
+    reply,
+    short,
+)
 from ._common import shown as _shown
 from ._guard import Leash
 from ._report import Report
@@ -157,6 +170,9 @@ def _lookups(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: r
             report.fix(what, f"lookup_order({oid!r}) got no result: {detail}", hints, kind=kind)
             return False
         e = ev[0]
+        if e.status != "ok" and e.error_type == "CheckTimeout":
+            report.fix(what, f"lookup_order({oid!r}) {e.error_message}", TIMEOUT_HINTS, kind="timeout")
+            return False
         if e.status != "ok":
             hints, kind = (_STALE, "stale") if oid in fresh else (("the model gets this error as the result; make "
                                                                    "the tool work for an order that exists",
@@ -171,7 +187,7 @@ def _lookups(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: r
             return True
         missing = [k for k, v in order.items() if e.value.get(k) != v]
         if missing:
-            stale = oid in fresh and e.value.get("order_id") != oid
+            stale = oid in fresh and "order_id" in e.value and e.value["order_id"] != oid
             report.fix(what, f"lookup_order({oid!r}) returned {short(e.value, 70)}; "
                        f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not the order's",
                        _STALE if stale else ("the model only knows what your tool returns: return the whole order",
@@ -201,7 +217,7 @@ def _approve_all(run: Run) -> tuple[Run, bool]:
         pending = list(run.pending_approvals())
         if run.state is not LoopState.WAITING_APPROVAL or not pending or policy_crash(run):
             break
-        kinds = {e.call_id: e.kind for e in run.events if e.type == "ApprovalRequested"}
+        kinds = {e.call_id: e.kind for e in run.events if isinstance(e, ApprovalRequested)}
         if any(kinds.get(c.call_id) != "approval" for c in pending):
             break
         waited = True
@@ -267,6 +283,8 @@ def _one_refund(loop: Any, tools: Sequence[Tool], oid: str, amount: int, expecte
     e = ev[0]
     if e.status == expected:
         return None
+    if e.error_type == "CheckTimeout":
+        return f"{call}: {e.error_message}", TIMEOUT_HINTS, "timeout"
     paid = SHOP_ORDERS[oid]["amount_cents"] if oid in SHOP_ORDERS else None
     if expected == "error" and paid is None:
         return (f"{call} was done, but there is no order {oid}",

@@ -49,7 +49,8 @@ from ._common import (
 from ._guard import CheckTimeout, Leash
 from ._report import Report, describe_exception
 
-__all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money", "need_tool", "takes"]
+__all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money",
+           "need_tool", "takes"]
 
 SCENARIO_BUDGET = Budget(max_turns=80, max_repeats=1000, max_no_progress=None)
 """The budget of a check's own scenarios: room for every case, and no guard that would end them early."""
@@ -137,6 +138,22 @@ def _count_hints(text: str, got: int | None, expected: int) -> tuple[Hints, str]
              "or a guess cannot know a new text"), "wrong-count")
 
 
+def _judge_count(call: str, text: str, ev: Any) -> tuple[str, str, Hints, str] | None:
+    """What is wrong with one counted text, or None."""
+    if ev.status != "ok":
+        if ev.error_type == "CheckTimeout":
+            return call, f"it did not finish ({ev.error_message})", TIMEOUT_HINTS, "timeout"
+        return (call, f"your tool failed: {ev.error_type}: {ev.error_message}",
+                ("the model gets this error as the result; make the tool work for this input",
+                 "try your function on this very text (word_count.fn(text)) and read the error"), "crash")
+    expected = len(text.split())
+    got = _as_count(ev.value)
+    if got == expected:
+        return None
+    hints, kind = _count_hints(text, got, expected)
+    return call, f"returned {shown(ev.value)}, expected {expected}", hints, kind
+
+
 def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, leash: Leash) -> None:
     """Notebook 01: ``word_count(text: str) -> int``, a tool with a docstring the model can read."""
     t = need_tool(report, word_count, "word_count")
@@ -175,6 +192,11 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
                    ("counting words changes nothing in the world: does it need a person, or a client?",
                     "risk='write' and approval=True make every call wait for approval; client=True means agentnb "
                     "never runs it. A tool that only computes is declared with bare @anb.tool"), kind="declared")
+    _tool_behaviour(report, t, param, rng, leash)
+
+
+def _tool_behaviour(report: Report, t: Tool, param: str, rng: random.Random, leash: Leash) -> None:
+    """Random texts in groups (one property each), through a real loop; every call must get a result."""
     groups = _texts(rng)
     cases = [(g, text) for g, texts in groups for text in texts]
     script: list[ScriptStep] = [calls(t.name, {param: text}) for _, text in cases] + [reply]
@@ -189,28 +211,14 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
                    f"{detail}", hints, kind=kind)
     values: list[tuple[str, Any]] = []
     for group, _ in groups:
-        bad: tuple[str, str, Hints, str] | None = None
-        n = 0
-        for (g, text), ev in zip(cases, results, strict=False):
-            if g != group:
-                continue
-            n += 1
+        mine = [(text, ev) for (g, text), ev in zip(cases, results, strict=False) if g == group]
+        n = len(mine)
+        bad = None
+        for text, ev in mine:
             call = f"{t.name}({short(repr(text), 50)})"
-            if ev.status != "ok":
-                if ev.error_type == "CheckTimeout":
-                    bad = bad or (call, f"it did not finish ({ev.error_message})", TIMEOUT_HINTS, "timeout")
-                else:
-                    bad = bad or (call, f"your tool failed: {ev.error_type}: {ev.error_message}",
-                                  ("the model gets this error as the result; make the tool work for this input",
-                                   "try your function on this very text (word_count.fn(text)) and read the error"),
-                                  "crash")
-                continue
-            values.append((call, ev.value))
-            expected = len(text.split())
-            got = _as_count(ev.value)
-            if got != expected:
-                hints, kind = _count_hints(text, got, expected)
-                bad = bad or (call, f"returned {shown(ev.value)}, expected {expected}", hints, kind)
+            if ev.status == "ok":
+                values.append((call, ev.value))
+            bad = bad or _judge_count(call, text, ev)
         if n == 0:
             continue
         if bad is None:
@@ -251,7 +259,7 @@ def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: b
     chunk = rng.randint(2, 12)
     parts.append(f"streamed in chunks of {chunk}" if stream else "not streamed")
     model = ScriptedModel(script, stream=stream, chunk_size=chunk)
-    return Loop(model=model, tools=[get_order, create_refund]), ", ".join(parts)
+    return Loop(model=model, tools=[get_order, create_refund], budget=SCENARIO_BUDGET), ", ".join(parts)
 
 
 def _is_target(e: BaseEvent) -> bool:
@@ -340,14 +348,27 @@ def _early_hints(stopped: BaseEvent, non_bool: list[Any]) -> tuple[Hints, str]:
              "the event you want has a type and a tool name; match both"), "too-early")
 
 
-def _judge_stop(report: Report, what: str, runs: list[tuple[str, str, BaseEvent | None, BaseEvent | None]],
-                non_bool: list[Any], *, story: tuple[str, str, BaseEvent | None, BaseEvent | None] | None = None) -> None:
+_Stop = tuple[str, str, BaseEvent | None, BaseEvent | None]
+"""One stop_at scenario: what it is, how it was drawn, where the predicate stopped, where it should have."""
+
+
+def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any], *,
+                story: _Stop | None = None) -> None:
     for _, how, stopped, target in runs:
         assert target is not None
         if stopped is not None and stopped.seq == target.seq and _is_target(stopped):
             continue
         where = f" ({how})" if story is not None else ""
-        if stopped is None:
+        story_ok = story is not None and story[2] is not None and story[3] is not None \
+            and story[2].seq == story[3].seq and _is_target(story[2])
+        if story_ok:  # right in the notebook's run, wrong in another: it describes *where*, not *what*
+            happened = "it never stopped" if stopped is None else f"it stopped at {event_label(stopped)}"
+            report.fix(what, f"it stops right in the notebook's run, but in another run{where} {happened}; the "
+                       f"validation was event {target.seq}",
+                       ("event numbers change from run to run: describe the event by what it is, not where it comes",
+                        "a predicate reads the event's type and its tool's name; a number or a counter only fits "
+                        "one run"), kind="seq")
+        elif stopped is None:
             report.fix(what, f"it never stopped{where}: your predicate was false for every event up to the pause",
                        ("which event comes when the refund's arguments have been checked, before anything is refunded?",
                         "the run pauses for approval right after that event, so an event after it never comes "
@@ -356,12 +377,6 @@ def _judge_stop(report: Report, what: str, runs: list[tuple[str, str, BaseEvent 
             report.fix(what, f"it stopped late{where}, at {event_label(stopped)}; the validation was event "
                        f"{target.seq}", ("you are one step too far: what happens just before this event?",
                                          "the refund is validated, then it waits for approval"), kind="late")
-        elif story is not None and story[3] is not None and stopped.seq == story[3].seq:
-            report.fix(what, f"in a run{where} it stopped at {event_label(stopped)}, where the story's validation "
-                       f"was; here it is event {target.seq}",
-                       ("event numbers change from run to run: describe the event by what it is, not where it comes",
-                        "a predicate reads the event's type and its tool's name; a number or a counter only fits "
-                        "one run"), kind="seq")
         else:
             hints, kind = _early_hints(stopped, non_bool)
             report.fix(what, f"it stopped too early{where}, at {event_label(stopped)}; the validation was event "
@@ -375,6 +390,7 @@ def _judge_stop(report: Report, what: str, runs: list[tuple[str, str, BaseEvent 
 
 
 def money(cents: int) -> str:
+    """Cents as dollars: ``money(5000) == '$50.00'``."""
     return f"${cents / 100:,.2f}"
 
 
@@ -389,7 +405,10 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
     if not takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state"):
         return
     lim = limit_cents
-    order = lambda: str(rng.randint(100, 99_999))  # noqa: E731 - a fresh order id for every case
+
+    def order() -> str:  # a fresh order id for every case: a rule about one order cannot pass
+        return str(rng.randint(100, 99_999))
+
     groups: list[tuple[str, str, list[tuple[str, dict[str, Any]]], bool]] = [
         ("reads", "every read goes through", [("get_order", {"order_id": order()}) for _ in range(3)], False),
         ("small", f"small refunds go through (under {money(lim)})",
@@ -402,7 +421,8 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
         ("above", f"just above the limit ({money(lim + 1)}) waits",
          [("create_refund", {"order_id": order(), "amount_cents": lim + 1})], True),
         ("big", "big refunds wait", [("create_refund", {"order_id": order(), "amount_cents": a})
-                                     for a in (rng.randint(lim + 2, 10 * lim), rng.randint(10 * lim, 100 * lim))], True),
+                                     for a in (rng.randint(lim + 2, 10 * lim), rng.randint(10 * lim, 100 * lim))],
+         True),
         ("far", "refunds far beyond the limit wait",
          [("create_refund", {"order_id": order(), "amount_cents": rng.randint(10**6, 10**9)})], True),
     ]
@@ -447,7 +467,7 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
 
 
 def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim: int) -> tuple[Hints, str]:
-    money = money(lim)
+    limit_text = money(lim)
     if everything:
         return (("it pauses every call, even a lookup: which calls move money?",
                  "the call says which tool is asked for; only the refund tool moves money, and only some refunds "
@@ -459,20 +479,21 @@ def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim
     small_paused = any(paused["small"]) or any(paused["below"])
     big_through = not all(paused["big"] + paused["far"])
     if small_paused and big_through:
-        return ((f"small refunds wait and big ones go through: your comparison points the wrong way",
+        return (("small refunds wait and big ones go through: your comparison points the wrong way",
                  f"read your rule aloud: it should be true for {lim}, {lim + 1} and 1,000,000 cents and false for "
                  f"{lim - 1}"), "threshold-direction")
     if key in ("small", "below"):
-        return ((f"a refund under {money} waited: where does your rule start?",
-                 f"amounts are in cents: {money} is {lim} cents, and {lim - 1} cents must go through"),
+        return ((f"a refund under {limit_text} waited: where does your rule start?",
+                 f"amounts are in cents: {limit_text} is {lim} cents, and {lim - 1} cents must go through"),
                 "threshold-low")
     if key == "at" and all(paused["above"]):
-        return ((f"look at the exact boundary: a refund of exactly {money} must wait",
-                 f"'{money} or more' includes {money} itself: which comparison includes the limit?"), "off-by-one")
+        return ((f"look at the exact boundary: a refund of exactly {limit_text} must wait",
+                 f"'{limit_text} or more' includes {limit_text} itself: which comparison includes the limit?"),
+                "off-by-one")
     if key in ("big", "far") and all(paused["at"] + paused["above"]):
         return (("a very big refund went through: does your rule stop somewhere?",
                  "the rule has no upper end: every amount at or above the limit waits, however big"), "upper-bound")
-    return ((f"a refund of {money} or more went through: your limit is higher than {money}",
+    return ((f"a refund of {limit_text} or more went through: your limit is higher than {limit_text}",
              f"find the smallest amount your rule stops, and compare it with {lim} cents"), "threshold-high")
 
 
@@ -603,7 +624,7 @@ def _trip(run: Run) -> GuardTripped | None:
 def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: GuardTripped | None, per: int,
                 finishing: bool = False) -> None:
     guard = trip.guard if trip is not None else None
-    if run.state is LoopState.BUDGET_EXHAUSTED:
+    if run.state is LoopState.BUDGET_EXHAUSTED and trip is not None and trip.action == "stop":
         report.fix(what, f"it ended BUDGET_EXHAUSTED after {got} calls, with no answer",
                    ("when the budget runs out, the run can stop, ask a person, or ask the model for an answer: which "
                     "one did you choose?", "on_exhausted='stop' ends with no answer; 'finalize' makes one more call, "
@@ -612,7 +633,7 @@ def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: Gua
         report.fix(what, f"it waits for a person after {got} calls",
                    ("nobody is there to approve more calls: what else can the run do when the budget runs out?",
                     "on_exhausted='escalate' asks a person; 'finalize' asks the model for an answer"), kind="escalates")
-    elif finishing:
+    elif finishing or (run.state is LoopState.BUDGET_EXHAUSTED and got == 0):
         report.fix(what, f"the {guard or 'budget'} limit ran out after {got} calls, before the model could answer by "
                    "itself", ("your budget is too tight: which limit ran out?",
                               f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not "
