@@ -122,10 +122,14 @@ class Report:
     def __str__(self) -> str:
         n = sum(line.passed for line in self.lines)
         out = [f"Exercise {self.exercise!r}: {n} of {len(self.lines)} checks pass"]
+        hinted: set[tuple[str, ...]] = set()
         for line in self.lines:
             tag = "PASS" if line.passed else "FIX "
             out.append(f"  {tag}  {line.what}" + (f": {line.detail}" if line.detail else ""))
-            if not line.passed:
+            if not line.passed and line.hints in hinted:  # the same mistake again: one hint is enough
+                out.append("        hint: the same as above")
+            elif not line.passed:
+                hinted.add(line.hints)
                 for i, h in enumerate(line.hints):
                     out.append(f"        {'hint' if i == 0 else 'more'}: {h}")
         if self.passed:
