@@ -116,7 +116,7 @@ def test_a_tool_that_is_wrong_or_raises() -> None:
 
     report = workshop.check("tool", by_space, seed=7)
     assert "0 and 1 words (empty, blank, one word): by_space('')" in fixes(report)
-    assert "returned 1 (a int), expected 0" in str(report)
+    assert "returned 1 (an int), expected 0" in str(report)
     assert report.kinds[0] == "split-one-space"
 
     @anb.tool
@@ -193,7 +193,7 @@ def test_budgets_that_stop_or_allow_too_much() -> None:
     report = workshop.check("budget", anb.Budget(max_tool_calls=10), seed=1)
     assert "it let the model make 10 calls" in str(report)
     report = workshop.check("budget", anb.Budget(max_tool_calls=1), seed=1)
-    assert "it stopped after 1 calls (the max_tool_calls limit ran out); 4 are allowed" in str(report)
+    assert "it stopped after 1 call (the max_tool_calls limit ran out); 4 are allowed" in str(report)
     assert "(a dict)" in str(workshop.check("budget", {"max_tool_calls": 4}))
 
 

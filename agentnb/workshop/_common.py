@@ -68,7 +68,8 @@ def shown(value: Any, n: int = 40) -> str:
     """A value as the student wrote it, with its type: ``'5' (a str)``, ``5.0 (a float)``."""
     text = repr(value)
     text = text if len(text) <= n else text[: n - 1] + "…"
-    return f"{text} (a {type(value).__name__})"
+    kind = type(value).__name__
+    return f"{text} ({'an' if kind[0] in 'aeiou' else 'a'} {kind})"
 
 
 def is_placeholder(obj: Any) -> bool:

@@ -590,7 +590,7 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
         trip = _trip(run)
         ok_count = got == n if exact else (n // 2 <= got <= n)
         if run.state is LoopState.COMPLETED and ok_count and trip is not None:
-            report.ok(what, f"stopped after {got} calls, with an answer")
+            report.ok(what, f"stopped after {_calls_text(got)}, with an answer")
         else:
             _budget_fix(report, what, run, got, n, trip, per)
     k = n - 1 if exact else max(2, n // 2)
@@ -602,7 +602,9 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
     if run is None:
         return
     trip = _trip(run)
-    bad = [e for e in finished(run) if e.status != "ok" or e.truncated]
+    # a tool's own error is not the budget's doing (the capstone's tools are the student's); a cut result, a
+    # timeout or a skipped call is
+    bad = [e for e in finished(run) if e.status in ("timeout", "skipped") or e.truncated]
     if run.state is LoopState.COMPLETED and run.output == answer and trip is None and not bad:
         report.ok(what, f"the model made its {k} calls and answered by itself")
     elif bad:
@@ -621,25 +623,29 @@ def _trip(run: Run) -> GuardTripped | None:
     return next((e for e in run.events if isinstance(e, GuardTripped) and e.guard != "approval_override"), None)
 
 
+def _calls_text(n: int) -> str:
+    return f"{n} call{'' if n == 1 else 's'}"
+
+
 def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: GuardTripped | None, per: int,
                 finishing: bool = False) -> None:
     guard = trip.guard if trip is not None else None
     if run.state is LoopState.BUDGET_EXHAUSTED and trip is not None and trip.action == "stop":
-        report.fix(what, f"it ended BUDGET_EXHAUSTED after {got} calls, with no answer",
+        report.fix(what, f"it ended BUDGET_EXHAUSTED after {_calls_text(got)}, with no answer",
                    ("when the budget runs out, the run can stop, ask a person, or ask the model for an answer: which "
                     "one did you choose?", "on_exhausted='stop' ends with no answer; 'finalize' makes one more call, "
                     "without tools, asking the model to answer from what it has"), kind="stops")
     elif run.state is LoopState.WAITING_APPROVAL:
-        report.fix(what, f"it waits for a person after {got} calls",
+        report.fix(what, f"it waits for a person after {_calls_text(got)}",
                    ("nobody is there to approve more calls: what else can the run do when the budget runs out?",
                     "on_exhausted='escalate' asks a person; 'finalize' asks the model for an answer"), kind="escalates")
     elif finishing or (run.state is LoopState.BUDGET_EXHAUSTED and got == 0):
-        report.fix(what, f"the {guard or 'budget'} limit ran out after {got} calls, before the model could answer by "
-                   "itself", ("your budget is too tight: which limit ran out?",
+        report.fix(what, f"the {guard or 'budget'} limit ran out after {_calls_text(got)}, before the model could "
+                   "answer by itself", ("your budget is too tight: which limit ran out?",
                               f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not "
                               "turns, tokens or dollars"), kind="too-tight")
     elif got < n:
-        report.fix(what, f"it stopped after {got} calls (the {guard or '?'} limit ran out); {n} are allowed",
+        report.fix(what, f"it stopped after {_calls_text(got)} (the {guard or '?'} limit ran out); {n} are allowed",
                    (f"your budget is too tight: it must let the model make {n} calls",
                     f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not turns, tokens "
                     "or dollars"), kind="too-tight")
@@ -647,5 +653,5 @@ def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: Gua
         hints: Hints = (f"your budget lets the model make {got} calls: at most {n} are allowed",
                         "which limit counts tool calls? max_turns counts model turns, and one turn can ask for several "
                         "calls" if per > 1 or guard == "max_turns" else "which limit counts tool calls?")
-        report.fix(what, f"it let the model make {got} calls" + (f" ({per} per turn)" if per > 1 else ""), hints,
+        report.fix(what, f"it let the model make {_calls_text(got)}" + (f" ({per} per turn)" if per > 1 else ""), hints,
                    kind="too-loose")
