@@ -181,7 +181,7 @@ def test_policies_that_crash_or_miss_the_edge() -> None:
                             and call.arguments["amount_cents"] > 5000, seed=2)
     assert fixes(report) == ["exactly the limit ($50.00) waits"]
     starter = workshop.check("policy", lambda call, state: True, seed=2)
-    assert len(starter.failures) == 3 and starter.kinds == ["pauses-all"]  # reads, small, just below
+    assert starter.kinds == ["pauses-all"] and not any(line.passed for line in starter.lines)  # no vacuous PASS
     upper = workshop.check("policy", lambda c, s: c.name == "create_refund" and 5000 <= c.arguments["amount_cents"]
                            <= 20_000, seed=2)
     assert "refunds far beyond the limit wait" in fixes(upper)

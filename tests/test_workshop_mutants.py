@@ -227,6 +227,10 @@ def test_a_policy_that_pauses_everything_is_not_told_about_orders() -> None:
     text = str(workshop.check("policy", lambda c, s: True, seed=1))
     assert "it pauses every call, even a lookup" in text
     assert "order" not in text.split("hint:", 1)[1].split("\n")[0]
+    text = str(workshop.check("capstone", tools=[lookup_order, refund], policy=lambda c, s: True, budget=BUDGET,
+                              seed=1))
+    assert "your policy asked for a person before lookup_order ran" in text
+    assert "whole order" not in text
 
 
 # -- 04 · a budget ------------------------------------------------------------------------------------------------
@@ -368,6 +372,7 @@ CAPSTONE_MUTANTS: dict[str, tuple[dict[str, Any], str | None]] = {
                                      "policy-through"),
     "a policy with >": ({"policy": lambda c, s: c.name == "refund" and _amount(c) > 5000}, "policy-through"),
     "a policy for every refund": ({"policy": lambda c, s: c.name == "refund"}, "policy-pauses"),
+    "a policy that pauses everything": ({"policy": lambda c, s: True}, "policy-pauses"),
     "a policy that crashes on lookups": ({"policy": lambda c, s: c.arguments["amount_cents"] >= 5000}, "crash"),
 }
 

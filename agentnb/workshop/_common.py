@@ -138,6 +138,12 @@ def no_result(run: Run, tools: Sequence[Tool]) -> tuple[str, Hints, str]:
         if req.kind == "outcome_unknown":
             return (f"{req.name} did not finish ({req.note}), so its outcome is unknown and a person must decide",
                     TIMEOUT_HINTS, "timeout")
+        own = tool is not None and (tool.approval is True or (tool.approval is None and tool.risk != "read"))
+        if tool is not None and not own:  # the tool does not ask: the loop's policy did
+            return (f"your policy asked for a person before {req.name} ran ({short(req.arguments, 60)})",
+                    (f"a call of {req.name} should go through: which calls does your policy stop?",
+                     "the policy is asked about every call of every tool; it should say yes only for the calls "
+                     "the exercise names"), "policy-pauses")
         decl = declaration(tool) if tool is not None else "?"
         return (f"the run paused for a person before {req.name} ran: it is declared {decl}",
                 ("a call waits for approval when its tool asks for it: look at the options of @anb.tool(...)",

@@ -447,6 +447,25 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
             outcome.setdefault(key, []).append((args, run.state is LoopState.WAITING_APPROVAL, raw))
     paused = {k: [p for _, p, _ in v] for k, v in outcome.items()}
     everything = all(all(v) for v in paused.values())
+    n_cases = sum(len(v) for v in paused.values())
+    if everything or not any(any(v) for v in paused.values()):  # the same answer for every call: no line passes
+        raws = [raw for v in outcome.values() for _, _, raw in v if raw is not None and not isinstance(raw, bool)]
+        if everything:
+            hints, kind = _policy_hints("reads", paused, True, lim)
+            detail = f"all {n_cases} calls waited for a person, lookups and refunds of any amount"
+        else:
+            hints, kind = (("your policy never says yes: which calls must wait for a person?",
+                            f"refunds of {money(lim)} or more must wait: look at which tool is called and at the "
+                            "amount in its arguments"), "pauses-none")
+            far = outcome["far"][0][0]["amount_cents"]
+            detail = f"none of the {n_cases} calls waited, not even a refund of {money(far)}"
+        if raws:
+            detail += f" (your policy returned {shown(raws[0])})"
+            hints, kind = (("a policy answers a yes/no question: what does your function return?",
+                            "any non-zero number or non-empty text counts as 'yes, ask a person'; return a "
+                            "comparison"), "type")
+        report.fix("it tells calls apart", detail, hints, kind=kind)
+        return
     for key, what, _, should in groups:
         wrong = [(args, p, raw) for args, p, raw in outcome[key] if p != should]
         if not wrong:
