@@ -41,6 +41,8 @@ from .events import (
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
+    CallRejected,
+    CallValidated,
     CompressionApplied,
     ModelRequested,
     ModelRetried,
@@ -62,7 +64,7 @@ from .exceptions import (
 from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
-from .redact import redact, redact_text, register_secret
+from .redact import RunSecrets, redact, redact_outcome, redact_text, register_credentials
 from .states import TERMINAL, LoopState, S
 from .store import MemoryStore, Store, as_store
 from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
@@ -152,7 +154,7 @@ class Loop:
         )
         self.store = as_store(store)
         self.event_settings = redact(self.config.settings)
-        register_secret(getattr(getattr(model, "client", None), "api_key", None))
+        register_credentials(model)  # every key the model (or the models it wraps) holds, whatever its shape
         self.policy_revision = policy_revision(self.registry, approval, headless)
 
     @property
@@ -201,6 +203,7 @@ class Run:
         self._events = self.transcript.events
         self._persist = True
         self._attach_store()
+        self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -431,7 +434,7 @@ class Run:
         """
         call = self._pending(call_id)
         self._check_request(call, None, for_approval=False)
-        content, audit = render_value(value), jsonable(value)
+        content, audit = redact_text(render_value(value)), redact(jsonable(value))  # the ledger is stored too
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         if key and tool is not None and tool.side_effects:
@@ -489,6 +492,16 @@ class Run:
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
+        secrets = self._secrets
+        if cls is ArgumentsMerged:  # a fragment shows what is decided; lengths count what is shown
+            shown = secrets.fragment(fields["index"], fields["name"], fields["fragment"])
+            length = self._rs.argument_lengths.get(fields["index"], 0) + len(shown.encode())
+            return {**fields, "fragment": shown, "length": length}
+        if cls is TextMerged:
+            shown = secrets.fragment("text", None, fields["fragment"])
+            return {**fields, "fragment": shown, "length": self._rs.text_length + len(shown)}
+        if cls is ModelRequested or cls is ModelRetried:
+            secrets.restart_streams()
         settings = fields.get("settings")
         if settings is self.loop.config.settings and len(fields) <= 3:  # a plain request: the common case
             return {**fields, "settings": self.loop.event_settings}  # redacted once per loop, not per turn
@@ -500,12 +513,21 @@ class Run:
                 fields["settings"] = redact(settings)
         if cls is TurnCompleted:
             resp = fields["response"]
-            if resp.raw is not None and resp.provider != "scripted":
-                fields["response"] = replace(resp, raw=redact(resp.raw))
-        for key in ("error", "reason", "error_message"):
+            raw = redact(resp.raw, secrets.names(None)) if resp.raw is not None else None
+            fields["response"] = replace(resp, message=secrets.turn(resp.message), raw=raw)
+        elif cls is CallValidated or cls is ApprovalResolved:
+            fields["arguments"] = secrets.arguments(fields["call_id"], self._call_name(fields["call_id"]),
+                                                    fields.get("arguments"))
+            if fields.get("value") is not None:
+                fields["value"] = redact(fields["value"])
+        for key in ("error", "reason", "error_message", "message", "note", "content"):
             if isinstance(fields.get(key), str):
                 fields[key] = redact_text(fields[key])
         return fields
+
+    def _call_name(self, call_id: str) -> str:
+        call = self._rs.calls.get(call_id)
+        return call.name if call is not None else ""
 
     def _request(self) -> ModelRequest:
         rs = self._rs
@@ -591,15 +613,25 @@ class Run:
         return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
 
     def _prepare(self, turn: ModelTurn) -> ModelTurn:
-        """Give every call a unique id: generated where missing or repeated, and used on both sides."""
-        seen: set[str] = set()
+        """Give every call an id unique in the conversation: generated where missing or already used, on both sides.
+
+        The conversation includes the history a follow-up run starts from, so a model that numbers its calls
+        per run (a script, a replayed cassette) never repeats an id the provider has seen in this conversation.
+        """
+        if not turn.message.tool_calls:
+            return turn
+        seen = {c.call_id for m in self._rs.messages if m.role == "assistant" for c in m.tool_calls}
         parts = list(turn.message.parts)
         changed = False
         for i, p in enumerate(parts):
             if not isinstance(p, ToolCallPart):
                 continue
             if not p.call_id or p.call_id in seen:
-                p = parts[i] = replace(p, call_id=f"call_{self.run_id[4:]}_{self._rs.turn}_{i}")
+                fresh, n = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}", 0
+                while fresh in seen:
+                    n += 1
+                    fresh = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}_{n}"
+                p = parts[i] = replace(p, call_id=fresh)
                 changed = True
             seen.add(p.call_id)
         return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
@@ -634,16 +666,21 @@ class Run:
         if ledger:
             assert key is not None
             self.store.start_effect(key, self.run_id, call.call_id, call.name)
-        validated = call.validated or tool.validate(call.arguments)
+        real = self._secrets.unmask(call.call_id, call.name, call.arguments)  # secrets live in memory only
+        if isinstance(real, str):
+            out = Outcome(status="error", content=real, error_type="SecretUnavailable", error_message=real)
+            if ledger:
+                assert key is not None
+                self.store.finish_effect(key, out.content, out.value, out.status)
+            return out
+        validated = tool.validate(real) if real is not call.arguments else call.validated or tool.validate(real)
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
                               idempotency_key=key)
         out = self.loop.registry.run(tool, validated, ctx, default_timeout=self.loop.config.budget.tool_timeout)
         out = _cap(out, self.loop.config.budget.max_result_chars)
-        if out.status != "ok":  # an error text can quote a URL or a header: redact it before it is hashed
-            message = redact_text(out.error_message) if out.error_message else out.error_message
-            out = replace(out, content=redact_text(out.content), error_message=message)
+        out = redact_outcome(out)  # results and errors alike, before they are hashed, stored or shown
         if ledger:
             assert key is not None
             self.store.finish_effect(key, out.content, out.value, out.status)
@@ -805,7 +842,8 @@ class Run:
         )
 
 
-_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished})
+_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished, TextMerged, ArgumentsMerged,
+                    CallValidated, CallRejected, ApprovalResolved})
 
 
 def _budget_settings(b: Budget) -> dict[str, Any]:

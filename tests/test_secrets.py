@@ -12,11 +12,7 @@ from agentnb.providers.base import ModelRequest
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 GOOGLE = "AIzaSyA-SECRET-1234567890abcdefgh"
-ODD = "no-pattern-SECRET-but-registered-42"  # a key of no known shape, known because the client holds it
-
-
-class _Client:
-    api_key = ODD
+ODD = "no-pattern-SECRET-but-registered-42"  # a key of no known shape, known because the model declares it
 
 
 class LeakyModel:
@@ -24,10 +20,12 @@ class LeakyModel:
 
     provider = "openai_chat"
     name = "leaky"
-    client = _Client()
 
     def __init__(self) -> None:
         self.calls = 0
+
+    def credentials(self) -> list[str]:
+        return [ODD]
 
     def respond(self, request: ModelRequest) -> Iterator[Any]:
         self.calls += 1
