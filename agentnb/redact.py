@@ -232,9 +232,10 @@ def redact(value: Any, names: frozenset[str] = frozenset()) -> Any:
     """
     if isinstance(value, str):
         return redact_json_text(value, names) if names and '"' in value else redact_text(value)
-    if isinstance(value, dict):
+    if isinstance(value, dict):  # a secret key's scalar value is masked; a container under it (a schema) is read
         return {
-            k: (MASK if isinstance(k, str) and _is_secret_key(k, names) and v not in (None, "") else redact(v, names))
+            k: (MASK if isinstance(k, str) and _is_secret_key(k, names) and v not in (None, "")
+                and not isinstance(v, dict | list | tuple) else redact(v, names))
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
@@ -319,6 +320,34 @@ def _is_secret_schema(node: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
     return False
 
 
+def reveal(value: Any) -> Any:
+    """JSON-safe data with ``SecretStr``/``SecretBytes`` values written out whole (pydantic writes ``**********``).
+
+    For the driver's own copies of validated arguments: events mask them again before they exist, while the
+    copy a tool runs with needs the value.
+
+    Example:
+        >>> from pydantic import SecretStr
+        >>> reveal({"pin": SecretStr("1234"), "n": [1, SecretStr("x")]})
+        {'pin': '1234', 'n': [1, 'x']}
+    """
+    from pydantic import SecretBytes, SecretStr
+    from pydantic_core import to_jsonable_python
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, SecretStr):
+            return v.get_secret_value()
+        if isinstance(v, SecretBytes):
+            return v.get_secret_value().decode("utf-8", "replace")
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple | set | frozenset):
+            return [walk(x) for x in v]
+        return v
+
+    return to_jsonable_python(walk(value), fallback=repr)
+
+
 def redact_outcome(outcome: Any) -> Any:
     """A tool's outcome with secrets masked in its content, audit value and error message (any status).
 
@@ -363,11 +392,52 @@ def mask_pieces(text: str, secrets: Iterable[str], min_length: int = 4) -> str:
     return text
 
 
+def shaped_values(text: str) -> list[str]:
+    """The secrets in ``text`` found by their shape (keys, tokens), as they appear.
+
+    Example:
+        >>> shaped_values("call https://x.test/?key=AIzaSyA-1234567890abcdefghij with Bearer abc.def")
+        ['AIzaSyA-1234567890abcdefghij', 'abc.def']
+    """
+    found: list[str] = []
+    for pattern, _ in _PATTERNS:
+        for m in pattern.finditer(text):
+            value = m.group(0)[len(m.group(1)):] if pattern.groups else m.group(0)
+            if value.lower().startswith("bearer"):
+                value = value[6:].strip()
+            found.append(value)
+    return list(dict.fromkeys(v for v in found if v))
+
+
+def redact_pieces(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of ``value`` with every string passed through :func:`mask_pieces` (registered secrets and ``secrets``).
+
+    For events a stream was cut into (an SDK's raw chunks), where one string may hold only part of a secret.
+    """
+    known = sorted({*_literals, *secrets}, key=len, reverse=True)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return mask_pieces(redact_text(v), known)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return type(v)(walk(x) for x in v)
+        return v
+
+    return walk(value)
+
+
 def _overlap(a: str, b: str) -> int:
     """The length of the longest suffix of ``a`` that is a prefix of ``b`` (shorter than ``b``)."""
-    for k in range(min(len(a), len(b) - 1), 0, -1):
-        if a.endswith(b[:k]):
-            return k
+    if not a or not b:
+        return 0
+    first = b[0]
+    i = a.find(first, max(0, len(a) - len(b) + 1))
+    while i != -1:  # the earliest start is the longest overlap
+        if b.startswith(a[i:]):
+            return len(a) - i
+        i = a.find(first, i + 1)
     return 0
 
 

@@ -32,6 +32,7 @@ from ._aio import run_coroutine
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
 from .messages import ResultStatus
+from .redact import reveal, secret_names
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
@@ -122,6 +123,9 @@ class Tool:
     """``(arguments, context) -> str``: the tool's own idempotency key."""
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
+    secret: tuple[str, ...] = ()
+    """Names of secret parameters (``secret=[...]``, and ``SecretStr`` fields at any depth): the tool gets the
+    real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
     _field_names: tuple[str, ...] = field(default=())
 
     @property
@@ -150,6 +154,8 @@ class Tool:
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
         """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types)."""
+        if self.secret:  # written out whole: events mask secret values before they exist (agentnb.redact)
+            return cast(dict[str, Any], reveal(validated.model_dump()))
         data = validated.__dict__
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
@@ -213,6 +219,7 @@ def _build_tool(
     client: bool = False,
     idempotent: bool = False,
     idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    secret: Iterable[str] = (),
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -230,6 +237,7 @@ def _build_tool(
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    secrets = {secret} if isinstance(secret, str) else set(secret)
     for pname, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(
@@ -242,7 +250,11 @@ def _build_tool(
             context_param = pname
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname)))
+        extra = {"writeOnly": True} if pname in secrets else None  # JSON Schema's mark for a secret input
+        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname), json_schema_extra=extra))
+    if secrets - fields.keys():
+        raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "
+                                  f"{sorted(secrets - fields.keys())}; the parameters are {sorted(fields)}")
     model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
     try:
         args_model = create_model(
@@ -269,6 +281,7 @@ def _build_tool(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
         _field_names=tuple(fields),
+        secret=tuple(sorted(secrets | secret_names(schema))),
     )
 
 
@@ -287,6 +300,7 @@ def tool(
     client: bool = False,
     idempotent: bool = False,
     idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    secret: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -302,6 +316,7 @@ def tool(
     client: bool = False,
     idempotent: bool = False,
     idempotency_key: Callable[[dict[str, Any], Any], str] | None = None,
+    secret: Iterable[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -319,6 +334,8 @@ def tool(
         idempotent: the downstream deduplicates by the idempotency key (``ToolContext.idempotency_key``), so
             a call whose outcome is unknown after a crash may be re-run with the same key.
         idempotency_key: ``(arguments, context) -> str``, the tool's own key for a call's business intent.
+        secret: parameters whose values are secret (as a ``pydantic.SecretStr`` parameter is): the tool gets
+            the real value; events, artifacts and the debugger show ``[REDACTED]``.
 
     Example:
         >>> @tool
@@ -334,7 +351,7 @@ def tool(
     def wrap(f: Callable[..., Any]) -> Tool:
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
-            idempotent=idempotent, idempotency_key=idempotency_key,
+            idempotent=idempotent, idempotency_key=idempotency_key, secret=secret,
         )
 
     return wrap(fn) if fn is not None else wrap
