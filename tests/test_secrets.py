@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 import agentnb as anb
 from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
 from agentnb.providers.base import ModelRequest
@@ -70,3 +72,72 @@ def test_no_artifact_holds_a_secret(tmp_path: Path) -> None:
     assert "[REDACTED]" in retried.error
     settings = next(e for e in run.events if e.type == "ModelRequested").settings
     assert settings == {"extra_headers": {"Authorization": "[REDACTED]"}, "temperature": 0}
+
+
+# -- secret tool arguments: what a tool gets, what the log keeps, and what a resume can do ----------------
+
+TOKEN = "zq9-deploy-token-55ab19"
+received: list[tuple[str, str]] = []
+
+
+@anb.tool(risk="write")
+def deploy(target: str, token: SecretStr) -> str:
+    """Deploy to a target with a token."""
+    received.append((target, token.get_secret_value()))
+    return f"deployed to {target}"
+
+
+def deploy_loop(store: anb.SqliteStore) -> anb.Loop:
+    script = [{"tool_calls": [{"name": "deploy", "arguments": {"target": "prod", "token": TOKEN}}]},
+              lambda messages: {"text": "Result: " + messages[-1].tool_results[0].content}]
+    return anb.Loop(model=anb.ScriptedModel(script), tools=[deploy], store=store)
+
+
+def test_approval_in_the_same_process_runs_the_tool_with_the_real_secret(tmp_path: Path) -> None:
+    received.clear()
+    run = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="k")).start("Deploy", run_id="d1").run()
+    assert run.state is anb.LoopState.WAITING_APPROVAL
+    waiting = run.pending_approvals()[0]
+    assert waiting.arguments == {"target": "prod", "token": "[REDACTED]"}  # what the approver sees
+    run.approve(waiting.call_id)
+    assert run.run().output == "Result: deployed to prod"
+    assert received == [("prod", TOKEN)]
+    run.transcript.save(tmp_path / "run.jsonl")
+    for path in (tmp_path / "run.jsonl", tmp_path / "runs.db"):
+        assert TOKEN.encode() not in path.read_bytes()
+
+
+def test_approval_edits_keep_the_secret_they_leave_masked_and_take_one_typed_anew(tmp_path: Path) -> None:
+    received.clear()
+    loop = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="k"))
+    kept = loop.start("Deploy", run_id="e1").run()
+    kept.approve(kept.pending_approvals()[0].call_id, arguments={"target": "staging", "token": "[REDACTED]"})
+    kept.run()
+    typed = loop.start("Deploy", run_id="e2").run()
+    typed.approve(typed.pending_approvals()[0].call_id, arguments={"target": "prod", "token": "zq9-typed-by-ops-77"})
+    typed.run()
+    assert received == [("staging", TOKEN), ("prod", "zq9-typed-by-ops-77")]
+    resolved = next(e for e in typed.events if e.type == "ApprovalResolved")
+    assert resolved.arguments == {"target": "prod", "token": "[REDACTED]"}
+    kept.transcript.save(tmp_path / "kept.jsonl")
+    typed.transcript.save(tmp_path / "typed.jsonl")
+    for path in tmp_path.iterdir():
+        data = path.read_bytes()
+        assert TOKEN.encode() not in data and b"zq9-typed-by-ops-77" not in data, path.name
+
+
+def test_a_resumed_call_whose_secret_was_masked_ends_with_an_error_and_never_runs(tmp_path: Path) -> None:
+    received.clear()
+    deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="k")).start("Deploy", run_id="r1").run()
+    # another process: the store holds the events, never the token
+    loop = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="k"))
+    resumed = anb.Run.resume("r1", loop=loop)
+    assert resumed.state is anb.LoopState.WAITING_APPROVAL
+    resumed.approve(resumed.pending_approvals()[0].call_id)
+    resumed.run()
+    assert received == []
+    finished = next(e for e in resumed.events if e.type == "ToolFinished")
+    assert finished.status == "error" and finished.error_type == "SecretUnavailable"
+    assert "'token'" in finished.content and "deploy" in finished.content
+    assert resumed.state is anb.LoopState.COMPLETED and "not available" in (resumed.output or "")
+    assert TOKEN.encode() not in (tmp_path / "runs.db").read_bytes()
