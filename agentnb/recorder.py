@@ -66,7 +66,15 @@ from .exceptions import ModelError, StreamInterrupted
 from .messages import MESSAGE_ADAPTER, ModelTurn
 from .providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 from .providers.scripted import ScriptedModel
-from .redact import HoldsCredentials, RunSecrets, redact, redact_pieces, register_credentials, register_secret, shaped_values
+from .redact import (
+    HoldsCredentials,
+    RunSecrets,
+    redact,
+    redact_pieces,
+    register_credentials,
+    register_secret,
+    shaped_values,
+)
 
 __all__ = ["CASSETTE_VERSION", "Cassette", "RecordedRequest", "Recorder", "ReplayedModel", "read_cassette"]
 
@@ -316,7 +324,8 @@ class Recorder:
         names = self._masks[k].names(None) if k in self._masks else frozenset()
         try:
             for event in events:  # written with the turn, once its secrets are known
-                self._hold(k, {"type": "wire_event", "turn": k, "ms": _ms(t0), "event": redact(_jsonable(event), names)})
+                line = {"type": "wire_event", "turn": k, "ms": _ms(t0), "event": redact(_jsonable(event), names)}
+                self._hold(k, line)
                 yield event
         finally:
             close = getattr(events, "close", None)

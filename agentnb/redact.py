@@ -49,9 +49,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 MASK = "[REDACTED]"
+
+_O = TypeVar("_O")
 
 _PYDANTIC_MASK = "**********"
 """What pydantic writes for a ``SecretStr`` in JSON mode; a masked secret parameter may show as this."""
@@ -348,18 +350,20 @@ def reveal(value: Any) -> Any:
     return to_jsonable_python(walk(value), fallback=repr)
 
 
-def redact_outcome(outcome: Any) -> Any:
+def redact_outcome(outcome: _O) -> _O:
     """A tool's outcome with secrets masked in its content, audit value and error message (any status).
 
     ``outcome`` is a dataclass with ``content``, ``value`` and ``error_message`` fields
     (:class:`agentnb.tools.Outcome`).
     """
-    content = redact_text(outcome.content)
-    value = redact(outcome.value)
-    message = redact_text(outcome.error_message) if outcome.error_message else outcome.error_message
-    if content is outcome.content and value is outcome.value and message == outcome.error_message:
+    out: Any = outcome
+    content = redact_text(out.content)
+    value = redact(out.value)
+    message = redact_text(out.error_message) if out.error_message else out.error_message
+    if content == out.content and value == out.value and message == out.error_message:
         return outcome
-    return dataclasses.replace(outcome, content=content, value=value, error_message=message)
+    replaced: _O = dataclasses.replace(out, content=content, value=value, error_message=message)
+    return replaced
 
 
 def mask_pieces(text: str, secrets: Iterable[str], min_length: int = 4) -> str:
@@ -626,7 +630,7 @@ class RunSecrets:
                 args = redact(p.arguments, names) if p.arguments is not None else None
                 if raw != p.arguments_raw or args != p.arguments:
                     new = dataclasses.replace(p, arguments_raw=raw, arguments=args)
-                    if p.arguments is not None and args != p.arguments:
+                    if args is not None and args != p.arguments:
                         self._calls[p.call_id] = _Masked(masked=args, real=p.arguments)
             changed = changed or new is not p
             parts.append(new)
@@ -687,7 +691,7 @@ def _restore(now: Any, masked: Any, real: Any) -> Any:
 
 
 def _normalize(value: Any, names: frozenset[str]) -> Any:
-    """pydantic dumps a ``SecretStr`` as ``**********``: read it as the mask, which it stands for."""
+    """A ``SecretStr`` dumped by pydantic reads ``**********``: take it for the mask, which it stands for."""
     if isinstance(value, dict):
         return {k: (MASK if v == _PYDANTIC_MASK and isinstance(k, str) and _is_secret_key(k, names)
                     else _normalize(v, names)) for k, v in value.items()}

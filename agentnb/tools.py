@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.config import JsonDict
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from ._aio import run_coroutine
@@ -38,6 +39,7 @@ Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
 
 _PRIMITIVES = frozenset({str, int, float, bool})
+_WRITE_ONLY: JsonDict = {"writeOnly": True}
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
 _PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -250,7 +252,7 @@ def _build_tool(
             context_param = pname
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        extra = {"writeOnly": True} if pname in secrets else None  # JSON Schema's mark for a secret input
+        extra = _WRITE_ONLY if pname in secrets else None  # JSON Schema's mark for a secret input
         fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname), json_schema_extra=extra))
     if secrets - fields.keys():
         raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "

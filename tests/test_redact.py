@@ -72,7 +72,8 @@ def test_pieces_of_a_secret_in_split_events_are_masked() -> None:
 def test_keys_that_name_credentials_mask_values_but_not_schemas() -> None:
     schema = {"properties": {"api_key": {"type": "string"}, "password": {"type": "string", "writeOnly": True}}}
     assert redact(schema) == schema
-    assert redact({"api_key": "abc", "nested": [{"password": "p"}]}) == {"api_key": MASK, "nested": [{"password": MASK}]}
+    masked = redact({"api_key": "abc", "nested": [{"password": "p"}]})
+    assert masked == {"api_key": MASK, "nested": [{"password": MASK}]}
 
 
 class Inner(BaseModel):
