@@ -61,10 +61,15 @@ _PYDANTIC_MASK = "**********"
 MAX_HOLD = 8192
 """The most characters a :class:`StreamRedactor` holds back before it masks them whole."""
 
-_KEY_WORDS = (
-    r"(?:x-)?(?:api[-_]?key|authorization|proxy-authorization|x-goog-api-key|cookie|set-cookie|client[-_]?secret|"
-    r"access[-_]?token|refresh[-_]?token|auth[-_]?token|password|passwd|secret)"
+_KEY_NAMES = frozenset(
+    prefix + base.format(sep)
+    for base in ("api{}key", "authorization", "proxy-authorization", "x-goog-api-key", "cookie", "set-cookie",
+                 "client{}secret", "access{}token", "refresh{}token", "auth{}token", "password", "passwd", "secret")
+    for sep in ("-", "_", "")
+    for prefix in ("", "x-")
 )
+"""Keys whose values are credentials (compared without case)."""
+_KEY_WORDS = "(?:" + "|".join(re.escape(k) for k in sorted(_KEY_NAMES, key=len, reverse=True)) + ")"
 _SECRET_KEYS = re.compile(f"^{_KEY_WORDS}$", re.IGNORECASE)
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"sk-(?:ant-)?[A-Za-z0-9_\-]{8,}"), MASK),
@@ -79,8 +84,9 @@ _OPEN_TAIL = re.compile(
     r"|A(?:I(?:z(?:a[0-9A-Za-z_\-]*)?)?)?\Z"
     r"|(?i:\bb(?:e(?:a(?:r(?:e(?:r(?:\s+[A-Za-z0-9._~+/\-]*=*)?)?)?)?)?)?)\Z"
     r"|(?i:[?&][a-z_]{0,7}(?:=[^&\s\"']*)?)\Z"
-    r'|"[A-Za-z0-9_\-]{0,64}(?:"\s*(?::\s*)?)?\Z'
 )
+_KEY_TAIL = re.compile(r'"([A-Za-z0-9_\-]{0,64})("\s*(?::\s*)?)?\Z')
+"""An object key still arriving (or just closed) at the end of a stream: held only if it may name a secret."""
 _TOKEN_BODY = re.compile(r"[^\s\"'&,}\]]*")
 _STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*')
 _literals: set[str] = set()
@@ -195,6 +201,13 @@ def _field_pattern(names: frozenset[str]) -> re.Pattern[str]:
     extra = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     keys = f"{_KEY_WORDS}|{extra}" if extra else _KEY_WORDS
     return re.compile(rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")')
+
+
+@lru_cache(maxsize=256)
+def _key_prefixes(names: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Secret key names (lower case) and every prefix of them."""
+    full = frozenset({*_KEY_NAMES, *(n.lower() for n in names)})
+    return full, frozenset(n[:i] for n in full for i in range(len(n) + 1))
 
 
 @lru_cache(maxsize=256)
@@ -464,10 +477,12 @@ class StreamRedactor:
         'use [REDACTED] now'
     """
 
-    __slots__ = ("_held", "_names", "_swallow")
+    __slots__ = ("_held", "_names", "_prev", "_swallow")
 
     def __init__(self, names: frozenset[str] = frozenset()) -> None:
         self._held = ""
+        self._prev = ""
+        """The last non-blank character released (tells a key's quote from a value's)."""
         self._names = names
         self._swallow: str | None = None
         """``"string"`` or ``"token"`` while the rest of an over-long secret is dropped."""
@@ -476,6 +491,21 @@ class StreamRedactor:
     def held(self) -> str:
         """The text received but not released yet (it may still become a secret)."""
         return self._held
+
+    def _key_cut(self, text: str, cut: int) -> int:
+        """Hold an object key at the end of the stream while it may still be a secret key."""
+        m = _KEY_TAIL.search(text)
+        if m is None or m.start() >= cut:
+            return cut
+        before = text[: m.start()].rstrip()
+        prev = before[-1] if before else self._prev
+        if prev not in ("{", ",", ""):  # after ':' or '[' the quote opens a value, not a key
+            return cut
+        names, prefixes = _key_prefixes(self._names)
+        name = m.group(1).lower()
+        if (name in names) if m.group(2) else (name in prefixes):
+            return m.start()
+        return cut
 
     def feed(self, fragment: str) -> str:
         """Take the next fragment; return the text now decided, masked (possibly empty)."""
@@ -488,7 +518,12 @@ class StreamRedactor:
         if len(text) - cut > MAX_HOLD:
             return self._overflow(text, cut)
         ready, self._held = text[:cut], text[cut:]
-        return redact_json_text(ready, self._names) if ready else ""
+        if not ready:
+            return ""
+        last = ready.rstrip()
+        if last:
+            self._prev = last[-1]
+        return redact_json_text(ready, self._names)
 
     def _cut(self, text: str) -> int:
         """Where the undecided tail of ``text`` begins (``len(text)`` when all of it is decided)."""
@@ -496,6 +531,8 @@ class StreamRedactor:
         m = _OPEN_TAIL.search(text)
         if m is not None:
             cut = m.start()
+        if '"' in text:
+            cut = self._key_cut(text, cut)
         if '"' in text:
             m = _open_field(self._names).search(text)
             if m is not None:
