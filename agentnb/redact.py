@@ -74,9 +74,11 @@ _SECRET_KEYS = re.compile(f"^{_KEY_WORDS}$", re.IGNORECASE)
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"sk-(?:ant-)?[A-Za-z0-9_\-]{8,}"), MASK),
     (re.compile(r"AIza[0-9A-Za-z_\-]{20,}"), MASK),
-    (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/\-]+=*"), "Bearer " + MASK),
-    (re.compile(r"(?i)([?&](?:api_?)?key=)[^&\s\"']+"), r"\g<1>" + MASK),
+    (re.compile(r"\b(?i:Bearer)\s+[A-Za-z0-9._~+/\-]+=*"), "Bearer " + MASK),
+    (re.compile(r"([?&](?i:(?:api_?)?key)=)[^&\s\"']+"), r"\g<1>" + MASK),
 ]
+_ANY_SHAPE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _PATTERNS))
+"""One search that tells whether any pattern may apply (most strings hold none)."""
 # What an unfinished instance of each pattern looks like at the end of a stream (over-approximations: holding
 # a character back too long only delays it; letting the start of a key through would leak it).
 _OPEN_TAIL = re.compile(
@@ -90,6 +92,8 @@ _KEY_TAIL = re.compile(r'"([A-Za-z0-9_\-]{0,64})("\s*(?::\s*)?)?\Z')
 _TOKEN_BODY = re.compile(r"[^\s\"'&,}\]]*")
 _STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*')
 _literals: set[str] = set()
+_literal_re: list[re.Pattern[str] | None] = [None]
+"""The registered literals as one alternation (longest first), rebuilt when one is added."""
 
 
 def register_secret(value: str | None) -> None:
@@ -100,8 +104,9 @@ def register_secret(value: str | None) -> None:
         >>> redact_text("401: invalid key zq9-plain-credential-0001")
         '401: invalid key [REDACTED]'
     """
-    if value and len(value) >= 8:
+    if value and len(value) >= 8 and value not in _literals:
         _literals.add(value)
+        _literal_re[0] = re.compile("|".join(re.escape(v) for v in sorted(_literals, key=len, reverse=True)))
 
 
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGENTNB_CHECKPOINT_KEY"):
@@ -187,9 +192,11 @@ def redact_text(text: str) -> str:
         >>> redact_text("GET /v1beta/models/x:generateContent?key=AIzaSyA-1234567890abcdefghij&alt=sse")
         'GET /v1beta/models/x:generateContent?key=[REDACTED]&alt=sse'
     """
-    for literal in _literals:
-        if literal in text:
-            text = text.replace(literal, MASK)
+    literals = _literal_re[0]
+    if literals is not None:
+        text = literals.sub(MASK, text)
+    if _ANY_SHAPE.search(text) is None:
+        return text
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
@@ -259,7 +266,12 @@ def redact(value: Any, names: frozenset[str] = frozenset()) -> Any:
 
 
 def _is_secret_key(key: str, names: frozenset[str]) -> bool:
-    return key in names or bool(_SECRET_KEYS.match(key))
+    return key in names or _credential_key(key)
+
+
+@lru_cache(maxsize=4096)
+def _credential_key(key: str) -> bool:
+    return bool(_SECRET_KEYS.match(key))
 
 
 def secret_values(value: Any, names: frozenset[str]) -> list[str]:
@@ -663,8 +675,10 @@ class RunSecrets:
             elif kind == "tool_call":
                 self._seen.add(p.call_id)
                 names = self.names(p.name)
-                raw = redact_json_text(p.arguments_raw, names)
                 args = redact(p.arguments, names) if p.arguments is not None else None
+                # parsed arguments with nothing under a secret key: the raw text can hold a secret only by shape
+                plain = args is not None and args == p.arguments
+                raw = redact_text(p.arguments_raw) if plain else redact_json_text(p.arguments_raw, names)
                 if raw != p.arguments_raw or args != p.arguments:
                     new = dataclasses.replace(p, arguments_raw=raw, arguments=args)
                     if args is not None and args != p.arguments:
@@ -673,17 +687,22 @@ class RunSecrets:
             parts.append(new)
         return dataclasses.replace(message, parts=tuple(parts)) if changed else message
 
-    def arguments(self, call_id: str, tool: str, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+    def arguments(self, call_id: str, tool: str, arguments: dict[str, Any] | None, *,
+                  edited: bool = True) -> dict[str, Any] | None:
         """Validated or edited arguments as an event keeps them: secret parameters read ``[REDACTED]``.
 
         What the call will run with is kept here: the values a person typed at approval time, and, where the
-        arguments still hold the mask, the real values the model sent.
+        arguments still hold the mask, the real values the model sent. ``edited=False`` says the arguments were
+        derived from the call's masked ones (validation), so they hold nothing new.
         """
         if arguments is None:
             return None
         names = self.names(tool)
-        now = _normalize(arguments, names)
         kept = self._calls.get(call_id)
+        if kept is None and not names:  # the common case: nothing of this call was masked, no secret parameter
+            plain: dict[str, Any] = redact(arguments) if edited else arguments
+            return plain
+        now = _normalize(arguments, names)
         real = _restore(now, kept.masked, kept.real) if kept is not None else now
         for value in secret_values(real, names):
             if value not in (MASK, _PYDANTIC_MASK):
@@ -706,8 +725,11 @@ class RunSecrets:
         holds secrets): the call must not run with the mask in place of the secret.
         """
         kept = self._calls.get(call_id)
+        names = self.names(tool)
+        if kept is None and not names and call_id in self._seen:
+            return arguments  # seen whole in this process, nothing masked: nothing to put back
         real = _restore(arguments, kept.masked, kept.real) if kept is not None else arguments
-        masked = _masked_paths(real, self.names(tool), call_id not in self._seen)
+        masked = _masked_paths(real, names, call_id not in self._seen)
         if masked:
             where = ", ".join(masked)
             return (f"The secret argument(s) {where} of this call are not available: secrets are never written to "

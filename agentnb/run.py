@@ -204,6 +204,7 @@ class Run:
         self._persist = True
         self._attach_store()
         self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
+        self._call_ids: tuple[list[Message], int, set[str]] = ([], 0, set())  # ids in the conversation so far
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -513,11 +514,14 @@ class Run:
                 fields["settings"] = redact(settings)
         if cls is TurnCompleted:
             resp = fields["response"]
-            raw = redact(resp.raw, secrets.names(None)) if resp.raw is not None else None
-            fields["response"] = replace(resp, message=secrets.turn(resp.message), raw=raw)
+            message = secrets.turn(resp.message)
+            raw = resp.raw
+            if raw is not None and (resp.provider != "scripted" or message is not resp.message):
+                raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
+            fields["response"] = replace(resp, message=message, raw=raw)
         elif cls is CallValidated or cls is ApprovalResolved:
             fields["arguments"] = secrets.arguments(fields["call_id"], self._call_name(fields["call_id"]),
-                                                    fields.get("arguments"))
+                                                    fields.get("arguments"), edited=cls is ApprovalResolved)
             if fields.get("value") is not None:
                 fields["value"] = redact(fields["value"])
         for key in ("error", "reason", "error_message", "message", "note", "content"):
@@ -620,7 +624,11 @@ class Run:
         """
         if not turn.message.tool_calls:
             return turn
-        seen = {c.call_id for m in self._rs.messages if m.role == "assistant" for c in m.tool_calls}
+        msgs, known, seen = self._call_ids
+        if msgs is not self._rs.messages or known > len(msgs):  # compressed or rebuilt: count again
+            msgs, known, seen = self._rs.messages, 0, set()
+        seen.update(c.call_id for m in msgs[known:] if m.role == "assistant" for c in m.tool_calls)
+        self._call_ids = (msgs, len(msgs), seen)  # this turn's ids join the set: they are in the conversation next
         parts = list(turn.message.parts)
         changed = False
         for i, p in enumerate(parts):
