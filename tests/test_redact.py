@@ -118,3 +118,22 @@ def test_credentials_of_clients_and_models() -> None:
     assert register_credentials(Holder()) == ["zq9-declared-by-a-model-2"]
     assert redact("echo zq9-declared-by-a-model-2") == f"echo {MASK}"
     assert register_credentials(object()) == []
+
+
+def test_credentials_of_the_real_sdk_clients_sync_and_async() -> None:
+    import anthropic
+    import openai
+    from google import genai
+
+    url = "http://127.0.0.1:9"
+    gemini = genai.Client(api_key="zq9-genai-key-0001", http_options={"base_url": url})
+    assert "zq9-genai-key-0001" in client_credentials(gemini)
+    assert "zq9-genai-key-0001" in client_credentials(gemini.aio)
+    assert "zq9-anthropic-token-2" in client_credentials(anthropic.Anthropic(auth_token="zq9-anthropic-token-2",
+                                                                              base_url=url))
+    assert "zq9-anthropic-async-3" in client_credentials(anthropic.AsyncAnthropic(api_key="zq9-anthropic-async-3",
+                                                                                   base_url=url))
+    proxied = openai.AsyncOpenAI(api_key="zq9-openai-4", base_url=url, default_headers={"X-Api-Key": "zq9-proxy-5"})
+    assert {"zq9-openai-4", "zq9-proxy-5"} <= set(client_credentials(proxied))
+    model = anb.GeminiModel(gemini.aio, model="gemini-2.5-flash")
+    assert "zq9-genai-key-0001" in model.credentials()
