@@ -23,9 +23,10 @@ ledger), and streamed fragments.
 
 Streams. A secret can arrive split over fragments (``"sk-ab"`` + ``"cdef..."``), so masking fragment by
 fragment would leak it in pieces. :class:`StreamRedactor` holds back the tail of a stream that could still
-become a secret (an open quote of a secret parameter's value, ``sk-`` and the start of its body, a prefix of
-a registered literal) and releases it, masked or not, once it is decided. A fragment event therefore carries
-the decided text; the text still held when the turn ends is in the turn itself. A held tail longer than
+become a secret (an object key that may still name a secret, the open value of a secret key, ``sk-`` and the
+start of its body, a prefix of a registered literal) and releases it, masked or not, once it is decided;
+ordinary arguments and text stream through unchanged. A fragment event therefore carries the decided text
+(its ``length`` counts what is shown); the text still held when the turn ends is in the turn itself. A held tail longer than
 :data:`MAX_HOLD` characters is masked whole and the rest of that value swallowed, so a hostile 1 MB "key"
 costs linear time.
 
@@ -36,15 +37,16 @@ the mask where a secret was cannot run: it ends with an error result that says s
 calls again), instead of running the tool with ``"[REDACTED]"``.
 
 Known limits: a secret that a JSON encoder escaped (``\"``, ``\uXXXX``) is matched by key or shape, not as
-a literal; the idempotency key of a side-effecting call is computed from its masked arguments, so two calls
-that differ only in a secret argument share it (give such tools their own ``idempotency_key=``); user
-prompts are kept as written.
+a literal; literals shorter than 8 characters are not registered (a 4-digit pin is masked under its key, but
+not where a tool echoes it in free text); the idempotency key of a side-effecting call is computed from its
+masked arguments, so two calls that differ only in a secret argument share it (give such tools their own
+``idempotency_key=``); user prompts and reasoning parts (signed continuation data that must go back byte for
+byte) are kept as written.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -778,8 +780,3 @@ def _masked_paths(value: Any, names: frozenset[str], restored: bool, path: str =
             else:
                 found.extend(_masked_paths(v, names, restored, f"{path}[{i}]"))
     return found
-
-
-def dumps(value: Any) -> str:
-    """``json.dumps`` of a masked copy (for logs and messages that quote a value)."""
-    return json.dumps(redact(value), ensure_ascii=False, default=repr)
