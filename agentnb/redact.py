@@ -60,7 +60,7 @@ _O = TypeVar("_O")
 _PYDANTIC_MASK = "**********"
 """What pydantic writes for a ``SecretStr`` in JSON mode; a masked secret parameter may show as this."""
 
-MAX_HOLD = 8192
+MAX_HOLD = 1024
 """The most characters a :class:`StreamRedactor` holds back before it masks them whole."""
 
 _KEY_NAMES = frozenset(
