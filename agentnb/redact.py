@@ -26,9 +26,9 @@ fragment would leak it in pieces. :class:`StreamRedactor` holds back the tail of
 become a secret (an object key that may still name a secret, the open value of a secret key, ``sk-`` and the
 start of its body, a prefix of a registered literal) and releases it, masked or not, once it is decided;
 ordinary arguments and text stream through unchanged. A fragment event therefore carries the decided text
-(its ``length`` counts what is shown); the text still held when the turn ends is in the turn itself. A held tail longer than
-:data:`MAX_HOLD` characters is masked whole and the rest of that value swallowed, so a hostile 1 MB "key"
-costs linear time.
+(its ``length`` counts what is shown); the text still held when the turn ends is in the turn itself. A held
+tail longer than :data:`MAX_HOLD` characters is masked whole and the rest of that value swallowed, so a
+hostile 1 MB "key" costs linear time (``bench/redaction.py``).
 
 What tools receive. A tool gets the real values: :class:`RunSecrets` keeps, in memory only, the arguments
 each call had before masking and puts them back when the call runs (edits made at approval time win where
