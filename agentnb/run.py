@@ -687,8 +687,8 @@ class Run:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
                               idempotency_key=key)
         out = self.loop.registry.run(tool, validated, ctx, default_timeout=self.loop.config.budget.tool_timeout)
-        out = _cap(out, self.loop.config.budget.max_result_chars)
-        out = redact_outcome(out)  # results and errors alike, before they are hashed, stored or shown
+        # results and errors alike, before they are cut (a cut can halve a key), hashed, stored or shown
+        out = _cap(redact_outcome(out), self.loop.config.budget.max_result_chars)
         if ledger:
             assert key is not None
             self.store.finish_effect(key, out.content, out.value, out.status)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,19 @@ def test_a_resumed_call_whose_secret_was_masked_ends_with_an_error_and_never_run
     assert "'token'" in finished.content and "deploy" in finished.content
     assert resumed.state is anb.LoopState.COMPLETED and "not available" in (resumed.output or "")
     assert TOKEN.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_a_result_cut_at_the_size_limit_never_keeps_half_a_key() -> None:
+    key = "sk-proj-" + "K" * 40
+
+    @anb.tool
+    def dump_env() -> str:
+        """Print the environment."""
+        return "x" * 95 + f" OPENAI_API_KEY={key} and more"
+
+    script = [{"tool_calls": [{"name": "dump_env", "arguments": {}}]}, {"text": "ok"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[dump_env],
+                   budget=anb.Budget(max_result_chars=120)).start("env").run()
+    finished = next(e for e in run.events if e.type == "ToolFinished")
+    assert finished.truncated and "sk-proj" not in finished.content and "KKKK" not in finished.content
+    assert key not in json.dumps(finished.value)
