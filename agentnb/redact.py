@@ -98,6 +98,11 @@ _literal_re: list[re.Pattern[str] | None] = [None]
 """The registered literals as one alternation (longest first), rebuilt when one is added."""
 
 
+def is_mask(value: object) -> bool:
+    """Whether ``value`` is what a masked secret reads (``[REDACTED]``, or pydantic's ``**********``)."""
+    return value == MASK or value == _PYDANTIC_MASK
+
+
 def register_secret(value: str | None) -> None:
     """Redact this exact string wherever it appears (ignored when empty or very short).
 
@@ -206,10 +211,10 @@ def redact_text(text: str) -> str:
 
 @lru_cache(maxsize=256)
 def _field_pattern(names: frozenset[str]) -> re.Pattern[str]:
-    """``"<secret key>": "<value>"`` in JSON text, for credential-named keys and ``names``."""
+    """``"<secret key>": <string, number or boolean>`` in JSON text, for credential-named keys and ``names``."""
     extra = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     keys = f"{_KEY_WORDS}|{extra}" if extra else _KEY_WORDS
-    return re.compile(rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")')
+    return re.compile(rf'("(?i:{keys})"\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d[\d.eE+\-]*|true|false)')
 
 
 @lru_cache(maxsize=256)
@@ -221,25 +226,30 @@ def _key_prefixes(names: frozenset[str]) -> tuple[frozenset[str], frozenset[str]
 
 @lru_cache(maxsize=256)
 def _open_field(names: frozenset[str]) -> re.Pattern[str]:
-    """An unfinished string value of a secret key at the end of a stream."""
+    """An unfinished value of a secret key at the end of a stream (a string, a number, ``true``/``false``)."""
     extra = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     keys = f"{_KEY_WORDS}|{extra}" if extra else _KEY_WORDS
-    return re.compile(rf'"(?i:{keys})"\s*:\s*"(?:[^"\\]|\\.)*\\?\Z')
+    return re.compile(rf'"(?i:{keys})"\s*:\s*(?:"(?:[^"\\]|\\.)*\\?|-?[\d.eE+\-]*|[a-z]*)\Z')
 
 
 def redact_json_text(text: str, names: frozenset[str] = frozenset()) -> str:
     """Mask secrets inside JSON text (call arguments as the model wrote them), keeping its layout.
 
-    Besides :func:`redact_text`, the string value of every credential-named key and every key in ``names`` is
-    masked; the text stays as close to what was received as masking allows (malformed JSON included).
+    Besides :func:`redact_text`, the value (a string, number or boolean) of every credential-named key and every
+    key in ``names`` is masked, as the string ``"[REDACTED]"``; the text stays as close to what was received as
+    masking allows (malformed JSON included).
 
     Example:
-        >>> redact_json_text('{"user": "ann", "api_key": "zq9 plain"}', frozenset({"api_key"}))
-        '{"user": "ann", "api_key": "[REDACTED]"}'
+        >>> redact_json_text('{"user": "ann", "api_key": "zq9 plain", "pin": 4821}', frozenset({"pin"}))
+        '{"user": "ann", "api_key": "[REDACTED]", "pin": "[REDACTED]"}'
     """
     if '"' in text:
-        text = _field_pattern(names).sub(lambda m: m.group(1) + MASK + m.group(3) if m.group(2) else m.group(0), text)
+        text = _field_pattern(names).sub(_mask_field, text)
     return redact_text(text)
+
+
+def _mask_field(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(2) == '""' else f'{m.group(1)}"{MASK}"'
 
 
 def redact(value: Any, names: frozenset[str] = frozenset()) -> Any:
@@ -577,9 +587,8 @@ class StreamRedactor:
         tail = text[cut:]
         field = _open_field(self._names).match(tail)
         prefix = redact_json_text(text[:cut], self._names)
-        if field is not None:
-            opener = re.match(r'"[^"]*"\s*:\s*"', tail)
-            assert opener is not None
+        opener = re.match(r'"[^"]*"\s*:\s*"', tail) if field is not None else None
+        if opener is not None:
             self._held, self._swallow = "", "string"
             return prefix + opener.group(0) + MASK
         self._held, self._swallow = "", "token"

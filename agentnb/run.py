@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ValidationError
+
 from . import binding
 from .engine import (
     FINALIZE_PROMPT,
@@ -67,7 +69,7 @@ from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, St
 from .redact import RunSecrets, redact, redact_outcome, redact_text, register_credentials
 from .states import TERMINAL, LoopState, S
 from .store import MemoryStore, Store, as_store
-from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value
+from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, describe_errors, jsonable, render_value
 from .transcript import Transcript
 
 _now = datetime.now
@@ -674,14 +676,12 @@ class Run:
         if ledger:
             assert key is not None
             self.store.start_effect(key, self.run_id, call.call_id, call.name)
-        real = self._secrets.unmask(call.call_id, call.name, call.arguments)  # secrets live in memory only
-        if isinstance(real, str):
-            out = Outcome(status="error", content=real, error_type="SecretUnavailable", error_message=real)
+        validated = self._unmasked(call, tool)  # the real secret arguments live in memory only
+        if isinstance(validated, Outcome):
             if ledger:
                 assert key is not None
-                self.store.finish_effect(key, out.content, out.value, out.status)
-            return out
-        validated = tool.validate(real) if real is not call.arguments else call.validated or tool.validate(real)
+                self.store.finish_effect(key, validated.content, validated.value, validated.status)
+            return validated
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
@@ -693,6 +693,22 @@ class Run:
             assert key is not None
             self.store.finish_effect(key, out.content, out.value, out.status)
         return out
+
+    def _unmasked(self, call: CallState, tool: Tool) -> BaseModel | Outcome:
+        """The call's validated arguments with its real secrets, or the error result when they cannot be had.
+
+        Validation before this point saw the masked values; the real ones meet the schema here for the first time.
+        """
+        real = self._secrets.unmask(call.call_id, call.name, call.arguments or {})
+        if isinstance(real, str):
+            return Outcome(status="error", content=real, error_type="SecretUnavailable", error_message=real)
+        if real is call.arguments and call.validated is not None:
+            return call.validated
+        try:
+            return tool.validate(real)
+        except ValidationError as exc:
+            message, _ = describe_errors(call.name, exc)
+            return Outcome(status="error", content=message, error_type="ValidationError", error_message=message)
 
     def _unknown(self, call: CallState) -> BaseEvent:
         tool = self.loop.registry.get(call.name)

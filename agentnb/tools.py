@@ -33,7 +33,7 @@ from ._aio import run_coroutine
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
 from .messages import ResultStatus
-from .redact import reveal, secret_names
+from .redact import is_mask, reveal, secret_names
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
@@ -125,6 +125,8 @@ class Tool:
     """``(arguments, context) -> str``: the tool's own idempotency key."""
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
+    masked_model: type[BaseModel] | None = None
+    """``args_model`` with the top-level secret parameters accepting the mask (see :meth:`validate`)."""
     secret: tuple[str, ...] = ()
     """Names of secret parameters (``secret=[...]``, and ``SecretStr`` fields at any depth): the tool gets the
     real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
@@ -151,7 +153,13 @@ class Tool:
         return bool(self.approval(call, context))
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
-        """Validate arguments against the schema; raises pydantic's ``ValidationError``."""
+        """Validate arguments against the schema; raises pydantic's ``ValidationError``.
+
+        A secret parameter that holds the mask (``[REDACTED]``: what the log keeps) is not checked against
+        its type here; the call is checked again with the real value when it runs.
+        """
+        if self.masked_model is not None and any(is_mask(arguments.get(n)) for n in self.secret):
+            return self.masked_model.model_validate(arguments)
         return self.args_model.model_validate(arguments)
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
@@ -265,6 +273,12 @@ def _build_tool(
         schema = args_model.model_json_schema()
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    secret_fields = secrets | (secret_names(schema) & fields.keys())
+    masked_model = None
+    if secret_fields:  # the same fields; a secret one takes any value (the mask, in the log's copy)
+        relaxed: dict[str, Any] = {n: (Any, Field(default=f[1].default)) if n in secret_fields else f
+                                   for n, f in fields.items()}
+        masked_model = create_model(f"{model_name}Masked", __config__=ConfigDict(extra="forbid"), **relaxed)
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -284,6 +298,7 @@ def _build_tool(
         ).hexdigest()[:16],
         _field_names=tuple(fields),
         secret=tuple(sorted(secrets | secret_names(schema))),
+        masked_model=masked_model,
     )
 
 

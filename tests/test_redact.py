@@ -25,9 +25,9 @@ from agentnb.redact import (
 
 LITERAL = "zq9-literal-in-stream-0417"
 register_secret(LITERAL)
-SECRETS = [LITERAL, "sk-proj-streamedKEY0123456789", "AIzaSyA-streamed-1234567890abcd", "hunter2-pin-value"]
+SECRETS = [LITERAL, "sk-proj-streamedKEY0123456789", "AIzaSyA-streamed-1234567890abcd", "hunter2-pin-value", "90817263"]
 TEXT = json.dumps({"note": f"try {SECRETS[1]} or {LITERAL}", "url": f"https://m.test/?key={SECRETS[2]}&x=1",
-                   "pin": SECRETS[3], "list": ["a", "b"], "Authorization": "Bearer abc.def-ghi"})
+                   "pin": SECRETS[3], "list": ["a", "b"], "Authorization": "Bearer abc.def-ghi", "code": 90817263})
 
 
 def feed_all(fragments: list[str], names: frozenset[str]) -> tuple[str, StreamRedactor]:
@@ -40,11 +40,13 @@ def feed_all(fragments: list[str], names: frozenset[str]) -> tuple[str, StreamRe
 def test_a_stream_split_anywhere_shows_no_secret_and_adds_up_to_the_masked_whole(cuts: list[int]) -> None:
     points = sorted({0, len(TEXT), *cuts})
     fragments = [TEXT[a:b] for a, b in zip(points, points[1:], strict=False)]
-    shown, r = feed_all(fragments, frozenset({"pin"}))
+    names = frozenset({"pin", "code"})
+    shown, r = feed_all(fragments, names)
     for secret in SECRETS:
         for i in range(len(secret) - 5):  # not even six characters of any secret in a decided fragment
             assert secret[i : i + 6] not in shown
-    assert shown + redact_json_text(r.held, frozenset({"pin"})) == redact_json_text(TEXT, frozenset({"pin"}))
+    assert shown + redact_json_text(r.held, names) == redact_json_text(TEXT, names)
+    assert json.loads(redact_json_text(TEXT, names))["code"] == MASK
 
 
 def test_an_over_long_secret_value_is_masked_whole_and_swallowed() -> None:

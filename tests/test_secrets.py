@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 import agentnb as anb
 from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
@@ -158,3 +158,26 @@ def test_a_result_cut_at_the_size_limit_never_keeps_half_a_key() -> None:
     finished = next(e for e in run.events if e.type == "ToolFinished")
     assert finished.truncated and "sk-proj" not in finished.content and "KKKK" not in finished.content
     assert key not in json.dumps(finished.value)
+
+
+def test_a_secret_parameter_of_any_type_and_constraint_is_checked_with_its_real_value(tmp_path: Path) -> None:
+    got: list[int] = []
+
+    @anb.tool(secret=["pin"])
+    def unlock(door: str, pin: Annotated[int, Field(ge=1000, le=9999)]) -> str:
+        """Unlock a door."""
+        got.append(pin)
+        return f"{door} open"
+
+    script = [{"tool_calls": [{"name": "unlock", "arguments": {"door": "front", "pin": 4821}},
+                              {"name": "unlock", "arguments": {"door": "back", "pin": 12}}]},
+              {"text": "done"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[unlock]).start("open").run()
+    assert got == [4821]
+    validated = [e.arguments for e in run.events if e.type == "CallValidated"]
+    assert validated == [{"door": "front", "pin": "[REDACTED]"}, {"door": "back", "pin": "[REDACTED]"}]
+    results = [(e.status, e.content) for e in run.events if e.type == "ToolFinished"]
+    assert results[0] == ("ok", "front open")
+    assert results[1][0] == "error" and "pin" in results[1][1] and "12" not in results[1][1]
+    run.transcript.save(tmp_path / "run.jsonl")
+    assert b"4821" not in (tmp_path / "run.jsonl").read_bytes()
