@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ValidationError
+
 from . import binding
 from .engine import (
     FINALIZE_PROMPT,
@@ -46,6 +48,8 @@ from .events import (
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
+    CallRejected,
+    CallValidated,
     CompressionApplied,
     ModelRequested,
     ModelRetried,
@@ -71,10 +75,20 @@ from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
 from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
-from .redact import redact, redact_text, register_secret
+from .redact import RunSecrets, redact, redact_outcome, redact_text, register_credentials
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .store import LEASE_TTL, Effect, EffectDone, Lease, Store, as_store
-from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value, timeout_outcome
+from .tools import (
+    Outcome,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    as_registry,
+    describe_errors,
+    jsonable,
+    render_value,
+    timeout_outcome,
+)
 from .transcript import Transcript
 
 _now = datetime.now
@@ -200,7 +214,7 @@ class Loop:
         self.lease_ttl = lease_ttl
         self.store = as_store(store)
         self.event_settings = redact(self.config.settings)
-        register_secret(getattr(getattr(model, "client", None), "api_key", None))
+        register_credentials(model)  # every key the model (or the models it wraps) holds, whatever its shape
         self.policy_revision = policy_revision(self.registry, approval, headless, override_tool_approval)
         self.tracer_provider = tracer_provider  # OpenTelemetry export of every run: agentnb.otel.Tracing
 
@@ -268,9 +282,11 @@ class Run:
         self._cancel_reason: str | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._unsaved: dict[str, tuple[Outcome, dict[str, Any], EffectDone | None]] = {}
+        """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""
         self._held_item: StreamItem | None = None
         """A stream item pulled from the model whose event a store fault kept out (written next step)."""
-        """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""
+        self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
+        self._call_ids: tuple[list[Message], int, set[str]] = ([], 0, set())  # ids in the conversation so far
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -566,7 +582,7 @@ class Run:
         """
         call = self._pending(call_id)
         self._check_request(call, None, for_approval=False)
-        content, audit = render_value(value), jsonable(value)
+        content, audit = redact_text(render_value(value)), redact(jsonable(value))  # the ledger is stored too
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         effect = None
@@ -646,6 +662,16 @@ class Run:
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
+        secrets = self._secrets
+        if cls is ArgumentsMerged:  # a fragment shows what is decided; lengths count what is shown
+            shown = secrets.fragment(fields["index"], fields["name"], fields["fragment"])
+            length = self._rs.argument_lengths.get(fields["index"], 0) + len(shown.encode())
+            return {**fields, "fragment": shown, "length": length}
+        if cls is TextMerged:
+            shown = secrets.fragment("text", None, fields["fragment"])
+            return {**fields, "fragment": shown, "length": self._rs.text_length + len(shown)}
+        if cls is ModelRequested or cls is ModelRetried:
+            secrets.restart_streams()
         settings = fields.get("settings")
         if settings is self.loop.config.settings and len(fields) <= 3:  # a plain request: the common case
             return {**fields, "settings": self.loop.event_settings}  # redacted once per loop, not per turn
@@ -657,12 +683,24 @@ class Run:
                 fields["settings"] = redact(settings)
         if cls is TurnCompleted:
             resp = fields["response"]
-            if resp.raw is not None and resp.provider != "scripted":
-                fields["response"] = replace(resp, raw=redact(resp.raw))
-        for key in ("error", "reason", "error_message"):
+            message = secrets.turn(resp.message)
+            raw = resp.raw
+            if raw is not None and (resp.provider != "scripted" or message is not resp.message):
+                raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
+            fields["response"] = replace(resp, message=message, raw=raw)
+        elif cls is CallValidated or cls is ApprovalResolved:
+            fields["arguments"] = secrets.arguments(fields["call_id"], self._call_name(fields["call_id"]),
+                                                    fields.get("arguments"), edited=cls is ApprovalResolved)
+            if fields.get("value") is not None:
+                fields["value"] = redact(fields["value"])
+        for key in ("error", "reason", "error_message", "message", "note", "content"):
             if isinstance(fields.get(key), str):
                 fields[key] = redact_text(fields[key])
         return fields
+
+    def _call_name(self, call_id: str) -> str:
+        call = self._rs.calls.get(call_id)
+        return call.name if call is not None else ""
 
     def _request(self) -> ModelRequest:
         rs = self._rs
@@ -776,15 +814,29 @@ class Run:
         return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
 
     def _prepare(self, turn: ModelTurn) -> ModelTurn:
-        """Give every call a unique id: generated where missing or repeated, and used on both sides."""
-        seen: set[str] = set()
+        """Give every call an id unique in the conversation: generated where missing or already used, on both sides.
+
+        The conversation includes the history a follow-up run starts from, so a model that numbers its calls
+        per run (a script, a replayed cassette) never repeats an id the provider has seen in this conversation.
+        """
+        if not turn.message.tool_calls:
+            return turn
+        msgs, known, seen = self._call_ids
+        if msgs is not self._rs.messages or known > len(msgs):  # compressed or rebuilt: count again
+            msgs, known, seen = self._rs.messages, 0, set()
+        seen.update(c.call_id for m in msgs[known:] if m.role == "assistant" for c in m.tool_calls)
+        self._call_ids = (msgs, len(msgs), seen)  # this turn's ids join the set: they are in the conversation next
         parts = list(turn.message.parts)
         changed = False
         for i, p in enumerate(parts):
             if not isinstance(p, ToolCallPart):
                 continue
             if not p.call_id or p.call_id in seen:
-                p = parts[i] = replace(p, call_id=f"call_{self.run_id[4:]}_{self._rs.turn}_{i}")
+                fresh, n = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}", 0
+                while fresh in seen:
+                    n += 1
+                    fresh = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}_{n}"
+                p = parts[i] = replace(p, call_id=fresh)
                 changed = True
             seen.add(p.call_id)
         return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
@@ -1030,22 +1082,37 @@ class Run:
     def _call(self, call: CallState, tool: Tool, on_loop: Any = None) -> Outcome:
         """Run one call in this thread (errors become results; KeyboardInterrupt propagates)."""
         assert call.arguments is not None
-        validated = call.validated or tool.validate(call.arguments)
+        validated = self._unmasked(call, tool)  # the real secret arguments live in memory only
+        if isinstance(validated, Outcome):
+            return validated
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
                               idempotency_key=call.idempotency_key)
         out = self.loop.registry.run(tool, validated, ctx, on_loop)
-        out = _cap(out, self.loop.config.budget.max_result_chars)
-        if out.status != "ok":  # an error text can quote a URL or a header: redact it before it is hashed
-            message = redact_text(out.error_message) if out.error_message else out.error_message
-            out = replace(out, content=redact_text(out.content), error_message=message)
-        return out
+        # results and errors alike, before they are cut (a cut can halve a key), hashed, stored or shown
+        return _cap(redact_outcome(out), self.loop.config.budget.max_result_chars)
 
     @staticmethod
     def _done(call: CallState, out: Outcome) -> EffectDone:
         assert call.idempotency_key is not None
         return EffectDone(call.idempotency_key, out.content, out.value, out.status)
+
+    def _unmasked(self, call: CallState, tool: Tool) -> BaseModel | Outcome:
+        """The call's validated arguments with its real secrets, or the error result when they cannot be had.
+
+        Validation before this point saw the masked values; the real ones meet the schema here for the first time.
+        """
+        real = self._secrets.unmask(call.call_id, call.name, call.arguments or {})
+        if isinstance(real, str):
+            return Outcome(status="error", content=real, error_type="SecretUnavailable", error_message=real)
+        if real is call.arguments and call.validated is not None:
+            return call.validated
+        try:
+            return tool.validate(real)
+        except ValidationError as exc:
+            message, _ = describe_errors(call.name, exc)
+            return Outcome(status="error", content=message, error_type="ValidationError", error_message=message)
 
     def _unknown(self, call: CallState, why: str) -> BaseEvent:
         tool = self.loop.registry.get(call.name)
@@ -1252,7 +1319,8 @@ def _duplicate_unknown(call: CallState, first_call: str) -> Outcome:
     )
     return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": None})
 
-_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished})
+_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished, TextMerged, ArgumentsMerged,
+                    CallValidated, CallRejected, ApprovalResolved})
 
 
 def _budget_settings(b: Budget) -> dict[str, Any]:

@@ -26,16 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.config import JsonDict
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
 from .messages import ResultStatus
+from .redact import is_mask, reveal, secret_names
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
 
 _PRIMITIVES = frozenset({str, int, float, bool})
+_WRITE_ONLY: JsonDict = {"writeOnly": True}
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
 _PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -124,6 +127,11 @@ class Tool:
     own effect (keyed by the call's identity)."""
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
+    masked_model: type[BaseModel] | None = None
+    """``args_model`` with the top-level secret parameters accepting the mask (see :meth:`validate`)."""
+    secret: tuple[str, ...] = ()
+    """Names of secret parameters (``secret=[...]``, and ``SecretStr`` fields at any depth): the tool gets the
+    real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
     _field_names: tuple[str, ...] = field(default=())
 
     @property
@@ -159,11 +167,19 @@ class Tool:
         return bool(self.approval(call, context))
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
-        """Validate arguments against the schema; raises pydantic's ``ValidationError``."""
+        """Validate arguments against the schema; raises pydantic's ``ValidationError``.
+
+        A secret parameter that holds the mask (``[REDACTED]``: what the log keeps) is not checked against
+        its type here; the call is checked again with the real value when it runs.
+        """
+        if self.masked_model is not None and any(is_mask(arguments.get(n)) for n in self.secret):
+            return self.masked_model.model_validate(arguments)
         return self.args_model.model_validate(arguments)
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
         """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types)."""
+        if self.secret:  # written out whole: events mask secret values before they exist (agentnb.redact)
+            return cast(dict[str, Any], reveal(validated.model_dump()))
         data = validated.__dict__
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
@@ -218,6 +234,7 @@ def _build_tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -240,6 +257,7 @@ def _build_tool(
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    secrets = {secret} if isinstance(secret, str) else set(secret)
     for pname, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(
@@ -252,7 +270,11 @@ def _build_tool(
             context_param = pname
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname)))
+        extra = _WRITE_ONLY if pname in secrets else None  # JSON Schema's mark for a secret input
+        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname), json_schema_extra=extra))
+    if secrets - fields.keys():
+        raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "
+                                  f"{sorted(secrets - fields.keys())}; the parameters are {sorted(fields)}")
     model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
     try:
         args_model = create_model(
@@ -261,6 +283,12 @@ def _build_tool(
         schema = args_model.model_json_schema()
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    secret_fields = secrets | (secret_names(schema) & fields.keys())
+    masked_model = None
+    if secret_fields:  # the same fields; a secret one takes any value (the mask, in the log's copy)
+        relaxed: dict[str, Any] = {n: (Any, Field(default=f[1].default)) if n in secret_fields else f
+                                   for n, f in fields.items()}
+        masked_model = create_model(f"{model_name}Masked", __config__=ConfigDict(extra="forbid"), **relaxed)
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -280,6 +308,8 @@ def _build_tool(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
         _field_names=tuple(fields),
+        secret=tuple(sorted(secrets | secret_names(schema))),
+        masked_model=masked_model,
     )
 
 
@@ -299,6 +329,7 @@ def tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -315,6 +346,7 @@ def tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -336,6 +368,8 @@ def tool(
             same key gets a ``duplicate`` result naming the call that did it.
         idempotency: ``"intent"`` (default: identical calls of one operation are one effect, keyed by the
             canonical arguments) or ``"call"`` (identical calls are distinct effects, keyed by the call).
+        secret: parameters whose values are secret (as a ``pydantic.SecretStr`` parameter is): the tool gets
+            the real value; events, artifacts and the debugger show ``[REDACTED]``.
 
     Example:
         >>> @tool
@@ -351,7 +385,7 @@ def tool(
     def wrap(f: Callable[..., Any]) -> Tool:
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
-            idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency,
+            idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency, secret=secret,
         )
 
     return wrap(fn) if fn is not None else wrap
