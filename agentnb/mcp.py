@@ -58,7 +58,7 @@ from .tools import ApprovalPolicy, Risk, Tool, ToolContext
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
     from mcp import Client
-    from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
+    from mcp.types import CallToolResult, ContentBlock, RequestParamsMeta, ToolAnnotations
     from mcp.types import Tool as RemoteTool
 
 __all__ = ["IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "SchemaArguments"]
@@ -112,9 +112,10 @@ class SchemaArguments(BaseModel):
         return {"arguments": data}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The bound JSON schema itself (the server's), not a schema of this wrapper."""
-        return json.loads(json.dumps(cls.json_schema))
+        schema: dict[str, Any] = json.loads(json.dumps(cls.json_schema))  # a copy the caller may change
+        return schema
 
 
 def _error_details(err: Any) -> InitErrorDetails:
@@ -271,7 +272,7 @@ class _Connection:
                 self.stderr.close()
             self.closed.set()
 
-    def tail(self, lines: int = 6) -> str:
+    def tail(self, lines: int = 4) -> str:
         """The last lines the server wrote to stderr (stdio servers only)."""
         f = self.stderr
         if f is not None and not f.closed:
@@ -368,13 +369,19 @@ def _text_of(blocks: Sequence[ContentBlock]) -> str:
     return "\n".join(parts)
 
 
-def _value_of(server: str, tool: str, result: CallToolResult) -> Any:
+def _value_of(server: str, tool: str, result: CallToolResult, output_schema: dict[str, Any] | None) -> Any:
     text = _text_of(result.content)
     if result.is_error:
         raise MCPToolError(text or f"MCP tool {tool!r} of server {server!r} reported an error without a message")
-    if result.structured_content is not None:
-        return result.structured_content
-    return text
+    value = result.structured_content
+    if value is None:
+        return text
+    if (isinstance(value, dict) and list(value) == ["result"] and output_schema is not None
+            and list(output_schema.get("properties") or {}) == ["result"]):
+        # the Python SDK wraps a tool's non-object return value (a str, a list) as {"result": value} in its
+        # structured content and its output schema alike: hand the model the value the tool returned
+        return value["result"]
+    return value
 
 
 class MCPServer:
@@ -522,7 +529,9 @@ class MCPServer:
         names = [t.name for t in listing]
         for wanted in (*(include or ()), *exclude):
             if wanted not in names:
-                raise ToolDefinitionError(f"MCP server {self.name!r} has no tool {wanted!r}; it has: {', '.join(names)}")
+                raise ToolDefinitionError(
+                    f"MCP server {self.name!r} has no tool {wanted!r}; it has: {', '.join(names)}"
+                )
         keep = set(include) if include is not None else set(names)
         keep -= set(exclude)
         out = []
@@ -560,8 +569,10 @@ class MCPServer:
         return self
 
     def close(self) -> None:
-        """Close the session (a stdio server's process is asked to exit, then killed). Calling again is harmless;
-        a later call opens a new session."""
+        """Close the session (a stdio server's process is asked to exit, then killed).
+
+        Calling it again is harmless; a later call opens a new session.
+        """
         run_coroutine(self._close())
 
     def __enter__(self) -> MCPServer:
@@ -671,7 +682,7 @@ class MCPServer:
                 verb = "start" if self.transport == "stdio" else "reach"
                 why = (f"no answer within {self.connect_timeout:g} s" if isinstance(exc, TimeoutError)
                        else _describe(exc))
-                raise MCPServerError(f"could not {verb} MCP server {self.label}: {why}{self._stderr(conn)}") from exc
+                raise MCPServerError(f"could not {verb} MCP server {self.label}: {why}.{self._stderr(conn)}") from exc
             self._conn = conn
             self.connections += 1
             assert conn.client is not None
@@ -683,7 +694,7 @@ class MCPServer:
     async def _call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> Any:
         conn = await self._connected()
         assert conn.client is not None
-        call = asyncio.ensure_future(conn.client.call_tool(tool, arguments, meta=meta))
+        call = asyncio.ensure_future(conn.client.call_tool(tool, arguments, meta=cast("RequestParamsMeta", meta)))
         closed = asyncio.ensure_future(conn.closed.wait())
         try:
             await asyncio.wait({call, closed}, return_when=asyncio.FIRST_COMPLETED)
@@ -696,7 +707,8 @@ class MCPServer:
             raise self._lost(tool, conn, conn.error)
         exc = call.exception()
         if exc is None:
-            return _value_of(self.name, tool, call.result())
+            remote = next((t for t in self._listing or () if t.name == tool), None)
+            return _value_of(self.name, tool, call.result(), remote.output_schema if remote else None)
         if _connection_lost(exc):
             conn.broken = True
             conn.stop.set()
@@ -713,12 +725,12 @@ class MCPServer:
     def _lost(self, tool: str, conn: _Connection, exc: BaseException | None) -> MCPServerError:
         again = "started again" if self.transport == "stdio" else "reached again"
         return MCPServerError(
-            f"MCP server {self.name!r} ({self.label}) lost the connection while {tool!r} ran ({_describe(exc)})"
-            f"{self._stderr(conn)}. Whether the call took effect is unknown. The server will be {again} on the "
-            "next call."
+            f"MCP server {self.name!r} ({self.label}) lost the connection while {tool!r} ran ({_describe(exc)}). "
+            f"Whether the call took effect is unknown. The server will be {again} on the next call."
+            f"{self._stderr(conn)}"
         )
 
     @staticmethod
     def _stderr(conn: _Connection) -> str:
         tail = conn.tail()
-        return f"; its stderr ends with:\n{tail}\n" if tail else ""
+        return f"\nIts stderr ends with:\n{tail}" if tail else ""

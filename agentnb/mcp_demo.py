@@ -32,12 +32,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-server = MCPServer(
-    "shop",
-    instructions="Orders and refunds of a small web shop. Look an order up before refunding it.",
-    log_level="WARNING",  # stderr is the server's log; keep it to what matters
-)
-
 _ORDERS: dict[str, dict[str, Any]] = {
     "42": {"order_id": "42", "item": "Blue kettle", "amount_cents": 1999, "status": "delivered", "note": ""},
     "43": {"order_id": "43", "item": "Tea set", "amount_cents": 4500, "status": "shipped", "note": ""},
@@ -52,7 +46,6 @@ def _order(order_id: str) -> dict[str, Any]:
     return _ORDERS[order_id]
 
 
-@server.tool(annotations=ToolAnnotations(title="Look up an order", read_only_hint=True))
 def lookup_order(order_id: str) -> dict[str, Any]:
     """Look up one order: its item, amount, status and any refund.
 
@@ -62,7 +55,6 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     return {**_order(order_id), "refund": _REFUNDS.get(order_id)}
 
 
-@server.tool(annotations=ToolAnnotations(title="List orders", read_only_hint=True))
 def list_orders(status: Literal["delivered", "shipped", "refunded"] | None = None) -> list[dict[str, Any]]:
     """List the shop's orders, optionally only those with one status.
 
@@ -72,7 +64,6 @@ def list_orders(status: Literal["delivered", "shipped", "refunded"] | None = Non
     return [dict(o) for o in _ORDERS.values() if status is None or o["status"] == status]
 
 
-@server.tool(annotations=ToolAnnotations(title="Refund an order", read_only_hint=False, destructive_hint=True))
 def refund(order_id: str, amount_cents: int, reason: str = "") -> dict[str, Any]:
     """Refund (part of) an order. Moves money: a person approves every call.
 
@@ -93,8 +84,6 @@ def refund(order_id: str, amount_cents: int, reason: str = "") -> dict[str, Any]
     return done
 
 
-@server.tool(annotations=ToolAnnotations(title="Set an order's note", read_only_hint=False, destructive_hint=False,
-                                         idempotent_hint=True))
 def set_note(order_id: str, note: str) -> dict[str, Any]:
     """Set the internal note of an order (setting the same note twice changes nothing).
 
@@ -106,6 +95,22 @@ def set_note(order_id: str, note: str) -> dict[str, Any]:
     return {"order_id": order_id, "note": note}
 
 
+def build() -> MCPServer:
+    """The shop server with its four tools and their annotations (built on demand: the SDK configures logging)."""
+    server = MCPServer(
+        "shop",
+        instructions="Orders and refunds of a small web shop. Look an order up before refunding it.",
+        log_level="WARNING",  # stderr is the server's log; keep it to what matters
+    )
+    server.add_tool(lookup_order, annotations=ToolAnnotations(title="Look up an order", read_only_hint=True))
+    server.add_tool(list_orders, annotations=ToolAnnotations(title="List orders", read_only_hint=True))
+    server.add_tool(refund, annotations=ToolAnnotations(title="Refund an order", read_only_hint=False,
+                                                        destructive_hint=True))
+    server.add_tool(set_note, annotations=ToolAnnotations(title="Set an order's note", read_only_hint=False,
+                                                          destructive_hint=False, idempotent_hint=True))
+    return server
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the shop over stdio, or over streamable HTTP with ``--http``."""
     parser = argparse.ArgumentParser(prog="python -m agentnb.mcp_demo", description=__doc__.split("\n\n")[0])
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port to bind with --http (default 8765)")
     args = parser.parse_args(argv)
+    server = build()
     if args.http:
         server.run("streamable-http", host=args.host, port=args.port)
     else:

@@ -1,0 +1,342 @@
+"""MCP tools against real MCP servers: the shipped demo and a lab server, over stdio and streamable HTTP.
+
+The servers are subprocesses started once for the module; each starts in a few seconds (most of it importing
+the SDK), so they start side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import agentnb as anb
+from agentnb.events import BaseEvent
+from agentnb.exceptions import MCPServerError, ToolDefinitionError
+from agentnb.mcp import IDEMPOTENCY_META_KEY, MCPTool, schema_arguments
+
+pytest.importorskip("mcp")
+
+LAB = str(Path(__file__).with_name("mcp_server.py"))
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve_http(port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-m", "agentnb.mcp_demo", "--http", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the HTTP MCP server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the HTTP MCP server did not listen on {port} within {limit} s")
+
+
+class Servers:
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.http_proc = _serve_http(self.port)
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.shop = anb.MCPServer.stdio(sys.executable, ["-m", "agentnb.mcp_demo"], env={"PYTHONPATH": ROOT})
+        self.lab = anb.MCPServer.stdio(sys.executable, [LAB])
+        self.http = anb.MCPServer.http(self.url)
+
+    def start(self) -> None:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            futures = [pool.submit(self.shop.connect), pool.submit(self.lab.connect),
+                       pool.submit(_wait_listening, self.port, self.http_proc)]
+            for f in futures:
+                f.result()
+        self.http.connect()
+
+    def restart_http(self) -> None:
+        self.http_proc = _serve_http(self.port)
+        _wait_listening(self.port, self.http_proc)
+
+    def stop(self) -> None:
+        for server in (self.shop, self.lab, self.http):
+            server.close()
+        self.http_proc.kill()
+        self.http_proc.wait()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[Servers]:
+    s = Servers()
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+def _events(run: anb.Run, kind: str) -> list[Any]:
+    return [e for e in run.transcript if e.type == kind]
+
+
+def _finished(run: anb.Run) -> dict[str, BaseEvent]:
+    return {e.name: e for e in _events(run, "ToolFinished")}  # type: ignore[attr-defined]
+
+
+def _loop(tools: list[Any], *turns: dict[str, Any], **options: Any) -> anb.Loop:
+    return anb.Loop(model=anb.ScriptedModel([*turns, {"text": "done"}]), tools=tools, **options)
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+# --- tools from the server ---------------------------------------------------------------------------------
+
+
+def test_schemas_and_annotations_come_from_the_server(servers: Servers) -> None:
+    from agentnb import mcp_demo
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:  # the server's own view, in-process (building it configures logging: put that back)
+        listed = {t.name: t for t in asyncio.run(mcp_demo.build().list_tools())}
+    finally:
+        root.handlers[:], root.level = handlers, level
+    tools = {t.name: t for t in servers.shop.tools()}
+    assert list(tools) == list(listed) == servers.shop.tool_names
+    for name, t in tools.items():
+        assert isinstance(t, MCPTool) and isinstance(t, anb.Tool)
+        assert t.parameters == listed[name].input_schema
+        assert t.server == servers.shop.name == "shop" and t.info()["server"] == "shop"
+    assert (tools["lookup_order"].risk, tools["lookup_order"].needs_approval()) == ("read", False)
+    assert (tools["refund"].risk, tools["refund"].needs_approval()) == ("dangerous", True)
+    assert (tools["set_note"].risk, tools["set_note"].idempotent, tools["set_note"].needs_approval()) == (
+        "write", True, True)
+    assert tools["refund"].annotations["destructiveHint"] is True
+    unannotated = servers.lab.tools(include=["unannotated"])[0]
+    assert (unannotated.risk, unannotated.needs_approval()) == ("write", True)  # no hints: not trusted to be safe
+
+
+def test_include_exclude_prefix_and_overrides(servers: Servers) -> None:
+    assert [t.name for t in servers.shop.tools(include=["refund", "lookup_order"])] == ["lookup_order", "refund"]
+    assert "refund" not in [t.name for t in servers.shop.tools(exclude=["refund"])]
+    with pytest.raises(ToolDefinitionError, match="has no tool 'refnud'.*lookup_order"):
+        servers.shop.tools(include=["refnud"])
+    other = anb.MCPServer.http(servers.url, prefix="shop_", risk={"lookup_order": "write"}, name="shop-b")
+    try:
+        tools = {t.name: t for t in other.tools()}
+        assert tools["shop_lookup_order"].remote_name == "lookup_order" and tools["shop_lookup_order"].risk == "write"
+        assert tools["shop_lookup_order"].server == "shop-b"
+        assert tools["shop_lookup_order"](order_id="43")["item"] == "Tea set"
+        # two servers with the same tools and no prefix cannot share a loop
+        with pytest.raises(ToolDefinitionError, match="prefix"):
+            anb.Loop(model=anb.ScriptedModel([{"text": "x"}]), tools=[servers.shop, servers.http])
+        anb.Loop(model=anb.ScriptedModel([{"text": "x"}]), tools=[servers.shop, other])
+    finally:
+        other.close()
+    distrust = anb.MCPServer.http(servers.url, trust_annotations=False)
+    try:
+        assert {t.risk for t in distrust.tools()} == {"write"}
+    finally:
+        distrust.close()
+
+
+def test_schema_arguments_validate_by_json_schema() -> None:
+    args = schema_arguments("Thing", {
+        "type": "object", "additionalProperties": False, "required": ["n"],
+        "properties": {"n": {"type": "integer", "minimum": 1}, "tags": {"type": "array", "items": {"type": "string"}}},
+    })
+    assert args.model_validate({"n": 3, "tags": ["a"]}).arguments == {"n": 3, "tags": ["a"]}
+    with pytest.raises(ValidationError) as info:
+        args.model_validate({"tags": ["a", 2], "x": 1})
+    errors = {(".".join(map(str, e["loc"])), e["type"]) for e in info.value.errors()}
+    assert errors == {("n", "json_schema"), ("tags.1", "json_schema"), ("", "json_schema")}
+    with pytest.raises(ValidationError):
+        args.model_validate({"n": "3"})  # no coercion: the server's schema says integer
+    assert args.model_json_schema()["required"] == ["n"]
+    with pytest.raises(ToolDefinitionError, match="not valid JSON Schema"):
+        schema_arguments("Bad", {"type": "object", "properties": {"n": {"type": "integre"}}})
+
+
+# --- calls through a loop ----------------------------------------------------------------------------------
+
+
+def test_mcp_and_local_tools_share_one_loop(servers: Servers) -> None:
+    @anb.tool
+    def shipping_days(country: str) -> int:
+        """Days to ship to a country."""
+        return 3 if country == "FR" else 7
+
+    loop = _loop([servers.shop, shipping_days],
+                 {"tool_calls": [_call("lookup_order", order_id="43"), _call("shipping_days", country="FR")]})
+    run = loop.start("Where is order 43?").run()
+    assert run.state is anb.LoopState.COMPLETED
+    done = _finished(run)
+    assert done["lookup_order"].status == "ok"  # type: ignore[attr-defined]
+    assert done["lookup_order"].value["item"] == "Tea set"  # type: ignore[attr-defined]
+    assert done["shipping_days"].value == 3  # type: ignore[attr-defined]
+    started = _events(run, "RunStarted")[0]
+    assert {t.name: t.server for t in started.tools}["lookup_order"] == "shop"
+    calls = run.transcript.frames.calls().set_index("tool")
+    assert calls.loc["lookup_order", "server"] == "shop"
+    assert calls["server"].isna()["shipping_days"]
+
+
+def test_arguments_are_checked_against_the_servers_schema(servers: Servers) -> None:
+    bad = _call("order", items=[{"sku": "ABC-1", "qty": 0}, {"sku": "nope", "qty": 2}], mode="slow")
+    good = _call("order", items=[{"sku": "ABC-1", "qty": 2}])
+    run = _loop([servers.lab], {"tool_calls": [bad]}, {"tool_calls": [good]}).start("order").run()
+    rejected = _events(run, "CallRejected")
+    assert len(rejected) == 1 and rejected[0].reason == "schema"
+    assert {e["loc"] for e in rejected[0].errors} == {"items.0.qty", "items.1.sku", "mode"}
+    assert "less than the minimum of 1" in rejected[0].message
+    assert len(_events(run, "ToolStarted")) == 1  # the bad call never reached the server
+    assert _finished(run)["order"].value == {  # type: ignore[attr-defined]
+        "items": [{"sku": "ABC-1", "qty": 2}], "mode": "cheap", "note": None}  # defaults: the server's
+
+
+def test_destructive_tool_waits_for_approval_then_runs(servers: Servers) -> None:
+    run = _loop([servers.shop], {"tool_calls": [_call("refund", order_id="44", amount_cents=500)]}).start("x").run()
+    assert run.state is anb.LoopState.WAITING_APPROVAL
+    asked = _events(run, "ApprovalRequested")[0]
+    assert (asked.name, asked.risk) == ("refund", "dangerous")
+    assert _events(run, "ToolStarted") == []  # nothing reached the server before the approval
+    assert servers.shop.call("lookup_order", {"order_id": "44"})["refund"] is None
+    run.approve(asked.call_id, by="ana")
+    run.run()
+    assert run.state is anb.LoopState.COMPLETED
+    assert _finished(run)["refund"].value["refund_id"] == "rf_44_500"  # type: ignore[attr-defined]
+    assert servers.shop.call("lookup_order", {"order_id": "44"})["refund"]["amount_cents"] == 500
+
+
+def test_denied_call_never_reaches_the_server(servers: Servers) -> None:
+    run = _loop([servers.http], {"tool_calls": [_call("refund", order_id="43", amount_cents=100)]}).start("x").run()
+    run.deny(run.pending_approvals()[0].call_id, reason="no")
+    run.run()
+    assert run.state is anb.LoopState.COMPLETED
+    assert servers.http.call("lookup_order", {"order_id": "43"})["refund"] is None
+
+
+def test_side_effecting_calls_hand_their_idempotency_key_to_the_server(servers: Servers) -> None:
+    run = _loop([servers.lab], {"tool_calls": [_call("wipe", target="cache")]}).start("x").run()
+    run.approve(run.pending_approvals()[0].call_id)
+    run.run()
+    key = _events(run, "ToolStarted")[0].idempotency_key
+    assert key and _finished(run)["wipe"].value == {  # type: ignore[attr-defined]
+        "wiped": "cache", "meta": {IDEMPOTENCY_META_KEY: key}}
+
+
+def test_server_errors_become_error_results(servers: Servers) -> None:
+    run = _loop([servers.lab, servers.shop], {"tool_calls": [
+        _call("boom"), _call("protocol_error"), _call("lookup_order", order_id="999"), _call("picture"),
+    ]}).start("x").run()
+    assert run.state is anb.LoopState.COMPLETED
+    done = _finished(run)
+    assert (done["boom"].status, done["boom"].error_type) == ("error", "MCPToolError")  # type: ignore[attr-defined]
+    assert "secret detail" not in done["boom"].content  # type: ignore[attr-defined]  # the server withholds it
+    assert done["protocol_error"].error_type == "MCPServerError"  # type: ignore[attr-defined]
+    assert "the lab refuses this request" in done["protocol_error"].content  # type: ignore[attr-defined]
+    assert "No order '999'" in done["lookup_order"].content  # type: ignore[attr-defined]
+    assert done["picture"].status == "ok" and "[image: image/png" in done["picture"].content  # type: ignore[attr-defined]
+
+
+def test_a_timeout_cancels_the_remote_call_and_the_session_survives(servers: Servers) -> None:
+    slow = dataclasses.replace(servers.lab.tools(include=["slow"])[0], timeout=0.5)
+    pid = servers.lab.tools(include=["pid"])[0]
+    before = servers.lab.connections
+    start = time.monotonic()
+    run = _loop([slow, pid], {"tool_calls": [_call("slow", seconds=30)]}, {"tool_calls": [_call("pid")]}).start("x")
+    run.run()
+    assert time.monotonic() - start < 10
+    done = _finished(run)
+    assert done["slow"].status == "timeout" and done["pid"].status == "ok"  # type: ignore[attr-defined]
+    assert servers.lab.connections == before
+
+
+def test_a_server_killed_mid_run_gives_an_error_result_and_a_restart(servers: Servers) -> None:
+    old_pid = servers.lab.call("pid")
+    before = servers.lab.connections
+    loop = _loop([servers.lab], {"tool_calls": [_call("slow", seconds=60)]}, {"tool_calls": [_call("pid")]})
+    run = loop.start("x")
+    while not _events(run, "ToolStarted"):
+        run.step()
+    killer = threading.Timer(0.3, os.kill, (old_pid, signal.SIGKILL))
+    killer.start()
+    start = time.monotonic()
+    run.run()
+    assert time.monotonic() - start < 30
+    done = _finished(run)
+    crashed = done["slow"]
+    assert (crashed.status, crashed.error_type) == ("error", "MCPServerError")  # type: ignore[attr-defined]
+    assert "lost the connection while 'slow' ran" in crashed.content  # type: ignore[attr-defined]
+    assert "started again on the next call" in crashed.content  # type: ignore[attr-defined]
+    assert done["pid"].status == "ok" and done["pid"].value != old_pid  # type: ignore[attr-defined]
+    assert servers.lab.connections == before + 1
+    assert run.state is anb.LoopState.COMPLETED
+
+
+def test_http_server_gone_mid_run_then_back(servers: Servers) -> None:
+    loop = _loop([servers.http], {"tool_calls": [_call("lookup_order", order_id="42")]},
+                 {"tool_calls": [_call("lookup_order", order_id="42")]},
+                 {"tool_calls": [_call("lookup_order", order_id="42")]})
+    run = loop.start("x")
+    while len(_events(run, "ToolFinished")) < 1:
+        run.step()
+    assert _events(run, "ToolFinished")[0].status == "ok"
+    servers.http_proc.kill()
+    servers.http_proc.wait()
+    while len(_events(run, "ToolFinished")) < 2:
+        run.step()
+    gone = _events(run, "ToolFinished")[1]
+    assert gone.status == "error" and gone.error_type == "MCPServerError"
+    servers.restart_http()
+    run.run()
+    back = _events(run, "ToolFinished")[2]
+    assert back.status == "ok" and back.value["item"] == "Blue kettle"
+    assert run.state is anb.LoopState.COMPLETED
+
+
+def test_a_server_that_cannot_start_says_why() -> None:
+    broken = anb.MCPServer.stdio(sys.executable, ["-c", "import sys; sys.stderr.write('missing SHOP_DB\\n'); "
+                                                        "sys.exit(3)"])
+    with pytest.raises(MCPServerError, match=r"(?s)could not start MCP server .*missing SHOP_DB"):
+        broken.tools()
+    nobody = anb.MCPServer.http(f"http://127.0.0.1:{_free_port()}/mcp", connect_timeout=20)
+    with pytest.raises(MCPServerError, match="could not reach MCP server"):
+        nobody.connect()
+
+
+def test_sync_use_inside_a_running_event_loop(servers: Servers) -> None:
+    """A notebook cell runs while an event loop runs in its thread: the calls must not need nest_asyncio."""
+
+    async def cell() -> tuple[Any, anb.LoopState]:
+        value = servers.shop.call("lookup_order", {"order_id": "42"})
+        run = _loop([servers.shop], {"tool_calls": [_call("list_orders", status="shipped")]}).start("x").run()
+        return value, run.state
+
+    value, state = asyncio.run(cell())
+    assert value["order_id"] == "42" and state is anb.LoopState.COMPLETED
