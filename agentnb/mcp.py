@@ -224,10 +224,13 @@ class MCPTool(Tool):
         return await asyncio.wrap_future(submit(self.source._call(self.remote_name, arguments, meta)))
 
     def __call__(self, *args: Any, **arguments: Any) -> Any:
-        """Call the tool directly, with keyword arguments checked against the server's schema."""
+        """Call the tool directly (from a notebook cell too), with keyword arguments checked against the schema."""
         if args:
             raise TypeError(f"MCP tool {self.name!r} takes keyword arguments only (the schema names them)")
-        return self.invoke(self.validate(arguments))
+        assert self.source is not None, "an MCPTool is built by MCPServer.tools()"
+        checked = self.dump(self.validate(arguments))
+        # not invoke(): that runs a loop of its own in this thread, and a notebook's thread already runs one
+        return run_coroutine(self.source._call(self.remote_name, checked, None), self.timeout)
 
     def __repr__(self) -> str:
         return f"<agentnb.MCPTool {self.server}:{self.remote_name}({', '.join(self._field_names)}) risk={self.risk}>"

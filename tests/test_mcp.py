@@ -335,6 +335,7 @@ def test_sync_use_inside_a_running_event_loop(servers: Servers) -> None:
 
     async def cell() -> tuple[Any, anb.LoopState]:
         value = servers.shop.call("lookup_order", {"order_id": "42"})
+        assert servers.shop.tools(include=["lookup_order"])[0](order_id="44")["item"] == "Cup"
         run = _loop([servers.shop], {"tool_calls": [_call("list_orders", status="shipped")]}).start("x").run()
         return value, run.state
 
