@@ -341,3 +341,59 @@ def test_sync_use_inside_a_running_event_loop(servers: Servers) -> None:
 
     value, state = asyncio.run(cell())
     assert value["order_id"] == "42" and state is anb.LoopState.COMPLETED
+
+
+# --- through the providers' SDK clients against the emulator -----------------------------------------------
+
+SDK_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "openai_chat": ("OpenAIChatModel", {"model": "gpt-4.1"}),
+    "openai_responses": ("OpenAIResponsesModel", {"model": "gpt-5", "store": False}),
+    "anthropic": ("AnthropicModel", {"model": "claude-sonnet-4-6"}),
+    "gemini": ("GeminiModel", {"model": "gemini-2.5-flash"}),
+}
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Any]:
+    from agentnb.emulator import Emulator
+
+    with Emulator() as e:
+        yield e
+
+
+@pytest.mark.parametrize("provider", list(SDK_OPTIONS))
+def test_mcp_tools_through_each_wire_api(servers: Servers, emu: Any, provider: str) -> None:
+    """The servers' schemas (nested $defs, enums, bounds) go out through each real SDK client and are accepted."""
+    from agentnb.debugger.timeline import Timeline
+    from agentnb.lint import validate
+    from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
+
+    def answer(messages: list[anb.Message]) -> dict[str, Any]:
+        return {"text": " | ".join(r.content for m in messages for r in m.tool_results)}
+
+    emu.play([
+        {"tool_calls": [_call("lookup_order", order_id="42"), _call("order", items=[{"sku": "ABC-1", "qty": 1}])]},
+        {"tool_calls": [_call("refund", order_id="43", amount_cents=1)]},
+        answer,
+    ])
+    start = len(emu.requests)
+    cls, options = SDK_OPTIONS[provider]
+    model = getattr(anb, cls)(emu.client(provider), **options)
+    tools = [*servers.http.tools(include=["lookup_order", "refund"]), *servers.lab.tools(include=["order"])]
+    run = anb.Loop(model=model, tools=tools, retry_base_delay=0.0).start("Check order 42, then refund 43.").run()
+    assert run.state is anb.LoopState.WAITING_APPROVAL, run.reason
+    run.deny(run.pending_approvals()[0].call_id, reason="not today")
+    run.run()
+    assert run.state is anb.LoopState.COMPLETED, (run.reason, [r.error for r in emu.requests[start:]])
+    assert all(r.status == 200 for r in emu.requests[start:])
+    assert all(word in (run.output or "") for word in ("Blue kettle", "ABC-1", "not today"))
+    # the emulator validates every request as the service would (a 400 otherwise); check the rendering too
+    timeline = Timeline(run.events)
+    adapter = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
+               "gemini": gemini}[provider]
+    for ev in run.events:
+        if ev.type == "ModelRequested":
+            offered = [t for t in timeline.state.tools if t.name in set(ev.tools)]
+            assert {t.server for t in offered} <= {"shop", "lab"}
+            body = adapter.render_request(timeline.messages_at(ev.seq)[: ev.message_count], offered, model="m")
+            assert not [str(f) for f in validate(provider, body) if f.severity == "error"]
