@@ -16,6 +16,9 @@ server's tools and turns each into an :class:`MCPTool`, which is an ordinary :cl
   run's, unchanged. A side-effecting call also hands its idempotency key to the server in the request's
   ``_meta`` (``agentnb/idempotency_key``), so a server can deduplicate a retried write.
 
+The tools are listed when the server is first connected; a loop keeps the tools it was built with, and a tool the
+server no longer has after a restart answers with the server's own error.
+
 Where the sessions live. An MCP client session is an asyncio object bound to the loop that opened it, and a
 notebook cell already runs an event loop in its thread. Every session therefore lives on agentnb's private
 background loop (:mod:`agentnb._aio`), owned by one task per connection that enters the SDK's context managers
@@ -53,6 +56,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ._aio import run_coroutine, submit
 from .exceptions import MCPServerError, MCPToolError, ToolDefinitionError
+from .redact import redact_text, register_secret
 from .tools import ApprovalPolicy, Risk, Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -67,6 +71,7 @@ IDEMPOTENCY_META_KEY = "agentnb/idempotency_key"
 """The ``_meta`` key under which a side-effecting call carries its idempotency key to the server."""
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_CREDENTIAL = re.compile(r"(?i)key|token|secret|password|passwd|authorization|cookie|credential")
 _INSTALL_HINT = "MCP tools need the official MCP SDK: pip install 'agentnb[mcp]'"
 
 
@@ -122,6 +127,8 @@ def _error_details(err: Any) -> InitErrorDetails:
     """One jsonschema error as a pydantic error entry: where (the path into the arguments) and what."""
     loc: tuple[int | str, ...] = tuple(err.absolute_path)
     message = str(err.message)
+    if len(message) > 300:  # jsonschema quotes the offending value, which can be a whole document
+        message = message[:300] + "…"
     if err.validator == "required" and isinstance(err.instance, dict):
         # jsonschema reports a missing property at its parent; name the property itself, as pydantic does
         for prop in err.validator_value:
@@ -449,6 +456,12 @@ class MCPServer:
                 raise ToolDefinitionError(f"risk for {tool_name!r} must be 'read', 'write' or 'dangerous', got {r!r}")
         self.target = target
         self.headers = dict(headers or {})
+        # a credential handed to the server must not come back in an error result, a frame or a checkpoint
+        env = target.env if self.transport == "stdio" else None
+        for key, value in [*self.headers.items(), *(env or {}).items()]:
+            if _CREDENTIAL.search(key):
+                register_secret(value)
+                register_secret(value.split(" ", 1)[1] if " " in value else None)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.approval = approval
@@ -530,7 +543,7 @@ class MCPServer:
         """
         listing = self._listed()
         names = [t.name for t in listing]
-        for wanted in (*(include or ()), *exclude):
+        for wanted in (*(include or ()), *exclude, *self.risk):
             if wanted not in names:
                 raise ToolDefinitionError(
                     f"MCP server {self.name!r} has no tool {wanted!r}; it has: {', '.join(names)}"
@@ -735,5 +748,5 @@ class MCPServer:
 
     @staticmethod
     def _stderr(conn: _Connection) -> str:
-        tail = conn.tail()
+        tail = redact_text(conn.tail())  # a server may print the token it was given
         return f"\nIts stderr ends with:\n{tail}" if tail else ""

@@ -320,6 +320,30 @@ def test_http_server_gone_mid_run_then_back(servers: Servers) -> None:
     assert run.state is anb.LoopState.COMPLETED
 
 
+def test_credentials_given_to_a_server_never_reach_a_result() -> None:
+    token = "tok-3f9a8b7c6d5e4f30"
+    leaky = anb.MCPServer.stdio(sys.executable, ["-c", "import os, sys; sys.stderr.write('login failed for ' + "
+                                                       "os.environ['SHOP_TOKEN'] + '\\n'); sys.exit(1)"],
+                                env={"SHOP_TOKEN": token})
+    with pytest.raises(MCPServerError) as info:
+        leaky.connect()
+    assert "login failed for [REDACTED]" in str(info.value) and token not in str(info.value)
+    run = _loop([_EchoSource()], {"tool_calls": [_call("echo", text=token)]}).start("x").run()
+    assert token not in _finished(run)["echo"].content  # type: ignore[attr-defined]
+
+
+class _EchoSource:
+    """A tool source (the protocol MCPServer implements) whose tool fails quoting its argument."""
+
+    def as_tools(self) -> list[anb.Tool]:
+        @anb.tool
+        def echo(text: str) -> str:
+            """Fail, quoting the text."""
+            raise RuntimeError(f"cannot echo {text}")
+
+        return [echo]
+
+
 def test_a_server_that_cannot_start_says_why() -> None:
     broken = anb.MCPServer.stdio(sys.executable, ["-c", "import sys; sys.stderr.write('missing SHOP_DB\\n'); "
                                                         "sys.exit(3)"])
