@@ -421,3 +421,26 @@ def test_mcp_tools_through_each_wire_api(servers: Servers, emu: Any, provider: s
             assert {t.server for t in offered} <= {"shop", "lab"}
             body = adapter.render_request(timeline.messages_at(ev.seq)[: ev.message_count], offered, model="m")
             assert not [str(f) for f in validate(provider, body) if f.severity == "error"]
+
+
+def test_in_a_real_notebook_kernel() -> None:
+    """In an IPython kernel (a running event loop, a sys.stderr without a file descriptor), as a user types it."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [
+        "import sys, agentnb as anb\n"
+        f"shop = anb.MCPServer.stdio(sys.executable, ['-m', 'agentnb.mcp_demo'], env={{'PYTHONPATH': {ROOT!r}}})",
+        "lookup = shop.tools(include=['lookup_order'])[0]\nlookup(order_id='42')['item']",
+        "model = anb.ScriptedModel([{'tool_calls': [{'name': 'refund', 'arguments': "
+        "{'order_id': '42', 'amount_cents': 5}}]}, {'text': 'ok'}])\n"
+        "run = anb.Loop(model=model, tools=[shop]).start('x').run()\n"
+        "run.approve(run.pending_approvals()[0].call_id)\n"
+        "run.run().state.value, run.transcript.frames.calls()['server'].tolist()",
+        "shop.close()",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = [c.outputs for c in nb.cells]
+    assert outputs[1][0]["data"]["text/plain"] == "'Blue kettle'"
+    assert outputs[2][0]["data"]["text/plain"] == "('COMPLETED', ['shop'])"
+    assert not any(o.get("output_type") == "error" for out in outputs for o in out)
