@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import shlex
 import tempfile
@@ -71,6 +72,8 @@ IDEMPOTENCY_META_KEY = "agentnb/idempotency_key"
 """The ``_meta`` key under which a side-effecting call carries its idempotency key to the server."""
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_OWNERS: set[asyncio.Task[None]] = set()
+"""The tasks that own open sessions (on the background loop)."""
 _CREDENTIAL = re.compile(r"(?i)key|token|secret|password|passwd|authorization|cookie|credential")
 _INSTALL_HINT = "MCP tools need the official MCP SDK: pip install 'agentnb[mcp]'"
 
@@ -287,10 +290,8 @@ class _Connection:
         f = self.stderr
         if f is not None and not f.closed:
             try:
-                f.flush()
-                f.seek(0)
-                self._tail = "\n".join(f.read()[-4000:].strip().splitlines()[-lines:])
-                f.seek(0, 2)
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 4000))  # a chatty server's log can be long
+                self._tail = "\n".join(f.read().strip().splitlines()[-lines:])
             except (OSError, ValueError):  # noqa: S110 - a stderr we cannot read only loses the quote
                 pass
         return self._tail
@@ -668,7 +669,8 @@ class MCPServer:
 
         if self.transport == "stdio":
             # a file of our own: a notebook's sys.stderr has no file descriptor to hand to a subprocess
-            conn.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            # append mode: the child shares the file offset, so reading the tail must not move where it writes
+            conn.stderr = tempfile.TemporaryFile("a+", encoding="utf-8", errors="replace")
             transport: Any = stdio_client(self.target, errlog=conn.stderr)
         else:
             transport = _http_transport(self.target, self.headers)
@@ -687,6 +689,8 @@ class MCPServer:
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[list[RemoteTool]] = loop.create_future()
             task = loop.create_task(conn.own(self._client(conn), ready))
+            _OWNERS.add(task)  # the loop keeps only weak references to tasks; a session must not be collected
+            task.add_done_callback(_OWNERS.discard)
             try:
                 listing = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
             except asyncio.CancelledError:

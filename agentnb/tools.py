@@ -197,16 +197,18 @@ class Tool:
             loop.close()
 
     def info(self) -> dict[str, Any]:
-        """The tool as offered to a model (name, description, JSON schema, risk, approval)."""
+        """The tool as offered to a model (name, description, JSON schema, risk, approval; an MCP tool's server)."""
         approval: bool | str = "policy" if callable(self.approval) else self.needs_approval()
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
             "risk": self.risk,
             "approval": approval,
-            "server": self.server,
         }
+        if self.server is not None:
+            out["server"] = self.server
+        return out
 
     def __repr__(self) -> str:
         return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
