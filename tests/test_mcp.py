@@ -277,6 +277,19 @@ def test_a_timeout_cancels_the_remote_call_and_the_session_survives(servers: Ser
     assert servers.lab.connections == before
 
 
+def test_a_write_past_its_timeout_pauses_as_outcome_unknown_and_its_late_outcome_is_kept(servers: Servers) -> None:
+    write = dataclasses.replace(servers.lab.tools(include=["slow"])[0], risk="write", approval=False, timeout=0.3,
+                                context_param="context")
+    run = _loop([write], {"tool_calls": [_call("slow", seconds=1.5)]}).start("x").run()
+    assert run.state is anb.LoopState.WAITING_APPROVAL
+    (asked,) = _events(run, "ApprovalRequested")
+    assert asked.kind == "outcome_unknown"
+    deadline = time.monotonic() + 20
+    while run.store.effect(asked.idempotency_key).status != "done" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run.store.effect(asked.idempotency_key).content == "slept 1.5"  # the server finished; the ledger knows
+
+
 def test_a_server_killed_mid_run_gives_an_error_result_and_a_restart(servers: Servers) -> None:
     old_pid = servers.lab.call("pid")
     before = servers.lab.connections
