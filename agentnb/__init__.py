@@ -41,6 +41,7 @@ from .exceptions import (
 from .guards import Budget
 from .importers import import_history
 from .lint import lint
+from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
 from .providers import (
     AnthropicModel,
@@ -98,6 +99,7 @@ __all__ = [
     "IllegalTransition",
     "Loop",
     "LoopState",
+    "MCPServer",
     "MemoryStore",
     "Message",
     "Model",

@@ -49,6 +49,8 @@ class ToolInfo:
     risk: str = "read"
     approval: bool | str = False
     """``True``/``False``, or ``"policy"`` when a callable decides per call."""
+    server: str | None = None
+    """The MCP server that runs the tool (None for a local function)."""
 
 
 @dataclass(slots=True, kw_only=True)

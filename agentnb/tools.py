@@ -11,6 +11,9 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 - arguments that fail the schema -> an error naming each bad field;
 - a tool that raises -> an error with the exception type and message;
 - a tool past its timeout -> a ``timeout`` result.
+
+Tools need not be Python functions: a :class:`ToolSource` (an MCP server, see :mod:`agentnb.mcp`) hands the
+registry several :class:`Tool` objects at once, and from then on they are ordinary tools.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_type_hints, overload
+from typing import Any, Literal, Protocol, cast, get_type_hints, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.config import JsonDict
@@ -132,6 +135,8 @@ class Tool:
     secret: tuple[str, ...] = ()
     """Names of secret parameters (``secret=[...]``, and ``SecretStr`` fields at any depth): the tool gets the
     real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
+    server: str | None = None
+    """The name of the MCP server that runs the tool (None for a local function)."""
     _field_names: tuple[str, ...] = field(default=())
 
     @property
@@ -208,15 +213,18 @@ class Tool:
             loop.close()
 
     def info(self) -> dict[str, Any]:
-        """The tool as offered to a model (name, description, JSON schema, risk, approval)."""
+        """The tool as offered to a model (name, description, JSON schema, risk, approval; an MCP tool's server)."""
         approval: bool | str = "policy" if callable(self.approval) else self.needs_approval()
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
             "risk": self.risk,
             "approval": approval,
         }
+        if self.server is not None:
+            out["server"] = self.server
+        return out
 
     def __repr__(self) -> str:
         return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
@@ -443,6 +451,18 @@ def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dic
     return f"Invalid arguments for tool '{tool_name}':\n" + "\n".join(lines), errors
 
 
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that provides several tools at once, such as an :class:`agentnb.MCPServer`.
+
+    ``Loop(tools=[source, my_tool])`` registers every tool of the source.
+    """
+
+    def as_tools(self) -> list[Tool]:
+        """The tools to register."""
+        ...
+
+
 class ToolRegistry:
     """The tools of one loop, looked up by name only.
 
@@ -455,13 +475,15 @@ class ToolRegistry:
         ['ping']
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | ToolSource | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for t in tools:
-            t = t if isinstance(t, Tool) else tool(t)
-            if t.name in self._tools:
-                raise ToolDefinitionError(f"two tools are named {t.name!r}; give one of them name=...")
-            self._tools[t.name] = t
+        for item in tools:
+            for t in item.as_tools() if isinstance(item, ToolSource) else [item]:
+                t = t if isinstance(t, Tool) else tool(t)
+                if t.name in self._tools:
+                    hint = "give one of the servers prefix=..." if t.server else "give one of them name=..."
+                    raise ToolDefinitionError(f"two tools are named {t.name!r}; {hint}")
+                self._tools[t.name] = t
         self._infos = [ToolInfo(**t.info()) for t in self._tools.values()]
 
     @property
@@ -515,6 +537,6 @@ class ToolRegistry:
         return Outcome(status="ok", content=render_value(value), value=jsonable(value), duration_s=duration)
 
 
-def as_registry(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:
+def as_registry(tools: ToolRegistry | Iterable[Tool | ToolSource | Callable[..., Any]]) -> ToolRegistry:
     """A registry from a registry or a list of tools/functions."""
     return tools if isinstance(tools, ToolRegistry) else ToolRegistry(cast(Iterable[Any], tools))

@@ -158,6 +158,8 @@ CALLS: tuple[Column, ...] = (
     Column("index", "Int64", "position", "the call's position in its assistant message"),
     Column("call_id", "string", "call.call_id", "the call id (model's own, or generated)"),
     Column("tool", "category", "call.name", "the tool name as the model wrote it"),
+    Column("server", "category", "tool_info.server", "the MCP server that ran the tool (null: a local function "
+           "or an unknown tool)"),
     Column("arguments_raw", "string", "call.arguments_raw", "argument text exactly as received"),
     Column("arguments", "string", "arguments", "arguments the call ran with (edited > validated > parsed), as "
            "compact JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",
