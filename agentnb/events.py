@@ -12,16 +12,30 @@ rebuilt by folding the log up to it (see :mod:`agentnb.engine`). A long run ther
 Events are never changed after they are appended. They are not ``frozen`` dataclasses only because a frozen
 dataclass costs three to four times more to build (each field goes through ``object.__setattr__``), and a run
 appends seven of them per tool round trip (``bench/loop_overhead.py``).
+
+Encoding. An event is one line of compact JSON (:func:`event_to_json`), the same text in a transcript file,
+a SQLite checkpoint and the ``payload`` column of the frames. Two things plain JSON cannot say are written
+so that they read back exactly:
+
+- NaN and ±Infinity (a tool's float result, an ``Any`` argument) are the tokens ``NaN``, ``Infinity`` and
+  ``-Infinity``, the extension of JSON that Python's ``json`` module, pydantic and pandas read;
+- a lone surrogate (half an emoji in a model's text) has no UTF-8 form, so a line that holds one is
+  written with ``\\uXXXX`` escapes throughout (standard JSON; :func:`event_from_json` reads it back).
+
+Values that cannot be written at all never reach an event: :mod:`agentnb.values` refuses them where they
+enter a run.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .messages import Message, ModelTurn, ResultStatus
 from .states import LoopState
@@ -152,8 +166,10 @@ class CallValidated(BaseEvent):
     needs_approval: bool = False
 
 
-RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped"]
-"""``skipped``: not run because the context window was full (the result's status is ``skipped``)."""
+RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "invalid_arguments"]
+"""``skipped``: not run because the context window was full (the result's status is ``skipped``).
+``invalid_arguments``: refused by the value boundary before the schema (a lone surrogate, nesting deeper
+than :data:`agentnb.values.MAX_DEPTH`, a non-finite number the schema does not allow)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -334,23 +350,65 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
 }
 """Every event class by its ``type``."""
 
+_LOG_CONFIG = ConfigDict(ser_json_inf_nan="constants")
+"""NaN and ±Infinity written as the tokens ``NaN``/``Infinity``/``-Infinity`` (see the module docs)."""
+
+
 @cache
 def _adapter(type_name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(EVENT_CLASSES[type_name])
+    # ``cls | None``: pydantic takes a config only for a type that is not itself a dataclass, and only a
+    # config given here reaches the ``Any`` fields (values, arguments) inside the event.
+    return TypeAdapter(EVENT_CLASSES[type_name] | None, config=_LOG_CONFIG)
+
+
+def _fallback_json(data: Any) -> str:
+    # Standard JSON escapes (\\uXXXX) carry a lone surrogate that UTF-8 cannot; ensure_ascii writes them.
+    return json.dumps(data, ensure_ascii=True, allow_nan=True, separators=(",", ":"))
+
+
+def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
+    """Compact JSON text of an event or of any data held by one, in the log's encoding (see the module docs).
+
+    Example:
+        >>> json_text({"x": float("nan"), "y": [1.5, float("-inf")]})
+        '{"x":NaN,"y":[1.5,-Infinity]}'
+        >>> json_text("half an emoji: \\ud83d")
+        '"half an emoji: \\\\ud83d"'
+    """
+    if isinstance(value, BaseEvent):
+        adapter = _adapter(value.type)
+        try:
+            return adapter.dump_json(value, exclude=exclude).decode()
+        except PydanticSerializationError:
+            return _fallback_json(adapter.dump_python(value, mode="json", exclude=exclude))
+    try:
+        return to_json(value, exclude=exclude, inf_nan_mode="constants").decode()
+    except PydanticSerializationError:
+        return _fallback_json(to_jsonable_python(value, exclude=exclude, inf_nan_mode="constants"))
 
 
 def event_to_json(event: BaseEvent) -> str:
-    """One event as compact JSON text (the transcript's line format)."""
-    return _adapter(event.type).dump_json(event).decode()
+    """One event as compact JSON text (the transcript's line format; see the module docs for the encoding)."""
+    return json_text(event)
 
 
 def event_to_dict(event: BaseEvent) -> dict[str, Any]:
-    """One event as JSON-safe Python data."""
+    """One event as Python data of JSON types (NaN and ±Infinity stay floats)."""
     data: dict[str, Any] = _adapter(event.type).dump_python(event, mode="json")
     return data
 
 
 def event_from_json(text: str | bytes) -> BaseEvent:
     """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
-    event: BaseEvent = event_adapter().validate_json(text)
+    try:
+        event: BaseEvent = event_adapter().validate_json(text)
+    except ValidationError as exc:
+        # pydantic's JSON reader refuses lone-surrogate escapes, which Python's reads back exactly.
+        if not any(e["type"] == "json_invalid" for e in exc.errors(include_url=False)):
+            raise
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise exc from None
+        event = event_adapter().validate_python(data)
     return event

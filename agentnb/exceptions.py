@@ -14,6 +14,8 @@ used, or for states a run cannot get out of by itself::
     ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        a transcript file that cannot be read back
+    ├── ValueConversionError   a value that cannot enter a run (see agentnb.values); names the path inside it
+    │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
         ├── WireFormatError    a response or stream event that does not have the provider's shape
         └── StreamInterrupted  a stream ended before the provider's done signal
@@ -130,3 +132,30 @@ class ArgumentsTooLarge(StreamInterrupted):
 
 class StreamProtocolError(StreamInterrupted):
     """Stream events contradicted each other, so the turn cannot be trusted (nothing in it is executed)."""
+
+
+class ValueConversionError(AgentnbError):
+    """A value cannot enter a run: it has no JSON form that reads back exactly (see :mod:`agentnb.values`).
+
+    Attributes:
+        path: where inside the value the problem is, as a JSON path (``$``, ``$.items[3].name``).
+        problem: what is wrong there, without the path.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{problem} at {path}")
+
+
+class InvalidArguments(ValueConversionError):
+    """Call arguments the value boundary refuses before schema validation.
+
+    Attributes:
+        errors: one ``{"loc", "msg", "type"}`` entry per problem, in the form of schema errors.
+    """
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        first = errors[0]
+        super().__init__("$" + ("." + first["loc"] if first["loc"] != "(arguments)" else ""), first["msg"])

@@ -16,6 +16,7 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import inspect
 import json
@@ -23,27 +24,32 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_type_hints, overload
+from typing import Annotated, Any, Literal, cast, get_args, get_origin, get_type_hints, overload
 
+import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic_core import PydanticUndefined, to_jsonable_python
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
+from . import values
 from ._aio import run_coroutine
 from .events import ToolInfo
-from .exceptions import ToolDefinitionError
+from .exceptions import InvalidArguments, ToolDefinitionError, ValueConversionError
 from .messages import ResultStatus
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
 
 _PRIMITIVES = frozenset({str, int, float, bool})
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
-_SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
-_PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into the description and per-parameter texts.
+    """Split a docstring into the description and per-parameter texts.
+
+    Google (``Args:``), Sphinx (``:param x:``), NumPy (``Parameters`` / ``----------``) and Epytext
+    (``@param x:``) docstrings are read by the ``docstring-parser`` package, which picks the style that
+    explains the most; sections other than the parameters (``Returns``, ``Raises``, ``Example``) are left out
+    of the description. A parameter's text spread over several lines becomes one line.
 
     Example:
         >>> parse_docstring('''Add two numbers.
@@ -53,36 +59,26 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         ...     b: the second.
         ... ''')
         ('Add two numbers.', {'a': 'the first.', 'b': 'the second.'})
+        >>> parse_docstring('''Add two numbers.
+        ...
+        ... :param a: the first.
+        ... :param b: the second.
+        ... ''')
+        ('Add two numbers.', {'a': 'the first.', 'b': 'the second.'})
     """
     if not doc:
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    desc: list[str] = []
-    params: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and not _ARGS_HEADER.match(lines[i]) and not _SECTION_HEADER.match(lines[i]):
-        desc.append(lines[i])
-        i += 1
-    current: str | None = None
-    indent = None
-    in_args = False
-    for line in lines[i:]:
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
-            continue
-        if _SECTION_HEADER.match(line) and not line.startswith((" ", "\t")):
-            in_args, current = False, None
-            continue
-        if not in_args:
-            continue
-        m = _PARAM_LINE.match(line)
-        if m and (indent is None or len(m.group(1)) <= indent):
-            indent = len(m.group(1))
-            current = m.group(2).lstrip("*")
-            params[current] = m.group(4).strip()
-        elif current and line.strip():
-            params[current] = (params[current] + " " + line.strip()).strip()
-    return "\n".join(desc).strip(), params
+    text = inspect.cleandoc(doc)
+    try:
+        parsed = docstring_parser.parse(text)
+    except docstring_parser.ParseError:  # a docstring in no known style is all description
+        return text.strip(), {}
+    desc = parsed.short_description or ""
+    if parsed.long_description:
+        gap = "\n\n" if parsed.blank_after_short_description else "\n"
+        desc = f"{desc}{gap}{parsed.long_description}" if desc else parsed.long_description
+    params = {p.arg_name.lstrip("*"): " ".join(p.description.split()) for p in parsed.params if p.description}
+    return desc.strip(), params
 
 
 @dataclass(frozen=True)
@@ -123,6 +119,8 @@ class Tool:
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
     _field_names: tuple[str, ...] = field(default=())
+    _renamed: tuple[tuple[str, str], ...] = field(default=())
+    """``(field name, parameter name)`` for parameters whose names clash with pydantic (see :func:`tool`)."""
 
     @property
     def side_effects(self) -> bool:
@@ -145,15 +143,45 @@ class Tool:
         return bool(self.approval(call, context))
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
-        """Validate arguments against the schema; raises pydantic's ``ValidationError``."""
-        return self.args_model.model_validate(arguments)
+        """Validate arguments against the schema.
+
+        The value boundary looks first (:func:`agentnb.values.check_arguments`): a lone surrogate, nesting
+        deeper than :data:`agentnb.values.MAX_DEPTH` or arguments that contain themselves are refused before
+        the schema sees them, and so are NaN and ±Infinity where the schema does not allow them (a ``float``
+        parameter allows them only when declared with ``Field(allow_inf_nan=True)``).
+
+        Raises:
+            InvalidArguments: the boundary refused the arguments (the engine answers ``invalid_arguments``).
+            pydantic.ValidationError: the arguments do not fit the schema.
+        """
+        values.check_arguments(arguments)
+        try:
+            return self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not any(e["type"] == "finite_number" for e in errors):
+                raise
+            raise InvalidArguments([
+                {"loc": _loc(e["loc"]), "type": e["type"],
+                 "msg": "NaN and Infinity are not allowed here (a finite number is expected)"
+                 if e["type"] == "finite_number" else e["msg"]}
+                for e in errors
+            ]) from None
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
-        """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types)."""
+        """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types).
+
+        Keys are the parameter names the user wrote (and the model sees), also where a name had to be
+        aliased because it clashes with pydantic (``model_config``, ``json``, ``_private``).
+        """
         data = validated.__dict__
+        renamed = self._renamed
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
-                return validated.model_dump(mode="json")
+                return validated.model_dump(mode="json", by_alias=True)
+        if renamed:
+            names = dict(renamed)
+            return {names.get(k, k): v for k, v in data.items()}
         return dict(data)  # flat arguments of plain types: the same result as model_dump, several times faster
 
     def invoke(self, validated: BaseModel, context: ToolContext | None = None, *, timeout: float | None = None) -> Any:
@@ -229,8 +257,10 @@ def _build_tool(
     except Exception as exc:  # unresolved forward references and the like
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
     fields: dict[str, Any] = {}
+    renamed: dict[str, str] = {}
     context_param: str | None = None
-    for pname, param in inspect.signature(fn).parameters.items():
+    params = inspect.signature(fn).parameters
+    for pname, param in params.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: *{pname} / **{pname} cannot be described to a model; name each parameter"
@@ -241,16 +271,22 @@ def _build_tool(
         if annotation is ToolContext:
             context_param = pname
             continue
-        default = PydanticUndefined if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname)))
+        field_name = pname
+        if _clashes(pname):
+            field_name = _free_name(pname, params)
+            renamed[field_name] = pname
+        fields[field_name] = _field(annotation, param.default, doc_params.get(pname), pname if renamed.get(
+            field_name) else None)
     model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
     try:
         args_model = create_model(
-            model_name, __config__=ConfigDict(extra="forbid"), **fields
+            model_name, __config__=ConfigDict(extra="forbid", allow_inf_nan=False), **fields
         )
         schema = args_model.model_json_schema()
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    if renamed:
+        fn = _renaming(fn, renamed)
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -268,8 +304,59 @@ def _build_tool(
         schema_version=hashlib.sha256(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
-        _field_names=tuple(fields),
+        _field_names=tuple(renamed.get(f, f) for f in fields),
+        _renamed=tuple(renamed.items()),
     )
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "(arguments)"
+
+
+def _clashes(name: str) -> bool:
+    """Whether a parameter name cannot be a pydantic field name as it is."""
+    return name.startswith(("_", "model_")) or hasattr(BaseModel, name)
+
+
+def _free_name(name: str, taken: Any) -> str:
+    base = "p_" + name.lstrip("_")
+    candidate, n = base, 1
+    while candidate in taken or _clashes(candidate):
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
+
+
+def _field(annotation: Any, default: Any, doc: str | None, alias: str | None) -> tuple[Any, Any]:
+    """One field of the arguments model: what the user wrote wins over the docstring.
+
+    ``Annotated[int, Field(ge=1, description=...)]`` and ``x: int = Field(ge=1, ...)`` keep their
+    description, examples and constraints; the docstring's text fills in a description only where none was
+    written. A name that clashes with pydantic gets ``alias`` (the user's name, the one the model sees).
+    """
+    extra: dict[str, Any] = {}
+    if doc:
+        extra["description"] = doc
+    if alias is not None:
+        extra["alias"] = alias
+    if extra:  # placed first, so the user's own Field metadata (later) overrides it
+        if get_origin(annotation) is Annotated:
+            base, *meta = get_args(annotation)
+            annotation = Annotated[(base, Field(**extra), *meta)]  # type: ignore[valid-type]
+        else:
+            annotation = Annotated[annotation, Field(**extra)]  # type: ignore[valid-type]
+    if isinstance(default, FieldInfo):
+        return annotation, default
+    return annotation, Field(default=PydanticUndefined if default is inspect.Parameter.empty else default)
+
+
+def _renaming(fn: Callable[..., Any], renamed: dict[str, str]) -> Callable[..., Any]:
+    """``fn`` taking aliased field names too: the tool gets each argument under the user's parameter name."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+    return call
 
 
 @overload
@@ -355,17 +442,41 @@ class Outcome:
 
 
 def render_value(value: Any) -> str:
-    """The text a model sees for a tool's return value: strings as they are, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)
+    """The text a model sees for a value: strings as they are, the rest as JSON (see :func:`agentnb.values.render`).
+
+    Raises:
+        ValueConversionError: the value cannot enter a run.
+    """
+    return values.render(value)
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a value for the transcript (unknown objects become their repr)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return to_jsonable_python(value, fallback=repr)
+    """A JSON-safe copy of a value for the transcript (see :func:`agentnb.values.to_json_safe`).
+
+    Raises:
+        ValueConversionError: the value cannot enter a run.
+    """
+    return values.to_json_safe(value)
+
+
+def _converted(t: Tool, value: Any, duration: float) -> Outcome:
+    """The ok outcome of a tool's return value, or an error outcome when it cannot enter the run.
+
+    Called inside the tool's error boundary: a value that cannot be converted is an error *result*, recorded
+    like any other, so the tool is never run again for it.
+    """
+    try:
+        content, audit = values.convert_result(value)
+    except Exception as exc:  # a generator that raises while it is consumed lands here too
+        problem = str(exc) if isinstance(exc, ValueConversionError) else values.exception_text(exc)
+        return Outcome(
+            status="error",
+            content=f"Tool '{t.name}' returned a value that cannot be recorded: {problem}",
+            error_type=type(exc).__name__,
+            error_message=problem,
+            duration_s=duration,
+        )
+    return Outcome(status="ok", content=content, value=audit, duration_s=duration)
 
 
 def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -451,7 +562,7 @@ class ToolRegistry:
                 duration_s=time.perf_counter() - start,
             )
         duration = time.perf_counter() - start
-        return Outcome(status="ok", content=render_value(value), value=jsonable(value), duration_s=duration)
+        return _converted(t, value, duration)
 
 
 def as_registry(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:

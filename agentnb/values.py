@@ -1,0 +1,446 @@
+"""The one boundary for values: everything that enters a run becomes JSON-safe data, or a defined error.
+
+Theory of operation. A run is its event log, and the log must read back exactly: what a transcript file, a
+SQLite checkpoint or a Parquet frame gives back has to equal what the run held, or a resumed run would be
+a different run (another request hash, another schema check). So every value that enters a run crosses this
+module once, at the edge where it enters:
+
+- **tool results** (:func:`convert_result`, called inside the tool's error boundary in
+  :meth:`agentnb.tools.ToolRegistry.run`, so a result that cannot be converted is an error *result* and the
+  tool is never run again for it);
+- **submitted client results** (``run.submit_result``) and **results given to a fork** (the debugger);
+- **call arguments**, as parsed from the model or as edited by an approver (:func:`check_arguments`, called
+  by :meth:`agentnb.tools.Tool.validate` before the schema; the engine turns the refusal into an
+  ``invalid_arguments`` error result the model can read);
+- **parsed arguments inside a model's turn** (:func:`fits`, used by :class:`agentnb.messages.ToolCallPart`).
+
+:func:`to_json_safe` turns a value into data made only of ``dict`` (string keys), ``list``, ``str``, ``int``,
+``float``, ``bool`` and ``None``, or raises :class:`~agentnb.exceptions.ValueConversionError` naming the path
+inside the value where it failed. Conversions, chosen to be what a user expects:
+
+================================  ===================================================================
+value                             becomes
+================================  ===================================================================
+``str`` (and subclasses)          itself; a lone surrogate (half an emoji, a file name decoded with
+                                  ``surrogateescape``) is an error: it has no UTF-8 form
+``bytes``, ``bytearray``          the text they hold if they are UTF-8; otherwise an error
+``int``/``float`` (+ subclasses)  a plain ``int``/``float``; NaN and ±Infinity are kept (see below)
+``Enum``                          its value, converted
+numpy scalars and arrays          ``.item()`` / ``.tolist()``, converted (``np.float32(1.5)`` -> ``1.5``)
+pandas                            ``DataFrame`` -> list of row dicts, ``Series``/``Index`` -> list,
+                                  ``NA``/``NaT`` -> ``None``, ``Timestamp`` as a ``datetime``
+``datetime``, ``date``, ``time``  ISO 8601 text (as pydantic writes it: ``2024-01-02T03:04:05Z``)
+``timedelta``                     ISO 8601 duration text (``PT1.5S``)
+``Decimal``, ``UUID``, ``Path``   their text (``Decimal`` keeps every digit)
+``list``, ``tuple``, ``deque``    a list
+``set``, ``frozenset``            a list, sorted when its items can be sorted
+generators and iterators          a list of what they yield (consumed once; the model and the audit
+                                  value see the same items)
+``dict`` and other mappings       a dict; keys ``str``/``int``/``float``/``bool``/``None`` become text as
+                                  in ``json.dumps``; other keys are an error
+dataclasses, pydantic models      a dict of their fields, converted
+anything else                     its ``repr`` (an error if ``repr`` raises)
+================================  ===================================================================
+
+A value that contains itself is an error (``contains itself``), and so is one nested deeper than
+:data:`MAX_DEPTH` levels (the JSON readers under the log stop at about 200 levels, and a run's event wraps
+a value in several levels of its own).
+
+NaN and ±Infinity are kept as floats: the event log writes them as the tokens ``NaN``, ``Infinity`` and
+``-Infinity`` (the extension of JSON that Python's ``json`` module, pydantic and pandas read), so a value
+or an argument that holds one survives save, load and resume unchanged (see :mod:`agentnb.events`). Call
+arguments may hold them only where the tool's schema allows them: a ``float`` parameter refuses them unless
+declared ``Annotated[float, Field(allow_inf_nan=True)]``; an ``Any`` parameter takes them.
+
+:func:`render` is what the model sees for a value: strings as they are, anything else as JSON text of its
+converted form (non-ASCII kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from enum import Enum
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface, IPv6Network
+from pathlib import PurePath
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from .exceptions import InvalidArguments, ValueConversionError
+
+MAX_DEPTH = 64
+"""How many levels of lists and dicts a value (or a call's arguments) may nest."""
+
+_PYDANTIC_LEAVES = (
+    datetime, date, time, timedelta, Decimal, UUID, PurePath,
+    IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface, IPv6Network,
+)
+
+
+def _key_path(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{_safe_repr(key)}]"
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:80]
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be written as UTF-8 (it holds a lone surrogate), or None when it can.
+
+    Example:
+        >>> text_problem("half an emoji: \\ud83d")
+        'a lone surrogate U+D83D (at character 15) that has no UTF-8 form'
+        >>> text_problem("fine") is None
+        True
+    """
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"a lone surrogate U+{ord(text[exc.start]):04X} (at character {exc.start}) that has no UTF-8 form")
+    return None
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"Type: message"`` for an exception, safe to write whatever its ``__str__`` does.
+
+    Example:
+        >>> exception_text(ValueError("bad \\ud83d"))
+        'ValueError: bad \\\\ud83d'
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<the message could not be read>"
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class _Converter:
+    """One conversion: the containers on the current path (to find values that contain themselves)."""
+
+    __slots__ = ("active", "max_depth")
+
+    def __init__(self, max_depth: int) -> None:
+        self.active: set[int] = set()
+        self.max_depth = max_depth
+
+    def text(self, text: str, path: str) -> str:
+        problem = text_problem(text)
+        if problem is not None:
+            raise ValueConversionError(path, f"the text holds {problem}")
+        return text
+
+    def enter(self, value: Any, path: str, depth: int) -> int:
+        if depth >= self.max_depth:
+            raise ValueConversionError(path, f"the value is nested deeper than {self.max_depth} levels")
+        ident = id(value)
+        if ident in self.active:
+            raise ValueConversionError(path, "the value contains itself")
+        self.active.add(ident)
+        return ident
+
+    def convert(self, value: Any, path: str, depth: int) -> Any:
+        t = type(value)
+        if value is None or t is bool or t is int or t is float:
+            return value
+        if t is str:
+            return self.text(value, path)
+        if t is dict:
+            return self.mapping(value, path, depth)
+        if t is list or t is tuple:
+            return self.sequence(value, path, depth)
+        return self.other(value, path, depth)
+
+    def mapping(self, value: Mapping[Any, Any], path: str, depth: int) -> dict[str, Any]:
+        ident = self.enter(value, path, depth)
+        try:
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                out[self.key(k, path)] = self.convert(v, _key_path(path, k), depth + 1)
+            return out
+        finally:
+            self.active.discard(ident)
+
+    def sequence(self, value: Any, path: str, depth: int) -> list[Any]:
+        ident = self.enter(value, path, depth)
+        try:
+            return [self.convert(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+        finally:
+            self.active.discard(ident)
+
+    def key(self, key: Any, path: str) -> str:
+        if isinstance(key, Enum):
+            key = key.value
+        if isinstance(key, str):
+            return self.text(str.__str__(key), _key_path(path, key))
+        if key is None or isinstance(key, bool | int | float):
+            return json.dumps(key)  # as json.dumps writes keys: null, true, 1, 1.5, NaN
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(key, np.generic):
+            return self.key(key.item(), path)
+        if isinstance(key, _PYDANTIC_LEAVES):
+            return self.text(str(to_jsonable_python(key)), path)
+        raise ValueConversionError(
+            _key_path(path, key), f"a dict key of type {type(key).__name__} has no JSON form (use str keys)"
+        )
+
+    def other(self, value: Any, path: str, depth: int) -> Any:
+        # Enum first: IntEnum and StrEnum are also ints and strs.
+        if isinstance(value, Enum):
+            return self.convert(value.value, path, depth)
+        if isinstance(value, str):
+            return self.text(str.__str__(value), path)
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int):
+            return int(value)
+        if isinstance(value, float):
+            return float(value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            try:
+                return bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueConversionError(
+                    path, f"bytes that are not UTF-8 text (byte {exc.start} is 0x{bytes(value)[exc.start]:02x}); "
+                    "decode them, or return base64 text",
+                ) from None
+        special = self.library(value, path, depth)
+        if special is not _NOTHING:
+            return special
+        if isinstance(value, _PYDANTIC_LEAVES):
+            return self.text(to_jsonable_python(value), path)
+        if isinstance(value, Mapping):
+            return self.mapping(value, path, depth)
+        if isinstance(value, set | frozenset):
+            items = list(value)
+            try:
+                items.sort()
+            except Exception:  # items of kinds that do not compare keep the set's order
+                pass
+            return self.sequence(items, path, depth)
+        if isinstance(value, BaseModel):
+            ident = self.enter(value, path, depth)
+            try:  # model_dump applies the model's own serializers and aliases
+                data = value.model_dump(mode="python", by_alias=True)
+            except Exception as exc:
+                raise ValueConversionError(
+                    path, f"{type(value).__name__}.model_dump() raised {exception_text(exc)}"
+                ) from None
+            try:
+                return self.mapping(data, path, depth)
+            finally:
+                self.active.discard(ident)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            ident = self.enter(value, path, depth)
+            try:
+                fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+                return self.mapping(fields, path, depth)
+            finally:
+                self.active.discard(ident)
+        if isinstance(value, Sequence | range):
+            return self.sequence(value, path, depth)
+        if isinstance(value, Iterator):
+            try:
+                items = list(value)
+            except Exception as exc:
+                raise ValueConversionError(
+                    path, f"iterating the {type(value).__name__} raised {exception_text(exc)}"
+                ) from None
+            return self.sequence(items, path, depth)
+        try:
+            text = repr(value)
+        except Exception as exc:
+            raise ValueConversionError(
+                path, f"an object of type {type(value).__name__} has no JSON form and its repr raised "
+                f"{exception_text(exc)}",
+            ) from None
+        if not isinstance(text, str):
+            raise ValueConversionError(path, f"the repr of a {type(value).__name__} is not text")
+        return self.text(text, path)
+
+    def library(self, value: Any, path: str, depth: int) -> Any:
+        """numpy and pandas values, recognised only when those libraries are already imported."""
+        np = sys.modules.get("numpy")
+        if np is not None:
+            if isinstance(value, np.ndarray):
+                return self.convert(value.tolist(), path, depth)
+            if isinstance(value, np.generic):
+                item = value.item()
+                if type(item) is type(value):  # e.g. longdouble: item() gives the numpy type back
+                    item = float(value) if isinstance(value, np.floating) else repr(value)
+                return self.convert(item, path, depth)
+        pd = sys.modules.get("pandas")
+        if pd is not None:
+            if value is pd.NaT or value is pd.NA:
+                return None
+            if isinstance(value, pd.DataFrame):
+                return self.convert(value.to_dict(orient="records"), path, depth)
+            if isinstance(value, pd.Series | pd.Index):
+                return self.convert(value.tolist(), path, depth)
+        return _NOTHING
+
+
+_NOTHING = object()
+
+
+def to_json_safe(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``value`` as JSON-safe data that reads back exactly (see the module docs for each kind of value).
+
+    Raises:
+        ValueConversionError: the value has no such form; ``path`` says where inside it.
+
+    Example:
+        >>> import datetime, decimal
+        >>> to_json_safe({"when": datetime.date(2024, 1, 2), "price": decimal.Decimal("1.10"), "tags": {"b", "a"}})
+        {'when': '2024-01-02', 'price': '1.10', 'tags': ['a', 'b']}
+        >>> loop = []
+        >>> loop.append(loop)
+        >>> to_json_safe({"x": loop})
+        Traceback (most recent call last):
+        ...
+        agentnb.exceptions.ValueConversionError: the value contains itself at $.x[0]
+    """
+    return _Converter(max_depth).convert(value, "$", 0)
+
+
+def render(value: Any) -> str:
+    """The text a model sees for a value: a string as it is, anything else as JSON of its converted form.
+
+    Raises:
+        ValueConversionError: as :func:`to_json_safe`.
+
+    Example:
+        >>> import numpy as np
+        >>> render({"x": np.float32(1.5)})
+        '{"x": 1.5}'
+    """
+    if type(value) is str:
+        return _Converter(MAX_DEPTH).text(value, "$")
+    return render_safe(to_json_safe(value))
+
+
+def render_safe(data: Any) -> str:
+    """:func:`render` for data that is already JSON-safe (the output of :func:`to_json_safe`)."""
+    if isinstance(data, str):
+        return data
+    return json.dumps(data, ensure_ascii=False)
+
+
+def convert_result(value: Any) -> tuple[str, Any]:
+    """What a tool's (or a client's) result becomes: ``(content the model sees, audit value)``.
+
+    Both come from one conversion, so a generator is consumed once and the model and the audit see the
+    same items.
+
+    Raises:
+        ValueConversionError: as :func:`to_json_safe`.
+
+    Example:
+        >>> convert_result(i * i for i in range(3))
+        ('[0, 1, 4]', [0, 1, 4])
+    """
+    data = to_json_safe(value)
+    return render_safe(data), data
+
+
+def _depth_problem(value: Any, max_depth: int) -> tuple[str, str] | None:
+    """The first (path, problem) of depth, self-containment or lone surrogates in JSON-like data."""
+    active: set[int] = set()
+
+    def walk(v: Any, path: str, depth: int) -> tuple[str, str] | None:
+        if isinstance(v, str):
+            problem = text_problem(v)
+            return (path, f"the text holds {problem}") if problem else None
+        if isinstance(v, dict | list | tuple):
+            if depth >= max_depth:
+                return path, f"the arguments are nested deeper than {max_depth} levels"
+            if id(v) in active:
+                return path, "the arguments contain themselves"
+            active.add(id(v))
+            try:
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        sub = _key_path(path, k)
+                        if isinstance(k, str) and (problem := text_problem(k)):
+                            return sub, f"the key holds {problem}"
+                        found = walk(x, sub, depth + 1)
+                        if found:
+                            return found
+                else:
+                    for i, x in enumerate(v):
+                        found = walk(x, f"{path}[{i}]", depth + 1)
+                        if found:
+                            return found
+            finally:
+                active.discard(id(v))
+        return None
+
+    return walk(value, "$", 0)
+
+
+def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether JSON-like data nests at most ``max_depth`` levels and does not contain itself.
+
+    Example:
+        >>> fits({"a": [1, 2]}), fits([[[1]]], max_depth=2)
+        (True, False)
+    """
+    found = _depth_problem(value, max_depth)
+    return found is None or "lone surrogate" in found[1]
+
+
+def check_arguments(arguments: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse call arguments that cannot enter a run, before any schema sees them.
+
+    Lone surrogates (in values or keys), nesting deeper than ``max_depth`` and arguments that contain
+    themselves are refused; non-finite numbers are left to the schema (see :meth:`agentnb.tools.Tool.validate`).
+
+    Raises:
+        InvalidArguments: naming the first problem and where it is.
+
+    Example:
+        >>> check_arguments({"city": "Paris"})
+        >>> check_arguments({"city": "\\ud83d"})
+        Traceback (most recent call last):
+        ...
+        agentnb.exceptions.InvalidArguments: the text holds a lone surrogate U+D83D (at character 0) that has no UTF-8 form at $.city
+    """
+    found = _depth_problem(arguments, max_depth)
+    if found is not None:
+        path, problem = found
+        loc = path[2:] if path.startswith("$.") else path[1:] or "(arguments)"
+        kind = "lone_surrogate" if "surrogate" in problem else "too_deep" if "deeper" in problem else "recursive"
+        raise InvalidArguments([{"loc": loc, "msg": problem, "type": kind}])
+
+
+def non_finite(value: Any) -> bool:
+    """Whether a float is NaN or ±Infinity.
+
+    Example:
+        >>> non_finite(float("nan")), non_finite(1.5)
+        (True, False)
+    """
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+__all__ = [
+    "MAX_DEPTH", "check_arguments", "convert_result", "exception_text", "fits", "non_finite", "render", "render_safe",
+    "text_problem", "to_json_safe",
+]
