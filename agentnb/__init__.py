@@ -30,12 +30,14 @@ from .exceptions import (
     CheckpointError,
     DigestMismatch,
     IllegalTransition,
+    InvalidArguments,
     ModelError,
     ResumeError,
     RunNotPaused,
     StreamInterrupted,
     ToolDefinitionError,
     TranscriptError,
+    ValueConversionError,
 )
 from .guards import Budget
 from .importers import import_history
@@ -93,6 +95,7 @@ __all__ = [
     "FallbackModel",
     "GeminiModel",
     "IllegalTransition",
+    "InvalidArguments",
     "Loop",
     "LoopState",
     "MemoryStore",
@@ -121,6 +124,7 @@ __all__ = [
     "TranscriptCollection",
     "TranscriptError",
     "Usage",
+    "ValueConversionError",
     "emulator",
     "import_history",
     "lint",
