@@ -29,6 +29,7 @@ enter a run.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
@@ -350,6 +351,12 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
 }
 """Every event class by its ``type``."""
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_B = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape: only the fallback encoding writes them (see :func:`json_text`)."""
+
+_REPLACEMENT = "\ufffd".encode()
+
 _LOG_CONFIG = ConfigDict(ser_json_inf_nan="constants")
 """NaN and ±Infinity written as the tokens ``NaN``/``Infinity``/``-Infinity`` (see the module docs)."""
 
@@ -363,7 +370,12 @@ def _adapter(type_name: str) -> TypeAdapter[Any]:
 
 def _fallback_json(data: Any) -> str:
     # Standard JSON escapes (\\uXXXX) carry a lone surrogate that UTF-8 cannot; ensure_ascii writes them.
-    return json.dumps(data, ensure_ascii=True, allow_nan=True, separators=(",", ":"))
+    # ``data`` comes from pydantic's python mode, which keeps such text (its JSON mode fails like dump_json).
+    return json.dumps(data, ensure_ascii=True, allow_nan=True, separators=(",", ":"), default=_leaf)
+
+
+def _leaf(value: Any) -> Any:
+    return to_jsonable_python(value, inf_nan_mode="constants")  # datetimes, enums: as pydantic writes them
 
 
 def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
@@ -378,13 +390,18 @@ def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
     if isinstance(value, BaseEvent):
         adapter = _adapter(value.type)
         try:
-            return adapter.dump_json(value, exclude=exclude).decode()
+            out = adapter.dump_json(value, exclude=exclude)
         except PydanticSerializationError:
-            return _fallback_json(adapter.dump_python(value, mode="json", exclude=exclude))
+            return _fallback_json(adapter.dump_python(value, exclude=exclude))
+        if _REPLACEMENT in out:
+            # pydantic writes a lone surrogate in a dict *key* as U+FFFD instead of failing: take the exact path
+            # (a U+FFFD the text really holds comes out the same there, escaped)
+            return _fallback_json(adapter.dump_python(value, exclude=exclude))
+        return out.decode()
     try:
         return to_json(value, exclude=exclude, inf_nan_mode="constants").decode()
     except PydanticSerializationError:
-        return _fallback_json(to_jsonable_python(value, exclude=exclude, inf_nan_mode="constants"))
+        return _fallback_json(value)
 
 
 def event_to_json(event: BaseEvent) -> str:
@@ -400,15 +417,15 @@ def event_to_dict(event: BaseEvent) -> dict[str, Any]:
 
 def event_from_json(text: str | bytes) -> BaseEvent:
     """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
-    try:
+    if (_SURROGATE_ESCAPE_B if isinstance(text, bytes) else _SURROGATE_ESCAPE).search(text) is None:
         event: BaseEvent = event_adapter().validate_json(text)
-    except ValidationError as exc:
-        # pydantic's JSON reader refuses lone-surrogate escapes, which Python's reads back exactly.
-        if not any(e["type"] == "json_invalid" for e in exc.errors(include_url=False)):
-            raise
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise exc from None
-        event = event_adapter().validate_python(data)
+        return event
+    # A line written with surrogate escapes: pydantic's JSON reader refuses them in values and silently
+    # garbles them in dict keys, while Python's reads them back exactly.
+    try:
+        data = json.loads(text)
+    except ValueError:
+        event_adapter().validate_json(text)  # raises pydantic's ValidationError, naming the JSON error
+        raise
+    event = event_adapter().validate_python(data)
     return event

@@ -431,7 +431,8 @@ class Run:
         """
         call = self._pending(call_id)
         self._check_request(call, None, for_approval=False)
-        content, audit = render_value(value), jsonable(value)
+        audit = jsonable(value)  # converted once (a generator is consumed once); raises ValueConversionError
+        content = render_value(audit)
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         if key and tool is not None and tool.side_effects:

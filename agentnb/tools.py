@@ -171,6 +171,10 @@ class Tool:
     def dump(self, validated: BaseModel) -> dict[str, Any]:
         """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types).
 
+        Raises:
+            ValueConversionError: an argument has no JSON form (only possible for arguments given in Python,
+                such as an approver's edits; see :mod:`agentnb.values`).
+
         Keys are the parameter names the user wrote (and the model sees), also where a name had to be
         aliased because it clashes with pydantic (``model_config``, ``json``, ``_private``).
         """
@@ -178,7 +182,9 @@ class Tool:
         renamed = self._renamed
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
-                return validated.model_dump(mode="json", by_alias=True)
+                # Through the value boundary: an ``Any`` parameter can hold what an approver passed in (a set,
+                # a numpy array), and NaN must stay NaN.
+                return cast(dict[str, Any], values.to_json_safe(validated.model_dump(by_alias=True)))
         if renamed:
             names = dict(renamed)
             return {names.get(k, k): v for k, v in data.items()}
