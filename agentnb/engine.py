@@ -834,7 +834,8 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         })
     if c.parse_error == TOO_DEEP:  # a JSON object the value boundary refused (agentnb.messages.ToolCallPart)
         return Emit(CallRejected, S.VALIDATING, {
-            **base, "reason": "invalid_arguments", "errors": [{"loc": "(arguments)", "msg": TOO_DEEP, "type": "too_deep"}],
+            **base, "reason": "invalid_arguments",
+            "errors": [{"loc": "(arguments)", "msg": TOO_DEEP, "type": "too_deep"}],
             "message": f"Invalid arguments for tool '{c.name}': {TOO_DEEP}. Send flatter arguments.",
         })
     if c.arguments is None:

@@ -1,4 +1,4 @@
-"""The events of a run: one append-only log that everything else is a projection of.
+r"""The events of a run: one append-only log that everything else is a projection of.
 
 Each event is a slotted dataclass with a literal ``type`` (the union :data:`Event` is discriminated on it;
 pydantic validates and serializes it through ``TypeAdapter``) and the common fields ``seq`` (position in the
@@ -20,7 +20,7 @@ so that they read back exactly:
 - NaN and ±Infinity (a tool's float result, an ``Any`` argument) are the tokens ``NaN``, ``Infinity`` and
   ``-Infinity``, the extension of JSON that Python's ``json`` module, pydantic and pandas read;
 - a lone surrogate (half an emoji in a model's text) has no UTF-8 form, so a line that holds one is
-  written with ``\\uXXXX`` escapes throughout (standard JSON; :func:`event_from_json` reads it back).
+  written with ``\uXXXX`` escapes throughout (standard JSON; :func:`event_from_json` reads it back).
 
 Values that cannot be written at all never reach an event: :mod:`agentnb.values` refuses them where they
 enter a run.
@@ -35,7 +35,7 @@ from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .messages import Message, ModelTurn, ResultStatus
@@ -365,7 +365,8 @@ _LOG_CONFIG = ConfigDict(ser_json_inf_nan="constants")
 def _adapter(type_name: str) -> TypeAdapter[Any]:
     # ``cls | None``: pydantic takes a config only for a type that is not itself a dataclass, and only a
     # config given here reaches the ``Any`` fields (values, arguments) inside the event.
-    return TypeAdapter(EVENT_CLASSES[type_name] | None, config=_LOG_CONFIG)
+    optional: Any = EVENT_CLASSES[type_name] | None
+    return TypeAdapter(optional, config=_LOG_CONFIG)
 
 
 def _fallback_json(data: Any) -> str:
@@ -379,13 +380,13 @@ def _leaf(value: Any) -> Any:
 
 
 def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
-    """Compact JSON text of an event or of any data held by one, in the log's encoding (see the module docs).
+    r"""Compact JSON text of an event or of any data held by one, in the log's encoding (see the module docs).
 
     Example:
         >>> json_text({"x": float("nan"), "y": [1.5, float("-inf")]})
         '{"x":NaN,"y":[1.5,-Infinity]}'
-        >>> json_text("half an emoji: \\ud83d")
-        '"half an emoji: \\\\ud83d"'
+        >>> json_text("half an emoji: \ud83d")
+        '"half an emoji: \\ud83d"'
     """
     if isinstance(value, BaseEvent):
         adapter = _adapter(value.type)
@@ -417,7 +418,8 @@ def event_to_dict(event: BaseEvent) -> dict[str, Any]:
 
 def event_from_json(text: str | bytes) -> BaseEvent:
     """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
-    if (_SURROGATE_ESCAPE_B if isinstance(text, bytes) else _SURROGATE_ESCAPE).search(text) is None:
+    escaped = _SURROGATE_ESCAPE_B.search(text) if isinstance(text, bytes) else _SURROGATE_ESCAPE.search(text)
+    if escaped is None:
         event: BaseEvent = event_adapter().validate_json(text)
         return event
     # A line written with surrogate escapes: pydantic's JSON reader refuses them in values and silently

@@ -347,9 +347,9 @@ def _field(annotation: Any, default: Any, doc: str | None, alias: str | None) ->
     if extra:  # placed first, so the user's own Field metadata (later) overrides it
         if get_origin(annotation) is Annotated:
             base, *meta = get_args(annotation)
-            annotation = Annotated[(base, Field(**extra), *meta)]  # type: ignore[valid-type]
+            annotation = Annotated[(base, Field(**extra), *meta)]
         else:
-            annotation = Annotated[annotation, Field(**extra)]  # type: ignore[valid-type]
+            annotation = Annotated[annotation, Field(**extra)]
     if isinstance(default, FieldInfo):
         return annotation, default
     return annotation, Field(default=PydanticUndefined if default is inspect.Parameter.empty else default)

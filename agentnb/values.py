@@ -100,10 +100,10 @@ def _safe_repr(value: Any) -> str:
 
 
 def text_problem(text: str) -> str | None:
-    """Why ``text`` cannot be written as UTF-8 (it holds a lone surrogate), or None when it can.
+    r"""Why ``text`` cannot be written as UTF-8 (it holds a lone surrogate), or None when it can.
 
     Example:
-        >>> text_problem("half an emoji: \\ud83d")
+        >>> text_problem("half an emoji: \ud83d")
         'a lone surrogate U+D83D (at character 15) that has no UTF-8 form'
         >>> text_problem("fine") is None
         True
@@ -118,11 +118,11 @@ def text_problem(text: str) -> str | None:
 
 
 def exception_text(exc: BaseException) -> str:
-    """``"Type: message"`` for an exception, safe to write whatever its ``__str__`` does.
+    r"""``"Type: message"`` for an exception, safe to write whatever its ``__str__`` does.
 
     Example:
-        >>> exception_text(ValueError("bad \\ud83d"))
-        'ValueError: bad \\\\ud83d'
+        >>> exception_text(ValueError("bad \ud83d"))
+        'ValueError: bad \\ud83d'
     """
     try:
         message = str(exc)
@@ -202,25 +202,9 @@ class _Converter:
         )
 
     def other(self, value: Any, path: str, depth: int) -> Any:
-        # Enum first: IntEnum and StrEnum are also ints and strs.
-        if isinstance(value, Enum):
-            return self.convert(value.value, path, depth)
-        if isinstance(value, str):
-            return self.text(str.__str__(value), path)
-        if isinstance(value, bool):
-            return bool(value)
-        if isinstance(value, int):
-            return int(value)
-        if isinstance(value, float):
-            return float(value)
-        if isinstance(value, bytes | bytearray | memoryview):
-            try:
-                return bytes(value).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueConversionError(
-                    path, f"bytes that are not UTF-8 text (byte {exc.start} is 0x{bytes(value)[exc.start]:02x}); "
-                    "decode them, or return base64 text",
-                ) from None
+        scalar = self.scalar(value, path, depth)
+        if scalar is not _NOTHING:
+            return scalar
         special = self.library(value, path, depth)
         if special is not _NOTHING:
             return special
@@ -235,25 +219,8 @@ class _Converter:
             except Exception:  # items of kinds that do not compare keep the set's order
                 pass
             return self.sequence(items, path, depth)
-        if isinstance(value, BaseModel):
-            ident = self.enter(value, path, depth)
-            try:  # model_dump applies the model's own serializers and aliases
-                data = value.model_dump(mode="python", by_alias=True)
-            except Exception as exc:
-                raise ValueConversionError(
-                    path, f"{type(value).__name__}.model_dump() raised {exception_text(exc)}"
-                ) from None
-            try:
-                return self.mapping(data, path, depth)
-            finally:
-                self.active.discard(ident)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            ident = self.enter(value, path, depth)
-            try:
-                fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-                return self.mapping(fields, path, depth)
-            finally:
-                self.active.discard(ident)
+        if isinstance(value, BaseModel) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+            return self.record(value, path, depth)
         if isinstance(value, Sequence | range):
             return self.sequence(value, path, depth)
         if isinstance(value, Iterator):
@@ -275,8 +242,48 @@ class _Converter:
             raise ValueConversionError(path, f"the repr of a {type(value).__name__} is not text")
         return self.text(text, path)
 
+    def scalar(self, value: Any, path: str, depth: int) -> Any:
+        """Subclasses of the JSON scalars, enums and bytes."""
+        # Enum first: IntEnum and StrEnum are also ints and strs.
+        if isinstance(value, Enum):
+            return self.convert(value.value, path, depth)
+        if isinstance(value, str):
+            return self.text(str.__str__(value), path)
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int):
+            return int(value)
+        if isinstance(value, float):
+            return float(value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            try:
+                return bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueConversionError(
+                    path, f"bytes that are not UTF-8 text (byte {exc.start} is 0x{bytes(value)[exc.start]:02x}); "
+                    "decode them, or return base64 text",
+                ) from None
+        return _NOTHING
+
+    def record(self, value: Any, path: str, depth: int) -> Any:
+        """A pydantic model (through its own ``model_dump``) or a dataclass, as a dict of its fields."""
+        ident = self.enter(value, path, depth)
+        try:
+            if isinstance(value, BaseModel):
+                try:  # model_dump applies the model's own serializers and aliases
+                    data = value.model_dump(mode="python", by_alias=True)
+                except Exception as exc:
+                    raise ValueConversionError(
+                        path, f"{type(value).__name__}.model_dump() raised {exception_text(exc)}"
+                    ) from None
+            else:
+                data = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            return self.mapping(data, path, depth)
+        finally:
+            self.active.discard(ident)
+
     def library(self, value: Any, path: str, depth: int) -> Any:
-        """numpy and pandas values, recognised only when those libraries are already imported."""
+        """Values of numpy and pandas, recognised only when those libraries are already imported."""
         np = sys.modules.get("numpy")
         if np is not None:
             if isinstance(value, np.ndarray):
@@ -407,7 +414,7 @@ def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
 
 
 def check_arguments(arguments: Any, max_depth: int = MAX_DEPTH) -> None:
-    """Refuse call arguments that cannot enter a run, before any schema sees them.
+    r"""Refuse call arguments that cannot enter a run, before any schema sees them.
 
     Lone surrogates (in values or keys), nesting deeper than ``max_depth`` and arguments that contain
     themselves are refused; non-finite numbers are left to the schema (see :meth:`agentnb.tools.Tool.validate`).
@@ -417,10 +424,10 @@ def check_arguments(arguments: Any, max_depth: int = MAX_DEPTH) -> None:
 
     Example:
         >>> check_arguments({"city": "Paris"})
-        >>> check_arguments({"city": "\\ud83d"})
+        >>> check_arguments({"city": "\ud83d"})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        agentnb.exceptions.InvalidArguments: the text holds a lone surrogate U+D83D (at character 0) that has no UTF-8 form at $.city
+        agentnb.exceptions.InvalidArguments: the text holds a lone surrogate U+D83D ... at $.city
     """
     found = _depth_problem(arguments, max_depth)
     if found is not None:

@@ -164,8 +164,8 @@ def test_arguments_check_names_the_problem_and_leaves_non_finite_numbers_to_the_
     assert info.value.errors[0]["type"] == "too_deep" and info.value.errors[0]["loc"].startswith("q.deep[0]")
     with pytest.raises(anb.InvalidArguments) as info:
         values.check_arguments({"name": "x\udcff"})
-    assert info.value.errors == [{"loc": "name", "type": "lone_surrogate",
-                                  "msg": "the text holds a lone surrogate U+DCFF (at character 1) that has no UTF-8 form"}]
+    problem = "the text holds a lone surrogate U+DCFF (at character 1) that has no UTF-8 form"
+    assert info.value.errors == [{"loc": "name", "type": "lone_surrogate", "msg": problem}]
 
 
 def test_event_encoding_keeps_non_finite_numbers_and_lone_surrogates() -> None:
