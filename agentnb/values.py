@@ -132,6 +132,26 @@ def exception_text(exc: BaseException) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+class _Fail(Exception):
+    """A conversion failed; each container on the way out adds its step to ``segments`` (innermost first).
+
+    Paths are only built on failure: the happy path formats no path strings at all.
+    """
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        self.segments: list[str] = []
+
+    def path(self) -> str:
+        return "$" + "".join(reversed(self.segments))
+
+
+def _segment(key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f".{key}"
+    return f"[{_safe_repr(key)}]"
+
+
 class _Converter:
     """One conversion: the containers on the current path (to find values that contain themselves)."""
 
@@ -141,114 +161,127 @@ class _Converter:
         self.active: set[int] = set()
         self.max_depth = max_depth
 
-    def text(self, text: str, path: str) -> str:
-        problem = text_problem(text)
-        if problem is not None:
-            raise ValueConversionError(path, f"the text holds {problem}")
+    @staticmethod
+    def text(text: str) -> str:
+        if not text.isascii():
+            problem = text_problem(text)
+            if problem is not None:
+                raise _Fail(f"the text holds {problem}")
         return text
 
-    def enter(self, value: Any, path: str, depth: int) -> int:
+    def enter(self, value: Any, depth: int) -> int:
         if depth >= self.max_depth:
-            raise ValueConversionError(path, f"the value is nested deeper than {self.max_depth} levels")
+            raise _Fail(f"the value is nested deeper than {self.max_depth} levels")
         ident = id(value)
         if ident in self.active:
-            raise ValueConversionError(path, "the value contains itself")
+            raise _Fail("the value contains itself")
         self.active.add(ident)
         return ident
 
-    def convert(self, value: Any, path: str, depth: int) -> Any:
+    def convert(self, value: Any, depth: int) -> Any:
         t = type(value)
-        if value is None or t is bool or t is int or t is float:
-            return value
         if t is str:
-            return self.text(value, path)
+            return value if value.isascii() else self.text(value)
+        if value is None or t is int or t is float or t is bool:
+            return value
         if t is dict:
-            return self.mapping(value, path, depth)
+            return self.mapping(value, depth)
         if t is list or t is tuple:
-            return self.sequence(value, path, depth)
-        return self.other(value, path, depth)
+            return self.sequence(value, depth)
+        return self.other(value, depth)
 
-    def mapping(self, value: Mapping[Any, Any], path: str, depth: int) -> dict[str, Any]:
-        ident = self.enter(value, path, depth)
+    def mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        ident = self.enter(value, depth)
+        convert = self.convert
+        inner = depth + 1
+        out: dict[str, Any] = {}
         try:
-            out: dict[str, Any] = {}
             for k, v in value.items():
-                out[self.key(k, path)] = self.convert(v, _key_path(path, k), depth + 1)
-            return out
+                try:
+                    out[k if type(k) is str and k.isascii() else self.key(k)] = convert(v, inner)
+                except _Fail as fail:
+                    fail.segments.append(_segment(k))
+                    raise
         finally:
             self.active.discard(ident)
+        return out
 
-    def sequence(self, value: Any, path: str, depth: int) -> list[Any]:
-        ident = self.enter(value, path, depth)
+    def sequence(self, value: Any, depth: int) -> list[Any]:
+        ident = self.enter(value, depth)
+        convert = self.convert
+        inner = depth + 1
+        out: list[Any] = []
+        append = out.append
         try:
-            return [self.convert(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+            for i, v in enumerate(value):
+                try:
+                    append(convert(v, inner))
+                except _Fail as fail:
+                    fail.segments.append(f"[{i}]")
+                    raise
         finally:
             self.active.discard(ident)
+        return out
 
-    def key(self, key: Any, path: str) -> str:
+    def key(self, key: Any) -> str:
         if isinstance(key, Enum):
             key = key.value
         if isinstance(key, str):
-            return self.text(str.__str__(key), _key_path(path, key))
+            return self.text(str.__str__(key))
         if key is None or isinstance(key, bool | int | float):
             return json.dumps(key)  # as json.dumps writes keys: null, true, 1, 1.5, NaN
         np = sys.modules.get("numpy")
         if np is not None and isinstance(key, np.generic):
-            return self.key(key.item(), path)
+            return self.key(key.item())
         if isinstance(key, _PYDANTIC_LEAVES):
-            return self.text(str(to_jsonable_python(key)), path)
-        raise ValueConversionError(
-            _key_path(path, key), f"a dict key of type {type(key).__name__} has no JSON form (use str keys)"
-        )
+            return self.text(str(to_jsonable_python(key)))
+        raise _Fail(f"a dict key of type {type(key).__name__} has no JSON form (use str keys)")
 
-    def other(self, value: Any, path: str, depth: int) -> Any:
-        scalar = self.scalar(value, path, depth)
+    def other(self, value: Any, depth: int) -> Any:
+        scalar = self.scalar(value, depth)
         if scalar is not _NOTHING:
             return scalar
-        special = self.library(value, path, depth)
+        special = self.library(value, depth)
         if special is not _NOTHING:
             return special
         if isinstance(value, _PYDANTIC_LEAVES):
-            return self.text(to_jsonable_python(value), path)
+            return self.text(to_jsonable_python(value))
         if isinstance(value, Mapping):
-            return self.mapping(value, path, depth)
+            return self.mapping(value, depth)
         if isinstance(value, set | frozenset):
             items = list(value)
             try:
                 items.sort()
             except Exception:  # items of kinds that do not compare keep the set's order
                 pass
-            return self.sequence(items, path, depth)
+            return self.sequence(items, depth)
         if isinstance(value, BaseModel) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
-            return self.record(value, path, depth)
+            return self.record(value, depth)
         if isinstance(value, Sequence | range):
-            return self.sequence(value, path, depth)
+            return self.sequence(value, depth)
         if isinstance(value, Iterator):
             try:
                 items = list(value)
             except Exception as exc:
-                raise ValueConversionError(
-                    path, f"iterating the {type(value).__name__} raised {exception_text(exc)}"
-                ) from None
-            return self.sequence(items, path, depth)
+                raise _Fail(f"iterating the {type(value).__name__} raised {exception_text(exc)}") from None
+            return self.sequence(items, depth)
         try:
             text = repr(value)
         except Exception as exc:
-            raise ValueConversionError(
-                path, f"an object of type {type(value).__name__} has no JSON form and its repr raised "
-                f"{exception_text(exc)}",
+            raise _Fail(
+                f"an object of type {type(value).__name__} has no JSON form and its repr raised {exception_text(exc)}"
             ) from None
         if not isinstance(text, str):
-            raise ValueConversionError(path, f"the repr of a {type(value).__name__} is not text")
-        return self.text(text, path)
+            raise _Fail(f"the repr of a {type(value).__name__} is not text")
+        return self.text(text)
 
-    def scalar(self, value: Any, path: str, depth: int) -> Any:
+    def scalar(self, value: Any, depth: int) -> Any:
         """Subclasses of the JSON scalars, enums and bytes."""
         # Enum first: IntEnum and StrEnum are also ints and strs.
         if isinstance(value, Enum):
-            return self.convert(value.value, path, depth)
+            return self.convert(value.value, depth)
         if isinstance(value, str):
-            return self.text(str.__str__(value), path)
+            return self.text(str.__str__(value))
         if isinstance(value, bool):
             return bool(value)
         if isinstance(value, int):
@@ -259,48 +292,46 @@ class _Converter:
             try:
                 return bytes(value).decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ValueConversionError(
-                    path, f"bytes that are not UTF-8 text (byte {exc.start} is 0x{bytes(value)[exc.start]:02x}); "
-                    "decode them, or return base64 text",
+                raise _Fail(
+                    f"bytes that are not UTF-8 text (byte {exc.start} is 0x{bytes(value)[exc.start]:02x}); "
+                    "decode them, or return base64 text"
                 ) from None
         return _NOTHING
 
-    def record(self, value: Any, path: str, depth: int) -> Any:
+    def record(self, value: Any, depth: int) -> Any:
         """A pydantic model (through its own ``model_dump``) or a dataclass, as a dict of its fields."""
-        ident = self.enter(value, path, depth)
+        ident = self.enter(value, depth)
         try:
             if isinstance(value, BaseModel):
                 try:  # model_dump applies the model's own serializers and aliases
                     data = value.model_dump(mode="python", by_alias=True)
                 except Exception as exc:
-                    raise ValueConversionError(
-                        path, f"{type(value).__name__}.model_dump() raised {exception_text(exc)}"
-                    ) from None
+                    raise _Fail(f"{type(value).__name__}.model_dump() raised {exception_text(exc)}") from None
             else:
                 data = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-            return self.mapping(data, path, depth)
+            return self.mapping(data, depth)
         finally:
             self.active.discard(ident)
 
-    def library(self, value: Any, path: str, depth: int) -> Any:
+    def library(self, value: Any, depth: int) -> Any:
         """Values of numpy and pandas, recognised only when those libraries are already imported."""
         np = sys.modules.get("numpy")
         if np is not None:
             if isinstance(value, np.ndarray):
-                return self.convert(value.tolist(), path, depth)
+                return self.convert(value.tolist(), depth)
             if isinstance(value, np.generic):
                 item = value.item()
                 if type(item) is type(value):  # e.g. longdouble: item() gives the numpy type back
                     item = float(value) if isinstance(value, np.floating) else repr(value)
-                return self.convert(item, path, depth)
+                return self.convert(item, depth)
         pd = sys.modules.get("pandas")
         if pd is not None:
             if value is pd.NaT or value is pd.NA:
                 return None
             if isinstance(value, pd.DataFrame):
-                return self.convert(value.to_dict(orient="records"), path, depth)
+                return self.convert(value.to_dict(orient="records"), depth)
             if isinstance(value, pd.Series | pd.Index):
-                return self.convert(value.tolist(), path, depth)
+                return self.convert(value.tolist(), depth)
         return _NOTHING
 
 
@@ -324,7 +355,10 @@ def to_json_safe(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
         ...
         agentnb.exceptions.ValueConversionError: the value contains itself at $.x[0]
     """
-    return _Converter(max_depth).convert(value, "$", 0)
+    try:
+        return _Converter(max_depth).convert(value, 0)
+    except _Fail as fail:
+        raise ValueConversionError(fail.path(), fail.problem) from None
 
 
 def render(value: Any) -> str:
@@ -339,7 +373,10 @@ def render(value: Any) -> str:
         '{"x": 1.5}'
     """
     if type(value) is str:
-        return _Converter(MAX_DEPTH).text(value, "$")
+        problem = text_problem(value)
+        if problem is not None:
+            raise ValueConversionError("$", f"the text holds {problem}")
+        return value
     return render_safe(to_json_safe(value))
 
 
