@@ -1,4 +1,4 @@
-"""Hostile values through complete runs, on both stores: run, save, load, resume, frames.
+"""Hostile values through complete runs, on both stores: run, save, load, resume, frames, Parquet.
 
 Every value either round-trips exactly (the saved, loaded and resumed run holds the same events, byte for
 byte) or ends in its documented error state: an ``invalid_arguments`` result for arguments, an error result
@@ -195,8 +195,8 @@ class Scenario:
     def resume(self, run: anb.Run) -> anb.Run:
         return anb.Run.resume(run.run_id, loop=self.loop())
 
-    def check_round_trips(self, run: anb.Run) -> None:
-        """Transcript file, store and frames give back exactly what the run holds."""
+    def check_round_trips(self, run: anb.Run, *, parquet: bool = False) -> None:
+        """Transcript file, store, frames (and Parquet files) give back exactly what the run holds."""
         texts = [event_to_json(e) for e in run.events]
         path = self.folder / "run.jsonl"
         run.transcript.save(path)
@@ -207,6 +207,10 @@ class Scenario:
         for frame in ("calls", "messages", "approvals"):
             assert_frame_equal(getattr(run.transcript.frames, frame)(), getattr(loaded.frames, frame)())
         assert_frame_equal(run.transcript.to_pandas(), loaded.to_pandas())
+        if parquet:
+            anb.TranscriptCollection([run.transcript]).save_parquet(self.folder / "parquet")
+            [back] = anb.load_transcripts(self.folder / "parquet").transcripts
+            assert [event_to_json(e) for e in back] == texts
 
 
 def finished(run: anb.Run) -> list[Any]:
@@ -224,7 +228,7 @@ def expect_result(run: anb.Run, expected: Any) -> None:
         assert done.content == (expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False))
 
 
-def drive_approval(sc: Scenario, expected_result: Any, edit: tuple[Any, Any] | None) -> anb.Run:
+def drive_approval(sc: Scenario, expected_result: Any, edit: tuple[Any, Any] | None, parquet: bool = False) -> anb.Run:
     """Run until approval, save/load/resume, approve (maybe with an edit), finish; then resume once more."""
     run = sc.loop().start("go").run()
     assert run.state is S.WAITING_APPROVAL and sc.executions == 0
@@ -248,7 +252,7 @@ def drive_approval(sc: Scenario, expected_result: Any, edit: tuple[Any, Any] | N
     run.run()
     assert run.state is S.COMPLETED and sc.executions == 1
     expect_result(run, expected_result)
-    sc.check_round_trips(run)
+    sc.check_round_trips(run, parquet=parquet)
     again = sc.resume(run).run()
     assert again.state is S.COMPLETED and sc.executions == 1  # a resumed finished run runs nothing again
     return again
@@ -321,7 +325,7 @@ def test_arguments_that_cannot_enter_a_run_get_an_invalid_arguments_result(
         assert run.state is S.COMPLETED and sc.executions == 0
         [rejected] = [e for e in run.events if e.type == "CallRejected"]
         assert rejected.reason == "invalid_arguments" and why in rejected.message
-        sc.check_round_trips(run)
+        sc.check_round_trips(run, parquet=True)
 
     in_fresh_stack(drive)
 
@@ -388,9 +392,9 @@ def test_random_hostile_arguments_and_results_through_complete_runs(
             assert run.state is S.COMPLETED and sc.executions == 0
             [rejected] = [e for e in run.events if e.type == "CallRejected"]
             assert rejected.reason == "invalid_arguments"
-            sc.check_round_trips(run)
+            sc.check_round_trips(run, parquet=True)
             return
-        resumed = drive_approval(sc, expected_result, None)
+        resumed = drive_approval(sc, expected_result, None, parquet=True)
         [validated] = [e for e in resumed.events if e.type == "CallValidated"]
         assert same(validated.arguments, {"x": argument})  # NaN and ±Infinity survived save, load and resume
 
