@@ -15,8 +15,8 @@ Two file formats, both lossless:
   Polars or Spark query ``calls/*.parquet`` directly. ``partition_by_run=True`` writes Hive partitions
   (``calls/run_id=<id>/...``), one directory per run: worth it when runs are large and read one at a time;
   for many small runs one file per frame loads much faster. Parquet text is UTF-8, so a lone surrogate in a
-  model's text (half an emoji) is written as the six characters ``\\udXXX`` in the frame datasets; the events
-  dataset escapes it in its JSON, so the runs read back exactly.
+  model's text (half an emoji) is written as six characters (a backslash, ``udXXX``) in the frame datasets;
+  the events dataset escapes it in its JSON, so the runs read back exactly.
 
 A collection loaded from Parquet is lazy: its frames are read from the files (a second or less for a million
 events) and its transcripts are rebuilt from the events dataset only when asked for. When the frame
@@ -217,7 +217,7 @@ class TranscriptCollection:
 
 
 def _utf8(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with each lone surrogate in its text written as the six characters ``\\udXXX``.
+    """``df`` with each lone surrogate in its text written as six characters (a backslash, ``udXXX``).
 
     Only the frames' text columns change; the ``payload`` column (what the runs are rebuilt from) escapes
     such text in its JSON already, so the events read back exactly.
