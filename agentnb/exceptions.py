@@ -158,4 +158,6 @@ class InvalidArguments(ValueConversionError):
     def __init__(self, errors: list[dict[str, str]]) -> None:
         self.errors = errors
         first = errors[0]
-        super().__init__("$" + ("." + first["loc"] if first["loc"] != "(arguments)" else ""), first["msg"])
+        loc = first["loc"]
+        path = "$" if loc == "(arguments)" else "$" + loc if loc.startswith("[") else "$." + loc
+        super().__init__(path, first["msg"])

@@ -404,13 +404,13 @@ def convert_result(value: Any) -> tuple[str, Any]:
     return render_safe(data), data
 
 
-def _depth_problem(value: Any, max_depth: int) -> tuple[str, str] | None:
-    """The first (path, problem) of depth, self-containment or lone surrogates in JSON-like data."""
+def _depth_problem(value: Any, max_depth: int, texts: bool = True) -> tuple[str, str] | None:
+    """The first (path, problem) of depth, self-containment or (``texts``) lone surrogates in JSON-like data."""
     active: set[int] = set()
 
     def walk(v: Any, path: str, depth: int) -> tuple[str, str] | None:
         if isinstance(v, str):
-            problem = text_problem(v)
+            problem = text_problem(v) if texts else None
             return (path, f"the text holds {problem}") if problem else None
         if isinstance(v, dict | list | tuple):
             if depth >= max_depth:
@@ -422,7 +422,7 @@ def _depth_problem(value: Any, max_depth: int) -> tuple[str, str] | None:
                 if isinstance(v, dict):
                     for k, x in v.items():
                         sub = _key_path(path, k)
-                        if isinstance(k, str) and (problem := text_problem(k)):
+                        if texts and isinstance(k, str) and (problem := text_problem(k)):
                             return sub, f"the key holds {problem}"
                         found = walk(x, sub, depth + 1)
                         if found:
@@ -446,8 +446,7 @@ def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
         >>> fits({"a": [1, 2]}), fits([[[1]]], max_depth=2)
         (True, False)
     """
-    found = _depth_problem(value, max_depth)
-    return found is None or "lone surrogate" in found[1]
+    return _depth_problem(value, max_depth, texts=False) is None
 
 
 def check_arguments(arguments: Any, max_depth: int = MAX_DEPTH) -> None:

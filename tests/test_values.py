@@ -176,3 +176,10 @@ def test_event_encoding_keeps_non_finite_numbers_and_lone_surrogates() -> None:
     assert event_from_json(line) == finished
     assert json_text({"v": [math.nan, math.inf, -math.inf]}) == '{"v":[NaN,Infinity,-Infinity]}'
     assert json.loads(json_text({"v": [math.nan]}))["v"][0] != 0  # Python's json reads the tokens back
+
+
+def test_a_deep_structure_after_a_lone_surrogate_is_still_too_deep() -> None:
+    arguments = {"a": "\ud83d", "b": nested(900)}
+    assert not values.fits(arguments)
+    part = anb.messages.ToolCallPart(call_id="c", name="t", arguments_raw="{}", arguments=arguments)
+    assert part.arguments is None  # the log could not hold it; the raw text keeps what the model sent
