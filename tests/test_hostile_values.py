@@ -400,3 +400,34 @@ def test_random_hostile_arguments_and_results_through_complete_runs(
 
     in_fresh_stack(drive)
 
+
+
+@pytest.mark.parametrize("store_kind", STORES)
+def test_an_imported_history_with_hostile_values_enters_a_run_and_round_trips(tmp_path: Path, store_kind: str) -> None:
+    deep = "[" * 900 + "]" * 900
+    history = [
+        {"role": "user", "content": "half an emoji \ud83d"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "probe", "arguments": '{"x": "\\ud83d", "n": NaN}'}},
+            {"id": "c2", "type": "function", "function": {"name": "probe", "arguments": '{"x": ' + deep + "}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok \udcff"},
+        {"role": "tool", "tool_call_id": "c2", "content": "ok"},
+        {"role": "user", "content": "again"},
+    ]
+    sc = Scenario(tmp_path, store_kind, lambda: "unused", "{}")
+
+    def drive() -> None:
+        imported = anb.import_history(history, "openai_chat")
+        path = tmp_path / "imported.jsonl"
+        imported.transcript.save(path)
+        texts = [event_to_json(e) for e in imported.transcript]
+        assert [event_to_json(e) for e in anb.Transcript.load(path)] == texts
+        deep_call = imported.messages[1].parts[1]
+        assert deep_call.arguments is None and deep_call.arguments_raw.count("[") == 900  # type: ignore[union-attr]
+        model = anb.ScriptedModel([{"text": "done"}])
+        run = anb.Loop(model=model, store=sc.store()).start(imported.messages).run()
+        assert run.state is S.COMPLETED
+        sc.check_round_trips(run, parquet=True)
+
+    in_fresh_stack(drive)
