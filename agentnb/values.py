@@ -79,6 +79,8 @@ from .exceptions import InvalidArguments, ValueConversionError
 MAX_DEPTH = 64
 """How many levels of lists and dicts a value (or a call's arguments) may nest."""
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 _PYDANTIC_LEAVES = (
     datetime, date, time, timedelta, Decimal, UUID, PurePath,
     IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface, IPv6Network,
@@ -400,6 +402,8 @@ def convert_result(value: Any) -> tuple[str, Any]:
         >>> convert_result(i * i for i in range(3))
         ('[0, 1, 4]', [0, 1, 4])
     """
+    if type(value) is str and value.isascii():
+        return value, value
     data = to_json_safe(value)
     return render_safe(data), data
 
@@ -446,6 +450,8 @@ def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
         >>> fits({"a": [1, 2]}), fits([[[1]]], max_depth=2)
         (True, False)
     """
+    if type(value) is dict and max_depth > 0 and all(type(v) in _SCALARS for v in value.values()):
+        return True  # flat arguments, the common case: nothing to walk
     return _depth_problem(value, max_depth, texts=False) is None
 
 
@@ -465,6 +471,11 @@ def check_arguments(arguments: Any, max_depth: int = MAX_DEPTH) -> None:
         ...
         agentnb.exceptions.InvalidArguments: the text holds a lone surrogate U+D83D ... at $.city
     """
+    if type(arguments) is dict and max_depth > 0 and all(
+        type(k) is str and k.isascii() and (v.isascii() if type(v) is str else type(v) in _SCALARS)
+        for k, v in arguments.items()
+    ):
+        return  # flat arguments of ASCII text and scalars, the common case: nothing to walk
     found = _depth_problem(arguments, max_depth)
     if found is not None:
         path, problem = found
