@@ -138,8 +138,12 @@ def to_array(col: Column, vals: list[Any]) -> Any:
     if dtype == "string":
         return pd.array(vals, dtype=string_dtype())
     if dtype == "datetime":
-        # utc=True: a resumed run mixes tz objects (datetime.UTC, pydantic's TzInfo(0) from a loaded log)
-        idx = pd.DatetimeIndex(pd.to_datetime(vals, utc=True)) if vals else pd.DatetimeIndex([], dtype=DATETIME)
+        try:
+            idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
+        except ValueError:  # a resumed run mixes tz objects (datetime.UTC, pydantic's TzInfo(0) from the log)
+            idx = pd.DatetimeIndex(pd.to_datetime(vals, utc=True))
+        if idx.tz is None:
+            idx = idx.tz_localize("UTC")
         return idx.tz_convert("UTC").as_unit("us").array
     raise ValueError(f"column {col.name!r}: unknown dtype {dtype!r}")  # pragma: no cover
 
