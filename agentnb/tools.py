@@ -357,6 +357,13 @@ def _field(annotation: Any, default: Any, doc: str | None, alias: str | None) ->
 
 def _renaming(fn: Callable[..., Any], renamed: dict[str, str]) -> Callable[..., Any]:
     """``fn`` taking aliased field names too: the tool gets each argument under the user's parameter name."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+        return call_async
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -394,3 +394,18 @@ def test_parameter_names_that_clash_with_pydantic_reach_the_model_and_the_tool(n
     [done] = [e for e in run.events if e.type == "ToolFinished"]
     assert done.status == "ok" and seen == {name: "on", "level": 2}
     assert t(**{name: "direct"}) == "done" and seen[name] == "direct"  # still callable as written
+
+
+def test_an_async_tool_with_a_clashing_parameter_name_is_still_awaited() -> None:
+    @anb.tool
+    async def lookup(model_config: str) -> str:
+        """Look a setting up."""
+        await asyncio.sleep(0)
+        return f"value of {model_config}"
+
+    assert lookup.is_async
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "lookup", "arguments": {"model_config": "a"}}]},
+                               {"text": "ok"}])
+    run = anb.Loop(model=model, tools=[lookup]).start("go").run()
+    [done] = [e for e in run.events if e.type == "ToolFinished"]
+    assert done.status == "ok" and done.value == "value of a"
