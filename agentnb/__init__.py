@@ -30,6 +30,7 @@ from .exceptions import (
     CheckpointError,
     DigestMismatch,
     IllegalTransition,
+    InvalidArguments,
     ModelError,
     ResumeError,
     RunLocked,
@@ -37,6 +38,7 @@ from .exceptions import (
     StreamInterrupted,
     ToolDefinitionError,
     TranscriptError,
+    ValueConversionError,
 )
 from .guards import Budget
 from .importers import import_history
@@ -97,6 +99,7 @@ __all__ = [
     "FallbackModel",
     "GeminiModel",
     "IllegalTransition",
+    "InvalidArguments",
     "Loop",
     "LoopState",
     "MCPServer",
@@ -127,6 +130,7 @@ __all__ = [
     "TranscriptCollection",
     "TranscriptError",
     "Usage",
+    "ValueConversionError",
     "emulator",
     "import_history",
     "import_trace",

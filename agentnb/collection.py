@@ -14,7 +14,9 @@ Two file formats, both lossless:
   makes it lossless: the runs are rebuilt from it. The other datasets are the frames as they are, so DuckDB,
   Polars or Spark query ``calls/*.parquet`` directly. ``partition_by_run=True`` writes Hive partitions
   (``calls/run_id=<id>/...``), one directory per run: worth it when runs are large and read one at a time;
-  for many small runs one file per frame loads much faster.
+  for many small runs one file per frame loads much faster. Parquet text is UTF-8, so a lone surrogate in a
+  model's text (half an emoji) is written as six characters (a backslash, ``udXXX``) in the frame datasets;
+  the events dataset escapes it in its JSON, so the runs read back exactly.
 
 A collection loaded from Parquet is lazy: its frames are read from the files (a second or less for a million
 events) and its transcripts are rebuilt from the events dataset only when asked for. When the frame
@@ -198,7 +200,10 @@ class TranscriptCollection:
             target = root / name
             if target.exists():
                 shutil.rmtree(target)
-            table = pa.Table.from_pandas(df, preserve_index=False)
+            try:
+                table = pa.Table.from_pandas(df, preserve_index=False)
+            except UnicodeEncodeError:  # a lone surrogate in a model's text: Parquet strings are UTF-8
+                table = pa.Table.from_pandas(_utf8(df), preserve_index=False)
             if partition_by_run and len(df):
                 pa.parquet.write_to_dataset(table, target, partition_cols=["run_id"])
             else:
@@ -209,6 +214,23 @@ class TranscriptCollection:
             "frames": {name: _signature(name) for name in FRAMES},
         }
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+
+
+def _utf8(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each lone surrogate in its text written as six characters (a backslash, ``udXXX``).
+
+    Only the frames' text columns change; the ``payload`` column (what the runs are rebuilt from) escapes
+    such text in its JSON already, so the events read back exactly.
+    """
+    out = df.copy()
+    for name in out.columns:
+        col = out[name]
+        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
+            out[name] = col.map(
+                lambda v: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v,
+                na_action="ignore",
+            ).astype(col.dtype)
+    return out
 
 
 class _ParquetStore:

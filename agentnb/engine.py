@@ -42,11 +42,15 @@ from .events import (
     ToolInfo,
     ToolStarted,
 )
+from .exceptions import InvalidArguments
 from .guards import Budget
 from .messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
 from .output import OutputSpec
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import Tool, ToolRegistry, describe_errors
+from .values import MAX_DEPTH
+
+TOO_DEEP = f"the arguments are nested deeper than {MAX_DEPTH} levels"
 
 FINALIZE_PROMPT = (
     "You have reached the limit of tool calls for this request. Do not call any more tools. "
@@ -953,7 +957,9 @@ def _parse(c: CallState, position: int) -> Emit:
     if c.part.arguments is None:
         try:
             value = json.loads(c.part.arguments_raw)
-            error = f"expected a JSON object, got {type(value).__name__}"
+            error = f"expected a JSON object, got {type(value).__name__}" if not isinstance(value, dict) else TOO_DEEP
+        except RecursionError:
+            error = TOO_DEEP
         except ValueError as exc:
             error = str(exc)
     return Emit(CallParsed, S.VALIDATING, {
@@ -991,6 +997,12 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         return Emit(CallRejected, S.VALIDATING, {
             **base, "reason": "unknown_tool", "message": cfg.registry.unknown_message(c.name),
         })
+    if c.parse_error == TOO_DEEP:  # a JSON object the value boundary refused (agentnb.messages.ToolCallPart)
+        return Emit(CallRejected, S.VALIDATING, {
+            **base, "reason": "invalid_arguments",
+            "errors": [{"loc": "(arguments)", "msg": TOO_DEEP, "type": "too_deep"}],
+            "message": f"Invalid arguments for tool '{c.name}': {TOO_DEEP}. Send flatter arguments.",
+        })
     if c.arguments is None:
         return Emit(CallRejected, S.VALIDATING, {
             **base, "reason": "invalid_json",
@@ -1001,6 +1013,12 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         })
     try:
         validated = tool.validate(c.arguments)
+    except InvalidArguments as exc:  # the value boundary refused them before the schema (see agentnb.values)
+        return Emit(CallRejected, S.VALIDATING, {
+            **base, "reason": "invalid_arguments", "errors": exc.errors,
+            "message": f"Invalid arguments for tool '{c.name}':\n" + "\n".join(
+                f"- {e['loc']}: {e['msg']}" for e in exc.errors),
+        })
     except ValidationError as exc:
         message, errors = describe_errors(c.name, exc)
         return Emit(CallRejected, S.VALIDATING, {**base, "reason": "schema", "message": message, "errors": errors})

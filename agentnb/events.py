@@ -1,4 +1,4 @@
-"""The events of a run: one append-only log that everything else is a projection of.
+r"""The events of a run: one append-only log that everything else is a projection of.
 
 Each event is a slotted dataclass with a literal ``type`` (the union :data:`Event` is discriminated on it;
 pydantic validates and serializes it through ``TypeAdapter``) and the common fields ``seq`` (position in the
@@ -12,16 +12,31 @@ rebuilt by folding the log up to it (see :mod:`agentnb.engine`). A long run ther
 Events are never changed after they are appended. They are not ``frozen`` dataclasses only because a frozen
 dataclass costs three to four times more to build (each field goes through ``object.__setattr__``), and a run
 appends seven of them per tool round trip (``bench/loop_overhead.py``).
+
+Encoding. An event is one line of compact JSON (:func:`event_to_json`), the same text in a transcript file,
+a SQLite checkpoint and the ``payload`` column of the frames. Two things plain JSON cannot say are written
+so that they read back exactly:
+
+- NaN and ±Infinity (a tool's float result, an ``Any`` argument) are the tokens ``NaN``, ``Infinity`` and
+  ``-Infinity``, the extension of JSON that Python's ``json`` module, pydantic and pandas read;
+- a lone surrogate (half an emoji in a model's text) has no UTF-8 form, so a line that holds one is
+  written with ``\uXXXX`` escapes throughout (standard JSON; :func:`event_from_json` reads it back).
+
+Values that cannot be written at all never reach an event: :mod:`agentnb.values` refuses them where they
+enter a run.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .messages import Message, ModelTurn, ResultStatus
 from .states import LoopState
@@ -159,10 +174,13 @@ class CallValidated(BaseEvent):
     """Why a person must decide when no rule asked for it plainly (an approval policy that raised)."""
 
 
-RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key", "output"]
+RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key", "output",
+                       "invalid_arguments"]
 """``skipped``: not run because the context window was full (the result's status is ``skipped``).
 ``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown.
-``output``: a call of the output tool whose arguments do not fit the loop's ``output_type``."""
+``output``: a call of the output tool whose arguments do not fit the loop's ``output_type``.
+``invalid_arguments``: refused by the value boundary before the schema (a lone surrogate, nesting deeper
+than :data:`agentnb.values.MAX_DEPTH`, a non-finite number the schema does not allow)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -370,23 +388,83 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
 }
 """Every event class by its ``type``."""
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_B = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape: only the fallback encoding writes them (see :func:`json_text`)."""
+
+_REPLACEMENT = "\ufffd".encode()
+
+_LOG_CONFIG = ConfigDict(ser_json_inf_nan="constants")
+"""NaN and ±Infinity written as the tokens ``NaN``/``Infinity``/``-Infinity`` (see the module docs)."""
+
+
 @cache
 def _adapter(type_name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(EVENT_CLASSES[type_name])
+    # ``cls | None``: pydantic takes a config only for a type that is not itself a dataclass, and only a
+    # config given here reaches the ``Any`` fields (values, arguments) inside the event.
+    optional: Any = EVENT_CLASSES[type_name] | None
+    return TypeAdapter(optional, config=_LOG_CONFIG)
+
+
+def _fallback_json(data: Any) -> str:
+    # Standard JSON escapes (\\uXXXX) carry a lone surrogate that UTF-8 cannot; ensure_ascii writes them.
+    # ``data`` comes from pydantic's python mode, which keeps such text (its JSON mode fails like dump_json).
+    return json.dumps(data, ensure_ascii=True, allow_nan=True, separators=(",", ":"), default=_leaf)
+
+
+def _leaf(value: Any) -> Any:
+    return to_jsonable_python(value, inf_nan_mode="constants")  # datetimes, enums: as pydantic writes them
+
+
+def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
+    r"""Compact JSON text of an event or of any data held by one, in the log's encoding (see the module docs).
+
+    Example:
+        >>> json_text({"x": float("nan"), "y": [1.5, float("-inf")]})
+        '{"x":NaN,"y":[1.5,-Infinity]}'
+        >>> json_text("half an emoji: \ud83d")
+        '"half an emoji: \\ud83d"'
+    """
+    if isinstance(value, BaseEvent):
+        adapter = _adapter(value.type)
+        try:
+            out = adapter.dump_json(value, exclude=exclude)
+        except PydanticSerializationError:
+            return _fallback_json(adapter.dump_python(value, exclude=exclude))
+        if _REPLACEMENT in out:
+            # pydantic writes a lone surrogate in a dict *key* as U+FFFD instead of failing: take the exact path
+            # (a U+FFFD the text really holds comes out the same there, escaped)
+            return _fallback_json(adapter.dump_python(value, exclude=exclude))
+        return out.decode()
+    try:
+        return to_json(value, exclude=exclude, inf_nan_mode="constants").decode()
+    except PydanticSerializationError:
+        return _fallback_json(value)
 
 
 def event_to_json(event: BaseEvent) -> str:
-    """One event as compact JSON text (the transcript's line format)."""
-    return _adapter(event.type).dump_json(event).decode()
+    """One event as compact JSON text (the transcript's line format; see the module docs for the encoding)."""
+    return json_text(event)
 
 
 def event_to_dict(event: BaseEvent) -> dict[str, Any]:
-    """One event as JSON-safe Python data."""
+    """One event as Python data of JSON types (NaN and ±Infinity stay floats)."""
     data: dict[str, Any] = _adapter(event.type).dump_python(event, mode="json")
     return data
 
 
 def event_from_json(text: str | bytes) -> BaseEvent:
     """Validate one event from its JSON text; raises pydantic's ``ValidationError``."""
-    event: BaseEvent = event_adapter().validate_json(text)
+    escaped = _SURROGATE_ESCAPE_B.search(text) if isinstance(text, bytes) else _SURROGATE_ESCAPE.search(text)
+    if escaped is None:
+        event: BaseEvent = event_adapter().validate_json(text)
+        return event
+    # A line written with surrogate escapes: pydantic's JSON reader refuses them in values and silently
+    # garbles them in dict keys, while Python's reads them back exactly.
+    try:
+        data = json.loads(text)
+    except ValueError:
+        event_adapter().validate_json(text)  # raises pydantic's ValidationError, naming the JSON error
+        raise
+    event = event_adapter().validate_python(data)
     return event

@@ -19,6 +19,8 @@ used, or for states a run cannot get out of by itself::
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
     │                          or that answered with a protocol error (during a run: an error result)
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
+    ├── ValueConversionError   a value that cannot enter a run (see agentnb.values); names the path inside it
+    │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
         ├── WireFormatError    a response or stream event that does not have the provider's shape
         └── StreamInterrupted  a stream ended before the provider's done signal
@@ -171,3 +173,32 @@ class ArgumentsTooLarge(StreamInterrupted):
 
 class StreamProtocolError(StreamInterrupted):
     """Stream events contradicted each other, so the turn cannot be trusted (nothing in it is executed)."""
+
+
+class ValueConversionError(AgentnbError):
+    """A value cannot enter a run: it has no JSON form that reads back exactly (see :mod:`agentnb.values`).
+
+    Attributes:
+        path: where inside the value the problem is, as a JSON path (``$``, ``$.items[3].name``).
+        problem: what is wrong there, without the path.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{problem} at {path}")
+
+
+class InvalidArguments(ValueConversionError):
+    """Call arguments the value boundary refuses before schema validation.
+
+    Attributes:
+        errors: one ``{"loc", "msg", "type"}`` entry per problem, in the form of schema errors.
+    """
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        first = errors[0]
+        loc = first["loc"]
+        path = "$" if loc == "(arguments)" else "$" + loc if loc.startswith("[") else "$." + loc
+        super().__init__(path, first["msg"])

@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
+from .values import fits
+
 Role = Literal["system", "user", "assistant", "tool"]
 ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout", "duplicate"]
 FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other", "pause"]
@@ -63,7 +65,8 @@ class ToolCallPart:
     arguments_raw: str
     """The argument text exactly as received (JSON that may be malformed; never repaired)."""
     arguments: dict[str, Any] | None = None
-    """The parsed arguments, or ``None`` when ``arguments_raw`` is not a JSON object."""
+    """The parsed arguments, or ``None`` when ``arguments_raw`` is not a JSON object (or one nested deeper
+    than :data:`agentnb.values.MAX_DEPTH`, which the event log could not hold; the raw text keeps it)."""
     index: int | None = None
     """The call's position in the provider's stream (Chat ``index``, Anthropic block index, ...)."""
     provider_id: str | None = None
@@ -71,6 +74,10 @@ class ToolCallPart:
     provider_data: dict[str, dict[str, Any]] | None = None
     """Opaque per-part data keyed by the wire API that produced it (a Gemini ``thoughtSignature``); see
     :attr:`TextPart.provider_data`."""
+
+    def __post_init__(self) -> None:
+        if self.arguments is not None and not fits(self.arguments):
+            object.__setattr__(self, "arguments", None)  # the engine answers invalid_arguments from the raw text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -582,7 +582,8 @@ class Run:
         """
         call = self._pending(call_id)
         self._check_request(call, None, for_approval=False)
-        content, audit = redact_text(render_value(value)), redact(jsonable(value))  # the ledger is stored too
+        audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
+        content = redact_text(render_value(audit))
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         effect = None
@@ -1113,6 +1114,9 @@ class Run:
         except ValidationError as exc:
             message, _ = describe_errors(call.name, exc)
             return Outcome(status="error", content=message, error_type="ValidationError", error_message=message)
+        except Exception as exc:  # the value boundary, or a validator raising something else: an error result
+            message = redact_text(f"Invalid arguments for tool '{call.name}': {type(exc).__name__}: {exc}")
+            return Outcome(status="error", content=message, error_type=type(exc).__name__, error_message=message)
 
     def _unknown(self, call: CallState, why: str) -> BaseEvent:
         tool = self.loop.registry.get(call.name)

@@ -19,6 +19,7 @@ registry several :class:`Tool` objects at once, and from then on they are ordina
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -26,14 +27,28 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast, get_type_hints, overload, runtime_checkable
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+    runtime_checkable,
+)
 
+import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.config import JsonDict
-from pydantic_core import PydanticUndefined, to_jsonable_python
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
+from . import values
 from .events import ToolInfo
-from .exceptions import ToolDefinitionError
+from .exceptions import InvalidArguments, ToolDefinitionError, ValueConversionError
 from .messages import ResultStatus
 from .redact import is_mask, reveal, secret_names
 
@@ -42,13 +57,15 @@ ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
 
 _PRIMITIVES = frozenset({str, int, float, bool})
 _WRITE_ONLY: JsonDict = {"writeOnly": True}
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
-_SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
-_PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into the description and per-parameter texts.
+    """Split a docstring into the description and per-parameter texts.
+
+    Google (``Args:``), Sphinx (``:param x:``), NumPy (``Parameters`` / ``----------``) and Epytext
+    (``@param x:``) docstrings are read by the ``docstring-parser`` package, which picks the style that
+    explains the most; sections other than the parameters (``Returns``, ``Raises``, ``Example``) are left out
+    of the description. A parameter's text spread over several lines becomes one line.
 
     Example:
         >>> parse_docstring('''Add two numbers.
@@ -58,36 +75,26 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         ...     b: the second.
         ... ''')
         ('Add two numbers.', {'a': 'the first.', 'b': 'the second.'})
+        >>> parse_docstring('''Add two numbers.
+        ...
+        ... :param a: the first.
+        ... :param b: the second.
+        ... ''')
+        ('Add two numbers.', {'a': 'the first.', 'b': 'the second.'})
     """
     if not doc:
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    desc: list[str] = []
-    params: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and not _ARGS_HEADER.match(lines[i]) and not _SECTION_HEADER.match(lines[i]):
-        desc.append(lines[i])
-        i += 1
-    current: str | None = None
-    indent = None
-    in_args = False
-    for line in lines[i:]:
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
-            continue
-        if _SECTION_HEADER.match(line) and not line.startswith((" ", "\t")):
-            in_args, current = False, None
-            continue
-        if not in_args:
-            continue
-        m = _PARAM_LINE.match(line)
-        if m and (indent is None or len(m.group(1)) <= indent):
-            indent = len(m.group(1))
-            current = m.group(2).lstrip("*")
-            params[current] = m.group(4).strip()
-        elif current and line.strip():
-            params[current] = (params[current] + " " + line.strip()).strip()
-    return "\n".join(desc).strip(), params
+    text = inspect.cleandoc(doc)
+    try:
+        parsed = docstring_parser.parse(text)
+    except docstring_parser.ParseError:  # a docstring in no known style is all description
+        return text.strip(), {}
+    desc = parsed.short_description or ""
+    if parsed.long_description:
+        gap = "\n\n" if parsed.blank_after_short_description else "\n"
+        desc = f"{desc}{gap}{parsed.long_description}" if desc else parsed.long_description
+    params = {p.arg_name.lstrip("*"): " ".join(p.description.split()) for p in parsed.params if p.description}
+    return desc.strip(), params
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,8 @@ class Tool:
     server: str | None = None
     """The name of the MCP server that runs the tool (None for a local function)."""
     _field_names: tuple[str, ...] = field(default=())
+    _renamed: tuple[tuple[str, str], ...] = field(default=())
+    """``(field name, parameter name)`` for parameters whose names clash with pydantic (see :func:`tool`)."""
 
     @property
     def side_effects(self) -> bool:
@@ -172,23 +181,59 @@ class Tool:
         return bool(self.approval(call, context))
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
-        """Validate arguments against the schema; raises pydantic's ``ValidationError``.
+        """Validate arguments against the schema.
 
-        A secret parameter that holds the mask (``[REDACTED]``: what the log keeps) is not checked against
-        its type here; the call is checked again with the real value when it runs.
+        The value boundary looks first (:func:`agentnb.values.check_arguments`): a lone surrogate, nesting
+        deeper than :data:`agentnb.values.MAX_DEPTH` or arguments that contain themselves are refused before
+        the schema sees them, and so are NaN and ±Infinity where the schema does not allow them (a ``float``
+        parameter allows them only when declared with ``Field(allow_inf_nan=True)``). A secret parameter that
+        holds the mask (``[REDACTED]``: what the log keeps) is not checked against its type here; the call is
+        checked again with the real value when it runs.
+
+        Raises:
+            InvalidArguments: the boundary refused the arguments (the engine answers ``invalid_arguments``).
+            pydantic.ValidationError: the arguments do not fit the schema.
         """
+        values.check_arguments(arguments)
+        model = self.args_model
         if self.masked_model is not None and any(is_mask(arguments.get(n)) for n in self.secret):
-            return self.masked_model.model_validate(arguments)
-        return self.args_model.model_validate(arguments)
+            model = self.masked_model
+        try:
+            return model.model_validate(arguments)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not any(e["type"] == "finite_number" for e in errors):
+                raise
+            raise InvalidArguments([
+                {"loc": _loc(e["loc"]), "type": e["type"],
+                 "msg": "NaN and Infinity are not allowed here (a finite number is expected)"
+                 if e["type"] == "finite_number" else e["msg"]}
+                for e in errors
+            ]) from None
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
-        """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types)."""
-        if self.secret:  # written out whole: events mask secret values before they exist (agentnb.redact)
-            return cast(dict[str, Any], reveal(validated.model_dump()))
+        """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types).
+
+        Raises:
+            ValueConversionError: an argument has no JSON form (only possible for arguments given in Python,
+                such as an approver's edits; see :mod:`agentnb.values`).
+
+        Keys are the parameter names the user wrote (and the model sees), also where a name had to be
+        aliased because it clashes with pydantic (``model_config``, ``json``, ``_private``). Secret values are
+        written out whole: events mask them before they exist (:mod:`agentnb.redact`).
+        """
+        if self.secret:
+            return cast(dict[str, Any], values.to_json_safe(reveal(validated.model_dump(by_alias=True))))
         data = validated.__dict__
+        renamed = self._renamed
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
-                return validated.model_dump(mode="json")
+                # Through the value boundary: an ``Any`` parameter can hold what an approver passed in (a set,
+                # a numpy array), and NaN must stay NaN.
+                return cast(dict[str, Any], values.to_json_safe(validated.model_dump(by_alias=True)))
+        if renamed:
+            names = dict(renamed)
+            return {names.get(k, k): v for k, v in data.items()}
         return dict(data)  # flat arguments of plain types: the same result as model_dump, several times faster
 
     def invoke(self, validated: BaseModel, context: ToolContext | None = None,
@@ -263,40 +308,23 @@ def _build_tool(
         hints = get_type_hints(fn, include_extras=True)
     except Exception as exc:  # unresolved forward references and the like
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
-    fields: dict[str, Any] = {}
-    context_param: str | None = None
     secrets = {secret} if isinstance(secret, str) else set(secret)
-    for pname, param in inspect.signature(fn).parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(
-                f"tool {tool_name!r}: *{pname} / **{pname} cannot be described to a model; name each parameter"
-            )
-        if param.kind is param.POSITIONAL_ONLY:
-            raise ToolDefinitionError(f"tool {tool_name!r}: positional-only parameter {pname!r} is not supported")
-        annotation = hints.get(pname, Any)
-        if annotation is ToolContext:
-            context_param = pname
-            continue
-        default = PydanticUndefined if param.default is param.empty else param.default
-        extra = _WRITE_ONLY if pname in secrets else None  # JSON Schema's mark for a secret input
-        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname), json_schema_extra=extra))
-    if secrets - fields.keys():
+    fields, renamed, context_param = _fields_of(fn, tool_name, hints, doc_params, secrets)
+    named = {renamed.get(f, f) for f in fields}
+    if secrets - named:
         raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "
-                                  f"{sorted(secrets - fields.keys())}; the parameters are {sorted(fields)}")
+                                  f"{sorted(secrets - named)}; the parameters are {sorted(named)}")
     model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
     try:
         args_model = create_model(
-            model_name, __config__=ConfigDict(extra="forbid"), **fields
+            model_name, __config__=ConfigDict(extra="forbid", allow_inf_nan=False), **fields
         )
         schema = args_model.model_json_schema()
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
-    secret_fields = secrets | (secret_names(schema) & fields.keys())
-    masked_model = None
-    if secret_fields:  # the same fields; a secret one takes any value (the mask, in the log's copy)
-        relaxed: dict[str, Any] = {n: (Any, Field(default=f[1].default)) if n in secret_fields else f
-                                   for n, f in fields.items()}
-        masked_model = create_model(f"{model_name}Masked", __config__=ConfigDict(extra="forbid"), **relaxed)
+    masked_model = _masked_model(model_name, fields, renamed, secrets | (secret_names(schema) & named))
+    if renamed:
+        fn = _renaming(fn, renamed)
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -315,10 +343,111 @@ def _build_tool(
         schema_version=hashlib.sha256(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
-        _field_names=tuple(fields),
+        _field_names=tuple(renamed.get(f, f) for f in fields),
+        _renamed=tuple(renamed.items()),
         secret=tuple(sorted(secrets | secret_names(schema))),
         masked_model=masked_model,
     )
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "(arguments)"
+
+
+def _clashes(name: str) -> bool:
+    """Whether a parameter name cannot be a pydantic field name as it is."""
+    return name.startswith(("_", "model_")) or hasattr(BaseModel, name)
+
+
+def _free_name(name: str, taken: Any) -> str:
+    base = "p_" + name.lstrip("_")
+    candidate, n = base, 1
+    while candidate in taken or _clashes(candidate):
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
+
+
+def _fields_of(
+    fn: Callable[..., Any], tool_name: str, hints: dict[str, Any], doc_params: dict[str, str], secrets: set[str],
+) -> tuple[dict[str, Any], dict[str, str], str | None]:
+    """The arguments model's fields (by field name), the renamed ones (field name -> user's name), the context."""
+    fields: dict[str, Any] = {}
+    renamed: dict[str, str] = {}
+    context_param: str | None = None
+    params = inspect.signature(fn).parameters
+    for pname, param in params.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: *{pname} / **{pname} cannot be described to a model; name each parameter"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ToolDefinitionError(f"tool {tool_name!r}: positional-only parameter {pname!r} is not supported")
+        annotation = hints.get(pname, Any)
+        if annotation is ToolContext:
+            context_param = pname
+            continue
+        field_name = pname
+        if _clashes(pname):
+            field_name = _free_name(pname, params)
+            renamed[field_name] = pname
+        kind, info = _field(annotation, param.default, doc_params.get(pname), pname if field_name != pname else None)
+        if pname in secrets:  # JSON Schema's mark for a secret input
+            kind = Annotated[kind, Field(json_schema_extra=_WRITE_ONLY)]
+        fields[field_name] = (kind, info)
+    return fields, renamed, context_param
+
+
+def _masked_model(
+    model_name: str, fields: dict[str, Any], renamed: dict[str, str], secret: set[str]
+) -> type[BaseModel] | None:
+    """The arguments model with the secret fields taking any value (the mask, in the log's copy), or None."""
+    if not secret:
+        return None
+    relaxed: dict[str, Any] = {
+        n: (Any, Field(default=f[1].default, alias=renamed.get(n))) if renamed.get(n, n) in secret else f
+        for n, f in fields.items()
+    }
+    return create_model(f"{model_name}Masked", __config__=ConfigDict(extra="forbid"), **relaxed)
+
+
+def _field(annotation: Any, default: Any, doc: str | None, alias: str | None) -> tuple[Any, Any]:
+    """One field of the arguments model: what the user wrote wins over the docstring.
+
+    ``Annotated[int, Field(ge=1, description=...)]`` and ``x: int = Field(ge=1, ...)`` keep their
+    description, examples and constraints; the docstring's text fills in a description only where none was
+    written. A name that clashes with pydantic gets ``alias`` (the user's name, the one the model sees).
+    """
+    extra: dict[str, Any] = {}
+    if doc:
+        extra["description"] = doc
+    if alias is not None:
+        extra["alias"] = alias
+    if extra:  # placed first, so the user's own Field metadata (later) overrides it
+        if get_origin(annotation) is Annotated:
+            base, *meta = get_args(annotation)
+            annotation = Annotated[(base, Field(**extra), *meta)]
+        else:
+            annotation = Annotated[annotation, Field(**extra)]
+    if isinstance(default, FieldInfo):
+        return annotation, default
+    return annotation, Field(default=PydanticUndefined if default is inspect.Parameter.empty else default)
+
+
+def _renaming(fn: Callable[..., Any], renamed: dict[str, str]) -> Callable[..., Any]:
+    """``fn`` taking aliased field names too: the tool gets each argument under the user's parameter name."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+        return call_async
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+    return call
 
 
 @overload
@@ -414,17 +543,41 @@ class Outcome:
 
 
 def render_value(value: Any) -> str:
-    """The text a model sees for a tool's return value: strings as they are, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)
+    """The text a model sees for a value: strings as they are, the rest as JSON (see :func:`agentnb.values.render`).
+
+    Raises:
+        ValueConversionError: the value cannot enter a run.
+    """
+    return values.render(value)
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a value for the transcript (unknown objects become their repr)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return to_jsonable_python(value, fallback=repr)
+    """A JSON-safe copy of a value for the transcript (see :func:`agentnb.values.to_json_safe`).
+
+    Raises:
+        ValueConversionError: the value cannot enter a run.
+    """
+    return values.to_json_safe(value)
+
+
+def _converted(t: Tool, value: Any, duration: float) -> Outcome:
+    """The ok outcome of a tool's return value, or an error outcome when it cannot enter the run.
+
+    Called inside the tool's error boundary: a value that cannot be converted is an error *result*, recorded
+    like any other, so the tool is never run again for it.
+    """
+    try:
+        content, audit = values.convert_result(value)
+    except Exception as exc:  # a generator that raises while it is consumed lands here too
+        problem = str(exc) if isinstance(exc, ValueConversionError) else values.exception_text(exc)
+        return Outcome(
+            status="error",
+            content=f"Tool '{t.name}' returned a value that cannot be recorded: {problem}",
+            error_type=type(exc).__name__,
+            error_message=problem,
+            duration_s=duration,
+        )
+    return Outcome(status="ok", content=content, value=audit, duration_s=duration)
 
 
 def timeout_outcome(tool_name: str, limit: float, duration_s: float, *, deadline: bool = False) -> Outcome:
@@ -534,7 +687,7 @@ class ToolRegistry:
                 duration_s=time.perf_counter() - start,
             )
         duration = time.perf_counter() - start
-        return Outcome(status="ok", content=render_value(value), value=jsonable(value), duration_s=duration)
+        return _converted(t, value, duration)
 
 
 def as_registry(tools: ToolRegistry | Iterable[Tool | ToolSource | Callable[..., Any]]) -> ToolRegistry:

@@ -7,6 +7,11 @@ folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, wh
 
 from __future__ import annotations
 
+import codecs
+import os
+import secrets
+import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -41,6 +46,8 @@ class Transcript:
 
     def __init__(self, events: list[BaseEvent]) -> None:
         self.events = events
+        self.dropped: str | None = None
+        """What :meth:`load` with ``recover=True`` left out (None: nothing)."""
 
     def __len__(self) -> int:
         return len(self.events)
@@ -131,33 +138,130 @@ class Transcript:
     # -- files ---------------------------------------------------------------------------------------
 
     def save(self, path: str | Path) -> None:
-        """Write one JSON event per line (UTF-8). Lossless: :meth:`load` gives the same events back."""
-        with Path(path).open("w", encoding="utf-8") as fh:
-            for ev in self.events:
-                fh.write(event_to_json(ev))
-                fh.write("\n")
+        """Write one JSON event per line (UTF-8). Lossless: :meth:`load` gives the same events back.
 
-    @classmethod
-    def load(cls, path: str | Path) -> Transcript:
-        """Read a transcript written by :meth:`save`, checking every event against the state machine.
+        The events go to a temporary file next to ``path`` that replaces ``path`` only once it is complete
+        and flushed to disk, so a crash or an error while saving leaves the previous file as it was.
 
         Raises:
-            TranscriptError: naming the line, when a line is not a valid event or breaks the run's order.
+            TranscriptError: an event cannot be written (the file at ``path`` is left untouched).
+        """
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with tmp.open("x", encoding="utf-8", newline="\n") as fh:  # "x": created with the usual umask
+                for ev in self.events:
+                    try:
+                        line = event_to_json(ev)
+                    except Exception as exc:
+                        raise TranscriptError(
+                            f"{path}: event {ev.seq} ({ev.type}) cannot be written: {exc}; nothing was saved"
+                        ) from exc
+                    fh.write(line)
+                    fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            if target.exists():
+                shutil.copymode(target, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _sync_dir(target.parent)
+
+    @classmethod
+    def load(cls, path: str | Path, *, recover: bool = False) -> Transcript:
+        """Read a transcript written by :meth:`save`, checking every event against the state machine.
+
+        A UTF-8 byte order mark at the start is accepted. A file whose last line is incomplete (the usual
+        result of a crash while a line was written: no newline at its end and not a whole event) is refused
+        unless ``recover=True``; then every complete event before it is kept, :attr:`dropped` says what was
+        left out, and a warning says it too.
+
+        Raises:
+            TranscriptError: naming the line, when a line is not UTF-8 (and the byte), not a valid event, or
+                breaks the run's order.
+
+        Example:
+            >>> import agentnb as anb, tempfile, os, warnings
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> run = loop.start("Paris?").run()
+            >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+            >>> run.transcript.save(path)
+            >>> with open(path, "rb+") as fh:  # a crash in the middle of the last line
+            ...     _ = fh.truncate(os.path.getsize(path) - 20)
+            >>> with warnings.catch_warnings(record=True):
+            ...     t = anb.Transcript.load(path, recover=True)
+            >>> len(t) == len(run.events) - 1, t.dropped.startswith(f"line {len(run.events)} ")
+            (True, True)
         """
         events: list[BaseEvent] = []
-        with Path(path).open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
+        dropped: str | None = None
+        with Path(path).open("rb") as fh:
+            offset = 0
+            pending = fh.readline()
+            if pending.startswith(codecs.BOM_UTF8):
+                pending, offset = pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
+            lineno = 0
+            while pending:
+                raw, pending = pending, fh.readline()
+                lineno += 1
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
                     continue
+                unfinished = not pending and not raw.endswith(b"\n")
                 try:
-                    events.append(event_from_json(line))
-                except ValidationError as exc:
-                    first = exc.errors(include_url=False)[0]
-                    where = ".".join(str(x) for x in first["loc"])
-                    raise TranscriptError(f"{path}:{lineno}: not a valid event ({where}: {first['msg']})") from None
+                    events.append(_read_line(raw, path, lineno, start))
+                except TranscriptError as exc:
+                    if not unfinished:
+                        raise
+                    if not recover:
+                        raise TranscriptError(
+                            f"{exc}. The file ends without a newline after it, as a crash in the middle of "
+                            "writing leaves it: Transcript.load(path, recover=True) keeps the events before it"
+                        ) from None
+                    dropped = f"line {lineno} ({len(raw)} bytes from byte {start}): an incomplete last line, {exc}"
         transcript = cls(events)
+        transcript.dropped = dropped
         try:
             transcript.fold()
         except (IllegalTransition, ValueError, KeyError) as exc:
             raise TranscriptError(f"{path}: the events do not form a valid run: {exc}") from exc
+        if dropped is not None:
+            warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
+
+
+class TranscriptRecovered(UserWarning):
+    """``Transcript.load(path, recover=True)`` left out an incomplete last line (see :attr:`Transcript.dropped`)."""
+
+
+def _read_line(raw: bytes, path: str | Path, lineno: int, start: int) -> BaseEvent:
+    """One event from one line of a transcript file; errors name the line (and the byte, for encoding errors)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(
+            f"{path}:{lineno}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line "
+            f"(byte {start + exc.start} of the file, counting from 0) ({exc.reason})"
+        ) from None
+    try:
+        return event_from_json(text)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise TranscriptError(f"{path}:{lineno}: not a valid event ({where}: {first['msg']})") from None
+
+
+def _sync_dir(folder: Path) -> None:
+    """Make a rename durable (POSIX); where a directory cannot be opened, the rename is all there is."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -8,10 +8,10 @@ import threading
 import time
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 
 import agentnb as anb
 from agentnb.tools import ToolRegistry, parse_docstring
@@ -282,3 +282,130 @@ def test_tool_values_are_rendered_as_json_for_the_model_and_kept_for_audit(make_
     (r,) = results(run)
     assert json.loads(r.content) == {"n": 1, "when": {"street": "Main", "city": "Oslo"}}
     assert r.audit == {"n": 1, "when": {"street": "Main", "city": "Oslo"}}
+
+
+# -- schemas keep what users wrote -------------------------------------------------------------------------
+
+
+def test_annotated_field_keeps_description_examples_and_constraints() -> None:
+    @anb.tool
+    def refund(
+        amount: Annotated[int, Field(ge=1, le=500, description="Cents to refund.", examples=[250])],
+        reason: Annotated[str, Field(max_length=40)] = "damaged",
+        note: str = Field(default="", description="Shown to the customer.", examples=["sorry"]),
+    ) -> str:
+        """Refund an order.
+
+        Args:
+            amount: ignored, the Field's description wins.
+            reason: Why the refund is made.
+        """
+        return "ok"
+
+    props = refund.parameters["properties"]
+    assert props["amount"] == {"description": "Cents to refund.", "examples": [250], "maximum": 500, "minimum": 1,
+                               "title": "Amount", "type": "integer"}
+    assert props["reason"]["description"] == "Why the refund is made." and props["reason"]["maxLength"] == 40
+    assert props["note"]["description"] == "Shown to the customer." and props["note"]["examples"] == ["sorry"]
+    assert refund.parameters["required"] == ["amount"]
+    with pytest.raises(ValidationError):
+        refund.validate({"amount": 0})
+    assert refund.dump(refund.validate({"amount": 3})) == {"amount": 3, "reason": "damaged", "note": ""}
+
+
+SPHINX = """Ship a parcel.
+
+:param to: Where it goes.
+:type to: str
+:param weight: Weight in
+    kilograms.
+:returns: the tracking number.
+"""
+
+NUMPY = """Ship a parcel.
+
+Parameters
+----------
+to : str
+    Where it goes.
+weight : float
+    Weight in
+    kilograms.
+
+Returns
+-------
+str
+    the tracking number.
+"""
+
+EPYTEXT = """Ship a parcel.
+
+@param to: Where it goes.
+@param weight: Weight in
+    kilograms.
+@return: the tracking number.
+"""
+
+GOOGLE = """Ship a parcel.
+
+Args:
+    to (str): Where it goes.
+    weight: Weight in
+        kilograms.
+
+Returns:
+    the tracking number.
+"""
+
+
+@pytest.mark.parametrize("doc", [GOOGLE, SPHINX, NUMPY, EPYTEXT], ids=["google", "sphinx", "numpy", "epytext"])
+def test_docstrings_in_every_common_style(doc: str) -> None:
+    def ship(to: str, weight: float) -> str:
+        return "T1"
+
+    ship.__doc__ = doc
+    t = anb.tool(ship)
+    assert t.description == "Ship a parcel."
+    props = t.parameters["properties"]
+    assert props["to"]["description"] == "Where it goes."
+    assert props["weight"]["description"] == "Weight in kilograms."
+
+
+@pytest.mark.parametrize("name", ["model_config", "model_fields", "model_dump", "json", "copy", "schema", "_private"])
+def test_parameter_names_that_clash_with_pydantic_reach_the_model_and_the_tool(name: str) -> None:
+    seen: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"seen": seen}
+    exec(  # a function with the clashing parameter name, written as a user would
+        f"def configure({name}: str, level: int = 1) -> str:\n"
+        f"    '''Configure.\n\n    Args:\n        {name}: The setting.\n    '''\n"
+        f"    seen.update({name}={name}, level=level)\n"
+        f"    return 'done'\n",
+        namespace,
+    )
+    t = anb.tool(namespace["configure"])
+    assert list(t.parameters["properties"]) == [name, "level"] and t.parameters["required"] == [name]
+    assert t.parameters["properties"][name]["description"] == "The setting."
+    assert repr(t) == f"<agentnb.Tool configure({name}, level)>"
+    validated = t.validate({name: "on"})
+    assert t.dump(validated) == {name: "on", "level": 1}
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "configure", "arguments": {name: "on", "level": 2}}]},
+                               {"text": "ok"}])
+    run = anb.Loop(model=model, tools=[t]).start("go").run()
+    [done] = [e for e in run.events if e.type == "ToolFinished"]
+    assert done.status == "ok" and seen == {name: "on", "level": 2}
+    assert t(**{name: "direct"}) == "done" and seen[name] == "direct"  # still callable as written
+
+
+def test_an_async_tool_with_a_clashing_parameter_name_is_still_awaited() -> None:
+    @anb.tool
+    async def lookup(model_config: str) -> str:
+        """Look a setting up."""
+        await asyncio.sleep(0)
+        return f"value of {model_config}"
+
+    assert lookup.is_async
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "lookup", "arguments": {"model_config": "a"}}]},
+                               {"text": "ok"}])
+    run = anb.Loop(model=model, tools=[lookup]).start("go").run()
+    [done] = [e for e in run.events if e.type == "ToolFinished"]
+    assert done.status == "ok" and done.value == "value of a"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,80 @@ def test_any_script_ends_well_and_round_trips(
     run.transcript.save(path)
     loaded = anb.Transcript.load(path)
     assert loaded.messages == run.messages and loaded.state is run.state
+
+
+# -- transcript files under crashes and foreign editors -----------------------------------------------------
+
+
+def test_a_failed_save_leaves_the_previous_file_and_no_temporary_file(tmp_path: Path) -> None:
+    run = finished_run()
+    path = tmp_path / "run.jsonl"
+    run.transcript.save(path)
+    before = path.read_bytes()
+    broken = list(run.events)
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    finished = next(e for e in broken if e.type == "ToolFinished")
+    index = broken.index(finished)
+    broken[index] = dataclasses.replace(finished, value=cycle)
+    with pytest.raises(anb.TranscriptError, match=rf"event {finished.seq} \(ToolFinished\) cannot be written"):
+        anb.Transcript(broken).save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+
+
+def test_save_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text("old\n", encoding="utf-8")
+    path.chmod(0o640)
+    finished_run().transcript.save(path)
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    run = finished_run()
+    path = tmp_path / "bom.jsonl"
+    run.transcript.save(path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as some Windows editors save UTF-8
+    assert [event_to_dict(e) for e in anb.Transcript.load(path)] == [event_to_dict(e) for e in run.events]
+
+
+def test_a_decoding_error_names_the_line_and_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    finished_run().transcript.save(path)
+    lines = path.read_bytes().split(b"\n")
+    at = lines[2].index(b"go") if b"go" in lines[2] else 10
+    lines[2] = lines[2][:at] + b"\xe9" + lines[2][at + 1:]
+    path.write_bytes(b"\n".join(lines))
+    offset = len(lines[0]) + len(lines[1]) + 2 + at
+    with pytest.raises(anb.TranscriptError) as info:
+        anb.Transcript.load(path)
+    message = str(info.value)
+    assert (f"latin1.jsonl:3: not UTF-8 text: byte 0xe9 at byte {at + 1} of the line (byte {offset} of the file"
+            in message)
+
+
+def test_a_truncated_last_line_is_refused_unless_recovering(tmp_path: Path) -> None:
+    run = finished_run()
+    path = tmp_path / "crash.jsonl"
+    run.transcript.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 30])  # a crash while the last event was written
+    with pytest.raises(anb.TranscriptError, match=r"load\(path, recover=True\) keeps the events before it"):
+        anb.Transcript.load(path)
+    with pytest.warns(anb.transcript.TranscriptRecovered, match=rf"kept {len(run.events) - 1} events"):
+        recovered = anb.Transcript.load(path, recover=True)
+    assert [event_to_dict(e) for e in recovered] == [event_to_dict(e) for e in run.events[:-1]]
+    assert recovered.dropped is not None and recovered.dropped.startswith(f"line {len(run.events)} (")
+    path.write_bytes(data)
+    assert anb.Transcript.load(path, recover=True).dropped is None
+
+
+def test_recover_does_not_hide_a_broken_line_in_the_middle(tmp_path: Path) -> None:
+    path = tmp_path / "middle.jsonl"
+    finished_run().transcript.save(path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[3] = lines[3][:20]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match=r"middle.jsonl:4: not a valid event"):
+        anb.Transcript.load(path, recover=True)

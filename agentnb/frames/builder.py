@@ -138,7 +138,10 @@ def to_array(col: Column, vals: list[Any]) -> Any:
     if dtype == "string":
         return pd.array(vals, dtype=string_dtype())
     if dtype == "datetime":
-        idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
+        try:
+            idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
+        except ValueError:  # a resumed run mixes tz objects (datetime.UTC, pydantic's TzInfo(0) from the log)
+            idx = pd.DatetimeIndex(pd.to_datetime(vals, utc=True))
         if idx.tz is None:
             idx = idx.tz_localize("UTC")
         return idx.tz_convert("UTC").as_unit("us").array
@@ -188,22 +191,14 @@ def build(name: str, runs: Sequence[Run], *, run_ids: Sequence[str] | None = Non
     return pd.DataFrame(data, copy=False)
 
 
-_PAYLOAD_ADAPTERS: dict[type, Any] = {}
 _COMMON = {"seq", "ts", "run_id", "turn", "state", "type"}
 
 
 def payloads(events: list[Any]) -> list[str]:
     """Each event's own fields (all but the common ones) as compact JSON text."""
-    from pydantic import TypeAdapter
+    from ..events import json_text
 
-    out: list[str] = []
-    for ev in events:
-        cls = type(ev)
-        adapter = _PAYLOAD_ADAPTERS.get(cls)
-        if adapter is None:
-            adapter = _PAYLOAD_ADAPTERS[cls] = TypeAdapter(cls)
-        out.append(adapter.dump_json(ev, exclude=_COMMON).decode())
-    return out
+    return [json_text(ev, exclude=_COMMON) for ev in events]  # the log's encoding: NaN kept, surrogates escaped
 
 
 def events_with_payload(runs: Sequence[Run], run_ids: Sequence[str] | None = None) -> pd.DataFrame:

@@ -17,9 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from pydantic_core import to_json
-
-from ..events import EVENT_CLASSES, RejectReason
+from ..events import EVENT_CLASSES, RejectReason, json_text
 from ..messages import FinishReason, ResultStatus
 from ..states import LoopState
 
@@ -70,8 +68,8 @@ class Column:
 
 
 def _json(value: Any) -> str:
-    # pydantic-core's encoder: compact, UTF-8, keys in the order the arguments were given; ~10x json.dumps
-    return to_json(value).decode()
+    # The event log's own encoding (pydantic-core's encoder, ~10x json.dumps; NaN kept, lone surrogates escaped)
+    return json_text(value)
 
 
 EVENT_TYPES: tuple[str, ...] = tuple(EVENT_CLASSES)
