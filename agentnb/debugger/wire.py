@@ -47,18 +47,24 @@ def request_at(timeline: Timeline, seq: int) -> tuple[BaseEvent | None, list[Any
 
 def render(timeline: Timeline, seq: int) -> dict[str, Any]:
     """``{provider title: request body or an error message}`` for the request in force at ``seq``."""
-    req, messages, tools, settings = request_at(timeline, seq)
+    req = request_at(timeline, seq)[0]
     if req is None:
         return {}
+    return {title: render_one(timeline, seq, title) for title, _ in ADAPTERS}
+
+
+def render_one(timeline: Timeline, seq: int, title: str) -> Any:
+    """One provider's request body (or why it cannot take the request) for the request in force at ``seq``."""
+    req, messages, tools, settings = request_at(timeline, seq)
+    if req is None:
+        return None
     settings = {k: v for k, v in settings.items() if k in ("tool_choice", "max_tokens", "temperature",
                                                           "parallel_tool_calls")}
-    out: dict[str, Any] = {}
-    for title, adapter in ADAPTERS:
-        try:
-            out[title] = adapter.render_request(messages, tools, model="<model>", **settings)
-        except Exception as exc:  # show why a provider cannot take this request
-            out[title] = f"cannot render for this provider: {type(exc).__name__}: {exc}"
-    return out
+    adapter = dict(ADAPTERS)[title]
+    try:
+        return adapter.render_request(messages, tools, model="<model>", **settings)
+    except Exception as exc:  # show why a provider cannot take this request
+        return f"cannot render for this provider: {type(exc).__name__}: {exc}"
 
 
 def wire_html(timeline: Timeline, seq: int) -> str:
