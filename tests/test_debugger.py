@@ -552,3 +552,14 @@ def test_the_front_end_is_read_from_widgets() -> None:
         assert assets.text(name) == (root / name).read_text(encoding="utf-8")
     assert "export default { initialize, render }" in assets.text("debugger.js")
     assert anb.Debugger(anb.Transcript([])).view._esm == assets.text("debugger.js")
+
+
+def test_an_approval_answer_belongs_to_its_tool_in_rows_and_breakpoints() -> None:
+    dbg = story_debugger("refund")
+    dbg.cont()
+    dbg.approve(dbg.pending()[0])
+    resolved = next(e for e in dbg.events if e.type == "ApprovalResolved")
+    rows = dbg.rows()
+    assert rows["tools"][rows["t"][resolved.seq]] == "create_refund"
+    dbg.toggle_breakpoint(resolved.seq)
+    assert [b.label() for b in dbg.breakpoints] == ["tool = create_refund"]

@@ -63,7 +63,7 @@ class RowStore {
       for (const col of ["k", "s", "u", "t", "x", "m"]) this[col].length = msg.start;
       this.n = msg.start;
     } else if (msg.start > this.n) {
-      return; // a gap: the kernel resends from the start on hello
+      return false; // a gap (messages sent before this page listened): ask for everything again
     }
     this.types = msg.types; this.states = msg.states; this.tools = msg.tools; this.statuses = msg.statuses;
     this.typeClasses = msg.type_classes || [];
@@ -74,6 +74,7 @@ class RowStore {
     const from = this.n;
     this.n = this.k.length;
     this.emit({ from, ts_last: msg.ts_last });
+    return true;
   }
   emit(change) {
     for (const fn of this.listeners) fn(change);
@@ -90,9 +91,15 @@ function storeOf(model) {
   if (!store) {
     store = new RowStore();
     stores.set(model, store);
+    let asked = 0;
     model.on("msg:custom", (msg) => {
-      if (msg.kind === "rows") store.apply(msg);
-      else if (msg.kind === "reset") store.reset();
+      store.heard = true; // a kernel answers
+      if (msg.kind === "rows") {
+        if (store.apply(msg) === false && performance.now() - asked > 1000) {
+          asked = performance.now();
+          model.send({ kind: "hello" });
+        }
+      } else if (msg.kind === "reset") store.reset();
     });
   }
   return store;
@@ -122,6 +129,24 @@ class DebuggerView {
     }
     for (const name of traits) this.update(name);
     this.onRows({ reset: true });
+  }
+
+  showSnapshot() {
+    const snap = this.model.get("snapshot");
+    if (this.store.heard || !snap || this.static) return;
+    this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers. Run the cell again to ' +
+      "step, select and approve.</div>" + snap;
+    this.snapshotEl.hidden = false;
+    this.main.hidden = true;
+    this.toolbar.hidden = true;
+    this.bpRow.hidden = true;
+  }
+
+  hideSnapshot() {
+    if (this.snapshotEl.hidden) return;
+    this.snapshotEl.hidden = true;
+    this.main.hidden = false;
+    this.drawHeader();
   }
 
   dispose() {
@@ -230,7 +255,11 @@ class DebuggerView {
     const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes));
     this.main = h("div", { class: "anb-main" }, left, right);
 
-    root.append(top, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main);
+    this.snapshotEl = h("div", { class: "anb-snapshot", hidden: true });
+    root.append(top, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
+    // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
+    this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
+    this.disposers.push(() => clearTimeout(this.noKernelTimer));
     root.addEventListener("keydown", (e) => this.onKey(e));
     el.append(root);
     this.resizer = new ResizeObserver(() => {
@@ -429,6 +458,7 @@ class DebuggerView {
 
   onRows(change) {
     const st = this.store;
+    if (st.heard) this.hideSnapshot();
     if (change.reset) {
       this.visible = null;
       this.optionsFor = "";

@@ -40,6 +40,17 @@ def event_tool(ev: BaseEvent) -> str:
     return name if isinstance(name, str) and hasattr(ev, "call_id") else ""
 
 
+def tool_at(events: list[BaseEvent], seq: int) -> str:
+    """The tool event ``seq`` is about, also for events that name only the call (as the rows show it)."""
+    ev = events[seq]
+    tool = event_tool(ev)
+    call_id = getattr(ev, "call_id", None)
+    if tool or not isinstance(call_id, str):
+        return tool
+    return next((event_tool(e) for e in reversed(events[:seq]) if getattr(e, "call_id", None) == call_id
+                 and event_tool(e)), "")
+
+
 def event_status(ev: BaseEvent) -> str:
     """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
     t = ev.type
@@ -80,6 +91,8 @@ class RowEncoder:
     tools: list[str] = field(default_factory=lambda: [""])
     statuses: list[str] = field(default_factory=lambda: [""])
     _index: dict[tuple[int, str], int] = field(default_factory=dict)
+    _names: dict[str, str] = field(default_factory=dict)
+    """Call id -> tool name, so an event that names only the call (an approval's answer) is the tool's too."""
 
     def _code(self, vocab: list[str], which: int, value: str) -> int:
         key = (which, value)
@@ -97,11 +110,19 @@ class RowEncoder:
         """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
         k, s, u, t, x, m = [], [], [], [], [], []
         code = self._code
+        names = self._names
         for ev in events[start:end]:
             k.append(code(self.types, 0, ev.type))
             s.append(code(self.states, 1, ev.state.value))
             u.append(ev.turn)
-            t.append(code(self.tools, 2, event_tool(ev)))
+            tool = event_tool(ev)
+            call_id = getattr(ev, "call_id", None)
+            if isinstance(call_id, str):
+                if tool:
+                    names[call_id] = tool
+                else:
+                    tool = names.get(call_id, "")
+            t.append(code(self.tools, 2, tool))
             x.append(code(self.statuses, 3, event_status(ev)))
             m.append(cards.summary_text(ev))
         last = events[end - 1] if end > start else None
@@ -259,12 +280,14 @@ FALLBACK_ROWS = 400
 """Events listed in the static fallback (the first and last halves; the middle is counted)."""
 
 
-def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger") -> str:
+def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", rows: int = FALLBACK_ROWS,
+                  style: bool = True) -> str:
     """The static ``text/html`` shown where no widget runs (GitHub, nbviewer, nbconvert, no kernel).
 
     The header (run, model, final state and why), the meters, the event table with summaries, and the
     conversation after the last event. Styles are inline; without them (GitHub strips ``<style>``) it is
-    still a readable table.
+    still a readable table. ``rows`` caps the events listed; ``style=False`` leaves the stylesheet out (the
+    widget's saved snapshot, whose page has it already).
     """
     from .assets import stylesheet
 
@@ -275,15 +298,15 @@ def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger") 
     head = (f'<div class="agentnb-header"><b>{cards.esc(title)}</b> · run <code>{cards.esc(h["run_id"])}</code> · '
             f'{cards.esc(h["model"])} · {n} events · <span class="agentnb-badge agentnb-badge-{h["tone"]}">'
             f'{cards.esc(h["state"])}</span>{reason}</div>')
-    if n > FALLBACK_ROWS:
-        half = FALLBACK_ROWS // 2
+    if n > rows:
+        half = rows // 2
         shown = [*range(half), -1, *range(n - half, n)]
     else:
         shown = list(range(n))
     body = []
     for i in shown:
         if i < 0:
-            body.append(f'<tr><td colspan="5" class="agentnb-muted">… {n - FALLBACK_ROWS:,} more events …</td></tr>')
+            body.append(f'<tr><td colspan="5" class="agentnb-muted">… {n - 2 * half:,} more events …</td></tr>')
             continue
         ev = tl.events[i]
         body.append(f"<tr><td>{ev.seq}</td><td>{cards.esc(ev.type)}</td><td>{ev.turn}</td>"
@@ -292,7 +315,7 @@ def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger") 
              f'<th>summary</th><th>state after</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
     meter = meters_html(tl, last) if n else ""
     conv = conversation_html(tl, last) if n else ""
-    return (f'{stylesheet()}<div class="agentnb-root agentnb-fallback" data-events="{n}">{head}{meter}'
+    return (f'{stylesheet() if style else ""}<div class="agentnb-root agentnb-fallback" data-events="{n}">{head}{meter}'
             f"<details open><summary><b>events</b></summary>{table}</details>"
             f"<details open><summary><b>conversation</b></summary>{conv}</details></div>")
 

@@ -363,7 +363,7 @@ class Debugger:
         Returns the breakpoint added, or None when one was removed. The timeline's row button calls this.
         """
         ev = self.events[seq]
-        tool = viewdata.event_tool(ev)
+        tool = viewdata.tool_at(self.events, seq)
         kind, value = ("tool", tool) if tool else ("event", ev.type)
         for bp in self._breakpoints:
             if bp.kind == kind and bp.value == value:
@@ -477,6 +477,8 @@ class Debugger:
         self._shown: tuple[Any, ...] = ()
         self._wire_key: tuple[Any, ...] = ()
         self._plots_key = -1
+        self._snapshot_key: tuple[Any, ...] | None = None  # None until displayed
+        self._snapshot_at = 0.0
         self.view.on_msg(self._on_msg)
         self.view.observe(self._on_selected, names="selected")
         self.view.observe(lambda _c: self._safely(self._render_tabs), names=["tab", "wire_provider"])
@@ -653,6 +655,26 @@ class Debugger:
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
                 self._render_tabs()
+                self._sync_snapshot()
+
+    SNAPSHOT_ROWS = 200
+    """Events listed in the snapshot the widget state keeps for kernel-less views (first and last halves)."""
+
+    def _sync_snapshot(self, force: bool = False) -> None:
+        """The saved view for a page without a kernel: redrawn when the run settles, at most once a second."""
+        if self._snapshot_key is None and not force:
+            return  # never displayed: nobody will save it
+        state = self.state
+        key = (id(self.timeline), len(self.timeline), state)
+        if key == self._snapshot_key or (self.view.running and not force):
+            return
+        settled = state in TERMINAL or state is LoopState.WAITING_APPROVAL
+        if not (force or settled or time.monotonic() - self._snapshot_at > 1.0):
+            return
+        self._snapshot_key = key
+        self._snapshot_at = time.monotonic()
+        self.view.snapshot = viewdata.fallback_html(self.timeline, live=self.live, rows=self.SNAPSHOT_ROWS,
+                                                    style=False)
 
     def _sync_pending(self) -> None:
         run = self.run
@@ -711,6 +733,10 @@ class Debugger:
         shown = self.view._repr_mimebundle_(**kwargs)
         data, metadata = shown if isinstance(shown, tuple) else (shown or {}, {})
         data = dict(data)
+        with self._lock:
+            self._sync_snapshot(force=True)
+            self._reset_rows()  # a new view: every row again (lost if the page is not listening yet: it asks)
+            self._send_rows()
         data["text/html"] = self.fallback_html()
         data["text/plain"] = repr(self.run) if self.run is not None else repr(Transcript(self._replay))
         return data, metadata
@@ -754,6 +780,8 @@ class DebuggerView(anywidget.AnyWidget):
     breakpoints: t.List[dict[str, Any]] = t.List().tag(sync=True)
     pending: t.List[dict[str, Any]] = t.List().tag(sync=True)
     error = t.Unicode("").tag(sync=True)
+    snapshot = t.Unicode("").tag(sync=True)
+    """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
 
 
 class _ReplayFirst:
