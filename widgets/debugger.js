@@ -341,6 +341,7 @@ class DebuggerView {
         this.sel = v;
         this.paint();
         this.reveal(v);
+        this.drawStatus();
         break;
       case "follow": case "message": case "count": this.drawStatus(); break;
       case "controls": case "running": this.drawControls(); break;

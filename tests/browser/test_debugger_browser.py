@@ -296,3 +296,46 @@ def test_exported_html_opens_from_file(browser: Any, tmp_path: Path, artifacts: 
             print(f"\nexported {n}-event run: {path.stat().st_size / 1024:.0f} KiB, ready in {ready:.0f} ms")
         finally:
             page.close()
+
+
+def _kernel_idle(server: dict[str, Any]) -> bool:
+    import urllib.request
+
+    req = urllib.request.Request(f"{server['url']}/api/kernels", headers={"Authorization": f"token {server['token']}"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        kernels = json.loads(resp.read())
+    return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
+
+
+def test_debugger_in_notebook7(notebook7: dict[str, Any], browser: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    name = f"debugger_nb7_{int(time.time() * 1000)}.ipynb"
+    _copy_stripped(HERE / "debugger_e2e.ipynb", notebook7["root"] / name)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{notebook7['url']}/notebooks/{name}?token={notebook7['token']}", timeout=T)
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
+        deadline = time.monotonic() + T / 1000
+        while not _kernel_idle(notebook7):  # Notebook 7 has no status bar: ask the server
+            assert time.monotonic() < deadline, "the kernel did not start"
+            time.sleep(0.3)
+        expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        root = page.locator(".jp-OutputArea-output .agentnb-debugger").first
+        root.wait_for(timeout=T)
+        expect(root.locator(".agentnb-header")).to_contain_text("NEW", timeout=T)
+        root.locator("button.agentnb-btn-continue").click()
+        expect(root.locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL", timeout=T)
+        root.locator("button.agentnb-btn-approve").click()
+        expect(root.locator(".agentnb-header")).to_contain_text("COMPLETED", timeout=T)
+        root.locator(".anb-row[data-seq='30'] .anb-summary").click()
+        expect(root.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "30", timeout=T)
+        root.focus()
+        page.keyboard.press("k")
+        expect(root.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "29", timeout=T)
+        root.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "debugger-notebook7.png"))
+    finally:
+        page.close()
