@@ -528,9 +528,12 @@ def test_export_html_is_one_self_contained_file(tmp_path: Path) -> None:
     assert "http://" not in page and "https://" not in page
     module = page.split('<script type="module">\n', 1)[1].rsplit("standalone(", 1)[0]
     assert module.strip() == assets.text("debugger.js").replace("</", "<\\/").strip()  # the same front end
-    packed = re.search(r'id="agentnb-data" data-encoding="gzip\+base64">([^<]+)</script>', page)
-    assert packed is not None
-    data = json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+    def block(name: str) -> Any:
+        packed = re.search(rf'id="{name}" data-encoding="gzip\+base64">([^<]+)</script>', page)
+        assert packed is not None
+        return json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+
+    data = {**block("agentnb-data"), **block("agentnb-data-later")}
     assert secret not in json.dumps(data)
     n = len(dbg.events)
     assert data["count"] == n and len(data["detail"]) == n and len(data["rows"]["m"]) == n
@@ -541,7 +544,7 @@ def test_export_html_is_one_self_contained_file(tmp_path: Path) -> None:
     shown = "".join(data["messages"][i] for i in data["versions"][version][:count])
     assert shown == "".join(cards.message_html(m) for m in dbg.timeline.messages_at(seq))
     same = dbg.run.transcript.to_html(tmp_path / "t.html") if dbg.run else None
-    assert same is not None and same.read_text(encoding="utf-8").count("<script") == 2
+    assert same is not None and same.read_text(encoding="utf-8").count("<script") == 3
 
 
 def test_the_front_end_is_read_from_widgets() -> None:

@@ -697,12 +697,19 @@ class StaticModel {
     if (msg.kind === "hello") queueMicrotask(() => this.fire("msg:custom", this.d.rows));
     else if (msg.kind === "call" && msg.method === "select") { this.set("selected", msg.args.seq); this.save_changes(); }
   }
+  /** The cards and wire bodies arrive after the first paint: redraw the selected moment with them. */
+  later(extra) {
+    Object.assign(this.d, extra);
+    const before = { ...this.state };
+    this.derive();
+    for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
+  }
   derive() {
     const d = this.d, s = this.state, n = d.count;
     if (!n) return;
     const seq = Math.max(0, Math.min(n - 1, s.selected));
     const rows = d.rows;
-    s.detail = d.detail[seq];
+    s.detail = d.detail ? d.detail[seq] : '<div class="agentnb-muted">loading…</div>';
     s.meters = d.meters[d.meter_at[seq]];
     s.diagram = d.diagrams[rows.states[rows.s[seq]]] || "";
     const [v, count] = d.where[seq];
@@ -712,7 +719,7 @@ class StaticModel {
       `after event ${seq} (${esc(rows.types[rows.k[seq]])}): ${ids.length} messages</div>` +
       (skipped ? `<div class="agentnb-muted">… ${skipped} earlier messages</div>` : "") +
       ids.slice(skipped).map((i) => d.messages[i]).join("") + "</div>";
-    if (s.tab === "wire") {
+    if (s.tab === "wire" && d.wire) {
       let req = -1;
       for (const r of d.requests) { if (r <= seq) req = r; else break; }
       const kept = d.wire[String(req)];
@@ -727,21 +734,27 @@ class StaticModel {
 
 async function decode(text, encoding) {
   if (encoding !== "gzip+base64") return JSON.parse(text);
-  const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  // the browser's own base64 and gzip decoders (a data: URL read with fetch, a DecompressionStream)
+  const packed = await fetch(`data:application/octet-stream;base64,${text.trim()}`);
+  const stream = packed.body.pipeThrough(new DecompressionStream("gzip"));
   return JSON.parse(await new Response(stream).text());
 }
 
 /** Boot the read-only debugger of an exported page (agentnb/debugger/export.py). */
 async function standalone(el) {
   const t0 = performance.now();
-  const script = document.getElementById("agentnb-data");
-  const data = await decode(script.textContent, script.dataset.encoding);
+  const read = (id) => {
+    const script = document.getElementById(id);
+    return decode(script.textContent, script.dataset.encoding);
+  };
+  const model = new StaticModel(await read("agentnb-data"));
   metrics.marks.decoded = performance.now() - t0;
-  const model = new StaticModel(data);
   initialize({ model });
   render({ model, el });
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  metrics.marks.standaloneFirstPaint = performance.now();
+  model.later(await read("agentnb-data-later"));
+  await new Promise((r) => requestAnimationFrame(r));
   metrics.marks.standaloneReady = performance.now();
   el.dataset.ready = "true";
 }

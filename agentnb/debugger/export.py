@@ -4,8 +4,10 @@ The page holds three things and fetches nothing: the front end's stylesheet, the
 (``widgets/debugger.js``, the same file the notebook widget runs, inlined verbatim and started with its
 ``standalone()`` entry point), and the run's data from :func:`.viewdata.static_bundle` -- every event's row,
 card, meters and conversation pointer -- as gzip-compressed JSON in base64, which the browser inflates with
-its built-in ``DecompressionStream``. Events carry what the run's events carry, which the driver already
-redacted at the source (:mod:`agentnb.redact`); the export adds nothing that is not in the transcript.
+its built-in ``DecompressionStream``. The cards and wire bodies, most of the bytes, are a second block read
+after the timeline is drawn, so a long run opens at the speed of its rows. Events carry what the run's
+events carry, which the driver already redacted at the source (:mod:`agentnb.redact`); the export adds
+nothing that is not in the transcript.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
+def _packed(element_id: str, value: object) -> str:
+    data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    packed = base64.b64encode(gzip.compress(data, compresslevel=6, mtime=0)).decode("ascii")
+    return f'<script type="application/octet-stream" id="{element_id}" data-encoding="gzip+base64">{packed}</script>\n'
+
+
 def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     """The page as a string (see :func:`write_html`)."""
     run_id = timeline.state.run_id or "run"
     title = title or f"agentnb · {run_id}"
-    data = json.dumps(viewdata.static_bundle(timeline, title=title), ensure_ascii=False, separators=(",", ":"))
-    packed = base64.b64encode(gzip.compress(data.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+    bundle = viewdata.static_bundle(timeline, title=title)
+    # the cards and wire bodies (most of the bytes) in a second block, read after the timeline is drawn
+    later = {"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}
     module = assets.text("debugger.js")
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -40,8 +49,7 @@ def render_html(timeline: Timeline, *, title: str | None = None) -> str:
         f"<style>{assets.text('debugger.css')}</style></head>\n"
         "<body class=\"agentnb-standalone\"><div id=\"agentnb-app\"></div>\n"
         "<noscript>This page is an agentnb debugger: it needs JavaScript.</noscript>\n"
-        "<script type=\"application/octet-stream\" id=\"agentnb-data\" data-encoding=\"gzip+base64\">"
-        f"{packed}</script>\n"
+        f"{_packed('agentnb-data', bundle)}{_packed('agentnb-data-later', later)}"
         f"<script type=\"module\">\n{_script_safe(module)}\n"
         "standalone(document.getElementById(\"agentnb-app\"));\n</script>\n</body></html>\n"
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from ..events import BaseEvent
@@ -231,7 +232,12 @@ def _tone(state: LoopState) -> str:
 def diagram_html(tl: Timeline, seq: int) -> str:
     """The state machine with the state after event ``seq`` lit."""
     state = tl.events[seq].state if len(tl) else LoopState.NEW
-    return state_diagram(state)
+    return _diagram(state)
+
+
+@cache
+def _diagram(state: LoopState) -> str:
+    return state_diagram(state)  # a dozen states, drawn once each
 
 
 # -- the wire view ------------------------------------------------------------------------------------
