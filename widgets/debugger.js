@@ -138,6 +138,8 @@ class DebuggerView {
       "step, select and approve.</div>" + snap;
     this.snapshotEl.hidden = false;
     this.main.hidden = true;
+    this.metersEl.hidden = true;
+    this.diagramBox.hidden = true;
     this.toolbar.hidden = true;
     this.bpRow.hidden = true;
   }
@@ -146,6 +148,8 @@ class DebuggerView {
     if (this.snapshotEl.hidden) return;
     this.snapshotEl.hidden = true;
     this.main.hidden = false;
+    this.metersEl.hidden = false;
+    this.diagramBox.hidden = false;
     this.drawHeader();
   }
 
@@ -193,7 +197,8 @@ class DebuggerView {
 
     this.metersEl = h("div", { class: "anb-meters-box" });
     this.diagramEl = h("div", { class: "agentnb-diagram" });
-    const diagramBox = h("details", { class: "anb-diagram-box" }, h("summary", {}, "state machine"), this.diagramEl);
+    const diagramBox = (this.diagramBox = h("details", { class: "anb-diagram-box" }, h("summary", {}, "state machine"),
+      this.diagramEl));
     this.approvalsEl = h("div", { class: "agentnb-approvals" });
 
     this.bpList = h("span", { class: "agentnb-breakpoints" });

@@ -339,3 +339,58 @@ def test_debugger_in_notebook7(notebook7: dict[str, Any], browser: Any, artifact
         page.screenshot(path=str(artifacts / "debugger-notebook7.png"))
     finally:
         page.close()
+
+
+def test_saved_notebook_without_its_kernel_shows_the_run(lab: dict[str, Any], browser: Any,
+                                                               artifacts: Path) -> None:
+    """Executed and saved with widget state, opened later: the models come back but no kernel object answers."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+    from playwright.sync_api import expect
+
+    root_dir = Path(__file__).resolve().parents[2]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root_dir), os.environ.get("PYTHONPATH")]))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import agentnb as anb\n"
+        "run = anb.Loop(model=anb.ScriptedModel.story('weather'), tools=anb.stories.tools('weather'))"
+        ".start('Weather in Paris?').run()\n"
+        "anb.Debugger(run)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True).execute()
+    name = f"saved_{int(time.time() * 1000)}.ipynb"
+    nbformat.write(nb, lab["root"] / name)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
+        # An untrusted notebook shows the bundle's text/html; a trusted one restores the widget, which shows the
+        # snapshot from its saved state when no kernel object answers. Either way: the run, not a repr.
+        shown = page.locator(".jp-OutputArea-output .agentnb-fallback").first
+        try:
+            shown.wait_for(timeout=T)
+        except Exception:
+            page.screenshot(path=str(artifacts / "debugger-09-saved-missing.png"))
+            raise
+        expect(shown).to_contain_text("COMPLETED")
+        expect(shown.locator(".agentnb-fallback-events")).to_contain_text("RunFinished")
+        expect(shown).to_contain_text("It is 18 °C and sunny in Paris.")
+        outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+        assert not any("Error displaying widget" in t or "VBox(" in t or "AnyWidget(" in t for t in outputs), outputs
+        page.screenshot(path=str(artifacts / "debugger-09-saved-untrusted.png"))
+
+        # trusted: the widget comes back from the saved state and shows its snapshot
+        from nbformat.sign import NotebookNotary
+
+        trusted = f"trusted_{name}"
+        NotebookNotary(data_dir=str(lab["settings"].parent / "jupyter_data_dir")).sign(nb)
+        nbformat.write(nb, lab["root"] / trusted)
+        page.goto(f"{lab['url']}/lab/tree/{trusted}?reset&token={lab['token']}", timeout=T)
+        snapshot = page.locator(".jp-OutputArea-output .agentnb-debugger .anb-snapshot")
+        expect(snapshot).to_be_visible(timeout=T)
+        expect(snapshot).to_contain_text("no kernel answers")
+        expect(snapshot.locator(".agentnb-fallback-events")).to_contain_text("RunFinished")
+        page.screenshot(path=str(artifacts / "debugger-10-saved-trusted.png"))
+    finally:
+        page.close()
