@@ -245,6 +245,7 @@ def test_live_updates_are_throttled_however_fast_fragments_arrive() -> None:
     dbg = anb.Debugger(anb.Loop(model=model).start("go"), updates_per_second=10)
     sent: list[dict[str, Any]] = []
     dbg.view.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    dbg._repr_mimebundle_()  # displayed: from now on the page gets rows
     before = dbg.updates
     t0 = time.monotonic()
     dbg.cont(background=True).wait()

@@ -74,9 +74,16 @@ def event_status(ev: BaseEvent) -> str:
     return status if isinstance(status, str) else ""
 
 
+_COLUMNS = ("k", "s", "u", "t", "x", "m")
+
+
 @dataclass
 class RowEncoder:
     """Packs events into column-wise rows with shared vocabularies (indices stay stable as rows arrive).
+
+    The encoder keeps the columns of the events it has seen, so a row is computed once however often it is
+    sent (a second view, a page reloaded): a log only grows, and each event's row depends on that event alone
+    (and on the calls named before it).
 
     Example:
         >>> import agentnb as anb
@@ -91,30 +98,28 @@ class RowEncoder:
     states: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=lambda: [""])
     statuses: list[str] = field(default_factory=lambda: [""])
-    _index: dict[tuple[int, str], int] = field(default_factory=dict)
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
+    _codes: tuple[dict[str, int], ...] = field(default_factory=lambda: ({}, {}, {"": 0}, {"": 0}))
     _names: dict[str, str] = field(default_factory=dict)
     """Call id -> tool name, so an event that names only the call (an approval's answer) is the tool's too."""
 
-    def _code(self, vocab: list[str], which: int, value: str) -> int:
-        key = (which, value)
-        code = self._index.get(key)
-        if code is None:
-            if value in vocab:  # the "" entries seeded above
-                code = vocab.index(value)
-            else:
-                code = len(vocab)
-                vocab.append(value)
-            self._index[key] = code
-        return code
-
-    def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
-        """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
-        k, s, u, t, x, m = [], [], [], [], [], []
-        code = self._code
+    def _extend(self, events: list[BaseEvent], end: int) -> None:
+        cols = self.columns
+        k, s, u, t, x, m = (cols[c] for c in _COLUMNS)
+        type_codes, state_codes, tool_codes, status_codes = self._codes
         names = self._names
-        for ev in events[start:end]:
-            k.append(code(self.types, 0, ev.type))
-            s.append(code(self.states, 1, ev.state.value))
+
+        def code(codes: dict[str, int], vocab: list[str], value: str) -> int:
+            c = codes.get(value)
+            if c is None:
+                c = codes[value] = len(vocab)
+                vocab.append(value)
+            return c
+
+        for ev in events[len(k):end]:
+            k.append(type_codes.get(ev.type) if ev.type in type_codes else code(type_codes, self.types, ev.type))
+            state = ev.state.value
+            s.append(state_codes[state] if state in state_codes else code(state_codes, self.states, state))
             u.append(ev.turn)
             tool = event_tool(ev)
             call_id = getattr(ev, "call_id", None)
@@ -123,13 +128,19 @@ class RowEncoder:
                     names[call_id] = tool
                 else:
                     tool = names.get(call_id, "")
-            t.append(code(self.tools, 2, tool))
-            x.append(code(self.statuses, 3, event_status(ev)))
+            t.append(tool_codes[tool] if tool in tool_codes else code(tool_codes, self.tools, tool))
+            status = event_status(ev)
+            x.append(status_codes[status] if status in status_codes else code(status_codes, self.statuses, status))
             m.append(cards.summary_text(ev))
+
+    def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
+        """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
+        if end > len(self.columns["k"]):
+            self._extend(events, end)
         last = events[end - 1] if end > start else None
         return {"kind": "rows", "start": start, "types": self.types, "states": self.states, "tools": self.tools,
                 "statuses": self.statuses, "type_classes": [cards.kind_class(n) for n in self.types],
-                "k": k, "s": s, "u": u, "t": t, "x": x, "m": m,
+                **{c: self.columns[c][start:end] for c in _COLUMNS},
                 "ts_last": last.ts.timestamp() * 1000 if last is not None else None}
 
 

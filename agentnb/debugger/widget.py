@@ -473,11 +473,13 @@ class Debugger:
         self.widget = self.view
         """The anywidget (kept under its old name too)."""
         self._rows = viewdata.RowEncoder()
+        self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
         self._wire_key: tuple[Any, ...] = ()
         self._plots_key = -1
-        self._snapshot_key: tuple[Any, ...] | None = None  # None until displayed
+        self._displayed = False  # no page listens before the debugger is displayed (or a page says hello)
+        self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
         self.view.on_msg(self._on_msg)
         self.view.observe(self._on_selected, names="selected")
@@ -505,6 +507,7 @@ class Debugger:
         kind = content.get("kind")
         if kind == "hello":  # a page (re)opened the widget: it needs every row
             with self._lock:
+                self._displayed = True
                 self._reset_rows()
                 self._send_rows()
             return
@@ -583,12 +586,19 @@ class Debugger:
     # -- rows and updates ------------------------------------------------------------------------------
 
     def _reset_rows(self) -> None:
-        self._rows = viewdata.RowEncoder()
+        """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
+        if self._rows_of is not self.timeline:
+            self._rows = viewdata.RowEncoder()
+            self._rows_of = self.timeline
         self._rows_sent = 0
         self.view.send({"kind": "reset"})
 
     def _send_rows(self) -> None:
-        """Send the rows the page has not got yet, in chunks."""
+        """Send the rows the page has not got yet, in chunks (none before the debugger is displayed)."""
+        if not self._displayed:
+            return  # no page listens yet; displaying sends everything
+        if self._rows_of is not self.timeline:
+            self._reset_rows()
         n = len(self.timeline)
         while self._rows_sent < n:
             end = min(n, self._rows_sent + viewdata.CHUNK)
@@ -662,7 +672,7 @@ class Debugger:
 
     def _sync_snapshot(self, force: bool = False) -> None:
         """The saved view for a page without a kernel: redrawn when the run settles, at most once a second."""
-        if self._snapshot_key is None and not force:
+        if not self._displayed:
             return  # never displayed: nobody will save it
         state = self.state
         key = (id(self.timeline), len(self.timeline), state)
@@ -734,6 +744,7 @@ class Debugger:
         data, metadata = shown if isinstance(shown, tuple) else (shown or {}, {})
         data = dict(data)
         with self._lock:
+            self._displayed = True
             self._sync_snapshot(force=True)
             self._reset_rows()  # a new view: every row again (lost if the page is not listening yet: it asks)
             self._send_rows()
