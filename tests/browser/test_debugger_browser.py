@@ -61,7 +61,9 @@ def _run_all(page: Any) -> None:
 def _open(lab: dict[str, Any], browser: Any, artifacts: Path) -> tuple[Any, list[str]]:
     name = f"debugger_e2e_{int(time.time() * 1000)}.ipynb"
     _copy_stripped(HERE / "debugger_e2e.ipynb", lab["root"] / name)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab["url"])
+    page = context.new_page()
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text))
     page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
@@ -198,6 +200,10 @@ def test_debugger_in_jupyterlab(lab: dict[str, Any], browser: Any, artifacts: Pa
         expect(wire).to_have_attribute("data-provider", "Anthropic Messages", timeout=T)
         expect(wire.locator(".agentnb-wire-request")).to_contain_text('"tool_use_id"', timeout=T)
         expect(wire.locator(".agentnb-wire-request")).not_to_contain_text('"tool_call_id"')
+        wire.locator("button.agentnb-copy-request").click()
+        expect(wire.locator("button.agentnb-copy-request")).to_have_text("Copied", timeout=T)
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert '"tool_use_id"' in copied and copied == wire.locator(".agentnb-wire-request").inner_text()
         page.screenshot(path=str(artifacts / "debugger-06-wire.png"))
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), "horizontal scroll"
 
