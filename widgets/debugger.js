@@ -476,7 +476,10 @@ class DebuggerView {
     this.fillOptions();
     this.schedulePaint(true);
     if (change.ts_last) {
-      requestAnimationFrame(() => metrics.lags.push(Date.now() - change.ts_last));
+      requestAnimationFrame(() => {
+        metrics.lags.push(Date.now() - change.ts_last);
+        if (metrics.lags.length > 10000) metrics.lags.splice(0, 5000); // a long session stays bounded
+      });
     }
     if (st.n && !metrics.marks.firstRows) metrics.marks.firstRows = performance.now();
     metrics.marks.rows = st.n;

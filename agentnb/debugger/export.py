@@ -37,8 +37,8 @@ def _packed(element_id: str, value: object) -> str:
 def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     """The page as a string (see :func:`write_html`)."""
     run_id = timeline.state.run_id or "run"
+    bundle = viewdata.static_bundle(timeline, title=title or "agentnb")
     title = title or f"agentnb · {run_id}"
-    bundle = viewdata.static_bundle(timeline, title=title)
     # the cards and wire bodies (most of the bytes) in a second block, read after the timeline is drawn
     later = {"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}
     module = assets.text("debugger.js")
