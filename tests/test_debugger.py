@@ -245,7 +245,7 @@ def test_live_updates_are_throttled_however_fast_fragments_arrive() -> None:
     dbg = anb.Debugger(anb.Loop(model=model).start("go"), updates_per_second=10)
     sent: list[dict[str, Any]] = []
     dbg.view.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
-    dbg._repr_mimebundle_()  # displayed: from now on the page gets rows
+    dbg.view._handle_custom_msg({"kind": "hello"}, [])  # a page listens: from now on it gets the new rows
     before = dbg.updates
     t0 = time.monotonic()
     dbg.cont(background=True).wait()
@@ -258,6 +258,26 @@ def test_live_updates_are_throttled_however_fast_fragments_arrive() -> None:
     rows = [m for m in sent if m["kind"] == "rows"]
     assert sum(len(m["m"]) for m in rows) == events  # every row sent exactly once, in order
     assert [m["start"] for m in rows] == sorted(m["start"] for m in rows)
+
+
+def test_before_a_page_says_hello_a_short_run_resends_its_rows_from_the_start() -> None:
+    # display(dbg); dbg.cont() in one cell: the page's hello waits for the cell to end, so updates start over
+    dbg = story_debugger("weather")
+    sent: list[dict[str, Any]] = []
+    dbg.view.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    dbg.step()
+    assert sent == []  # not displayed: nobody listens
+    dbg._repr_mimebundle_()
+    dbg.step()
+    dbg.step()
+    starts = [(m["kind"], m.get("start")) for m in sent]
+    assert starts == [("reset", None), ("rows", 0)] * 3  # the display, then each update: all rows again
+    assert len(sent[-1]["m"]) == 3
+    sent.clear()
+    dbg.view._handle_custom_msg({"kind": "hello"}, [])
+    dbg.step()
+    assert [(m["kind"], m.get("start"), len(m.get("m", ()))) for m in sent] == [
+        ("reset", None, 0), ("rows", 0, 3), ("rows", 3, 1)]  # heard: only what is new
 
 
 def test_restart_starts_a_new_run_of_the_same_prompt() -> None:

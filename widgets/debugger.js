@@ -133,9 +133,9 @@ class DebuggerView {
 
   showSnapshot() {
     const snap = this.model.get("snapshot");
-    if (this.store.heard || !snap || this.static) return;
-    this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers. Run the cell again to ' +
-      "step, select and approve.</div>" + snap;
+    if (this.store.heard || !snap || this.static || !this.model.get("count")) return;
+    this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
+      "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
     this.snapshotEl.hidden = false;
     this.main.hidden = true;
     this.metersEl.hidden = true;
@@ -147,6 +147,7 @@ class DebuggerView {
   hideSnapshot() {
     if (this.snapshotEl.hidden) return;
     this.snapshotEl.hidden = true;
+    this.snapshotEl.innerHTML = "";
     this.main.hidden = false;
     this.metersEl.hidden = false;
     this.diagramBox.hidden = false;

@@ -479,6 +479,7 @@ class Debugger:
         self._wire_key: tuple[Any, ...] = ()
         self._plots_key = -1
         self._displayed = False  # no page listens before the debugger is displayed (or a page says hello)
+        self._heard = False  # a page said hello: it receives what is sent from now on
         self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
         self.view.on_msg(self._on_msg)
@@ -507,7 +508,7 @@ class Debugger:
         kind = content.get("kind")
         if kind == "hello":  # a page (re)opened the widget: it needs every row
             with self._lock:
-                self._displayed = True
+                self._displayed = self._heard = True
                 self._reset_rows()
                 self._send_rows()
             return
@@ -593,13 +594,27 @@ class Debugger:
         self._rows_sent = 0
         self.view.send({"kind": "reset"})
 
+    EARLY_ROWS = 2_000
+    """Before a page said hello, every update resends the rows from the start, up to this many (see below)."""
+
     def _send_rows(self) -> None:
-        """Send the rows the page has not got yet, in chunks (none before the debugger is displayed)."""
+        """Send the rows the page has not got yet, in chunks (none before the debugger is displayed).
+
+        Rows sent before the page's module has loaded are lost, and a page that says hello while the cell
+        that displayed the debugger still runs (``display(dbg); dbg.cont()``) is not heard until the cell
+        ends. So until a hello arrives, each update starts over from row 0 -- for a short run; a long one
+        waits for the hello.
+        """
         if not self._displayed:
             return  # no page listens yet; displaying sends everything
         if self._rows_of is not self.timeline:
             self._reset_rows()
         n = len(self.timeline)
+        if not self._heard:
+            if n > self.EARLY_ROWS or n == self._rows_sent:
+                return
+            if self._rows_sent:
+                self._reset_rows()
         while self._rows_sent < n:
             end = min(n, self._rows_sent + viewdata.CHUNK)
             self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))

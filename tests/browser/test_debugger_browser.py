@@ -70,7 +70,7 @@ def _open(lab: dict[str, Any], browser: Any, artifacts: Path) -> tuple[Any, list
     _run_all(page)
     roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
     try:
-        roots.nth(2).wait_for(timeout=T)
+        roots.nth(3).wait_for(timeout=T)
     except Exception:
         page.screenshot(path=str(artifacts / "debugger-missing.png"))
         raise AssertionError(
@@ -92,6 +92,18 @@ def test_debugger_in_jupyterlab(lab: dict[str, Any], browser: Any, artifacts: Pa
     report: list[str] = []
     try:
         roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
+        # the last cell displays a debugger and continues it: rows show while that cell still runs
+        same_cell = roots.nth(3)
+        seen_running = 0
+        deadline = time.monotonic() + T / 1000
+        while time.monotonic() < deadline:
+            rows_now = _rows_count(same_cell)
+            if "COMPLETED" in same_cell.locator(".agentnb-header").inner_text():
+                break
+            seen_running = max(seen_running, rows_now)
+            time.sleep(0.05)
+        final_same = _rows_count(same_cell)
+        assert 0 < seen_running < final_same, (seen_running, final_same)
         root = roots.nth(0)
         header = root.locator(".agentnb-header")
         expect(header).to_contain_text("NEW", timeout=T)
