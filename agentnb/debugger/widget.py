@@ -620,6 +620,11 @@ class Debugger:
             self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
             self._rows_sent = end
 
+    def _encode_rows(self) -> None:
+        with self._lock:
+            if self._rows_of is self.timeline:
+                self._rows.encode(self.timeline.events, 0, len(self.timeline))
+
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end`` as the page receives them (see :mod:`.viewdata`)."""
         return viewdata.RowEncoder().encode(self.timeline.events, start, len(self.timeline) if end is None else end)
@@ -763,6 +768,9 @@ class Debugger:
             self._sync_snapshot(force=True)
             self._reset_rows()  # a new view: every row again (lost if the page is not listening yet: it asks)
             self._send_rows()
+            if len(self.timeline) > self.EARLY_ROWS and not self._heard:
+                # a long run's rows wait for the page's hello: encode them meanwhile, while the page loads
+                threading.Thread(target=self._encode_rows, name="agentnb-rows", daemon=True).start()
         data["text/html"] = self.fallback_html()
         data["text/plain"] = repr(self.run) if self.run is not None else repr(Transcript(self._replay))
         return data, metadata
