@@ -143,7 +143,7 @@ def lab_open(browser: Any, server: dict[str, Any], path: Path, n: int, repeats: 
 STREAM = """\
 import agentnb as anb
 stream = anb.Debugger(anb.Loop(model=anb.ScriptedModel([{"text": "streaming " * 200}], stream=True,
-                                                       chunk_size=1, chunk_delay=0.002)).start("go"))
+                                                       chunk_size=1, chunk_delay=0.0013)).start("go"))
 stream"""
 
 
