@@ -135,6 +135,16 @@ class Transcript:
         """
         return self.frames.events(payload=True)
 
+    def to_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """Write the run as one self-contained HTML file: a read-only debugger that needs no kernel or network.
+
+        Timeline, selection, the event cards, the conversation at any event, the wire view and the filters, in
+        any browser (see :mod:`agentnb.debugger.export`). Returns the path written.
+        """
+        from .debugger.export import write_html
+
+        return write_html(self.events, path, title=title)
+
     # -- files ---------------------------------------------------------------------------------------
 
     def save(self, path: str | Path) -> None:

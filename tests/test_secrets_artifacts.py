@@ -12,6 +12,7 @@ byte for byte for every secret value, while the tool must have received the real
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -23,8 +24,7 @@ import pytest
 from pydantic import SecretStr
 
 import agentnb as anb
-from agentnb.debugger import cards
-from agentnb.debugger.wire import wire_html
+from agentnb.debugger import cards, viewdata, wire
 from agentnb.emulator import Emulator
 from agentnb.redact import MASK
 
@@ -156,30 +156,37 @@ def write_every_artifact(run: anb.Run, tmp_path: Path) -> list[Path]:
         frames.frame(name).astype(str).to_csv(tmp_path / f"{name}.csv")
     frames.events(payload=True).astype(str).to_csv(tmp_path / "events-payload.csv")
     frames.calls(flatten_arguments=True).astype(str).to_csv(tmp_path / "calls-flat.csv")
-    (tmp_path / "debugger.html").write_text(debugger_html(run), encoding="utf-8")
+    (tmp_path / "debugger.html").write_text(debugger_html(run, tmp_path), encoding="utf-8")
     return [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
-def debugger_html(run: anb.Run) -> str:
-    """Everything the debugger can show: its display bundle, its widgets with each event selected (the wire
-    tab open), and every event's full card."""
+def debugger_html(run: anb.Run, tmp_path: Path) -> str:
+    """Everything the debugger can show: its display bundle (the static fallback), the synced view with each
+    event selected, every event's full card, the wire view of every provider at every event, the rows the page
+    gets, the static snapshot of saved notebooks, and the one-file export (its data decoded)."""
     dbg = anb.Debugger(run)
-    bundle = dbg._repr_mimebundle_()
-    out = [json.dumps(bundle, default=str)]
-
-    def collect(widget: Any) -> None:
-        value = getattr(widget, "value", None)
-        if isinstance(value, str):
-            out.append(value)
-        for child in getattr(widget, "children", ()):
-            collect(child)
-
-    dbg.tabs.selected_index = 2  # the wire view renders only while its tab is open
+    out = [json.dumps(dbg._repr_mimebundle_(), default=str)]
+    view = dbg.view
+    names = ("header", "message", "controls", "meters", "diagram", "detail", "conversation", "wire", "plots",
+             "breakpoints", "pending", "error", "snapshot")
     for ev in run.events:
         dbg.select(ev.seq)
-        collect(dbg.widget)
+        out.extend(json.dumps(getattr(view, n), default=str) for n in names)
         out.append(cards.card(ev, cards.CardContext(dbg.timeline), open_=True))
-        out.append(wire_html(dbg.timeline, ev.seq))
+        for provider in [t for t, _ in wire.ADAPTERS]:
+            out.append(json.dumps(viewdata.wire_view(dbg.timeline, ev.seq, provider), default=str))
+    out.append(json.dumps(viewdata.RowEncoder().encode(dbg.timeline.events, 0, len(dbg.timeline)), default=str))
+    out.append(json.dumps(viewdata.static_bundle(dbg.timeline, title="t"), default=str))
+    page = dbg.export_html(tmp_path / "export.html").read_text(encoding="utf-8")
+    out.append(page)
+    decoded = 0
+    for blob in re.findall(r"[A-Za-z0-9+/=]{200,}", page):  # the export's data is gzip + base64: read it too
+        try:
+            out.append(gzip.decompress(base64.b64decode(blob)).decode("utf-8", "replace"))
+            decoded += 1
+        except (OSError, ValueError):
+            continue
+    assert decoded >= 1, "the export's data blocks were not found: this grep would see nothing of them"
     return "\n".join(out)
 
 

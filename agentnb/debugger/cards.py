@@ -20,63 +20,6 @@ from ..events import BaseEvent
 from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
 from .timeline import Timeline
 
-CSS = """
-<style>
-.agentnb-root { font-family: var(--jp-ui-font-family); font-size: var(--jp-ui-font-size1);
-  color: var(--jp-ui-font-color1); max-width: 100%; overflow-x: hidden; }
-.agentnb-root code, .agentnb-mono { font-family: var(--jp-code-font-family); font-size: var(--jp-code-font-size); }
-.agentnb-card { border: 1px solid var(--jp-border-color2); border-radius: 4px; margin: 2px 0;
-  background: var(--jp-layout-color1); }
-.agentnb-card > summary { cursor: pointer; padding: 3px 6px; list-style: none; white-space: nowrap;
-  overflow: hidden; text-overflow: ellipsis; }
-.agentnb-card > summary::-webkit-details-marker { display: none; }
-.agentnb-card.agentnb-selected { border-color: var(--jp-brand-color1); box-shadow: 0 0 0 1px var(--jp-brand-color1); }
-.agentnb-card .agentnb-body { padding: 4px 10px 8px 10px; border-top: 1px solid var(--jp-border-color2);
-  overflow-x: auto; }
-.agentnb-seq { color: var(--jp-ui-font-color2); display: inline-block; min-width: 3.2em; text-align: right;
-  margin-right: 6px; font-family: var(--jp-code-font-family); }
-.agentnb-kind { font-weight: 600; margin-right: 6px; }
-.agentnb-state { color: var(--jp-ui-font-color2); font-size: 90%; margin-left: 6px; }
-.agentnb-k-model { color: var(--jp-brand-color1); }
-.agentnb-k-stream { color: var(--jp-ui-font-color2); }
-.agentnb-k-call { color: var(--jp-accent-color1, #7b61ff); }
-.agentnb-k-ok { color: var(--jp-success-color1); }
-.agentnb-k-bad { color: var(--jp-error-color1); }
-.agentnb-k-warn { color: var(--jp-warn-color1); }
-.agentnb-k-end { color: var(--jp-ui-font-color0); }
-.agentnb-kv { border-collapse: collapse; margin: 4px 0; }
-.agentnb-kv td { padding: 1px 8px 1px 0; vertical-align: top; }
-.agentnb-kv td:first-child { color: var(--jp-ui-font-color2); white-space: nowrap; }
-.agentnb-pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 4px 6px;
-  background: var(--jp-layout-color2); border-radius: 3px; font-family: var(--jp-code-font-family);
-  font-size: var(--jp-code-font-size); max-height: 24em; overflow-y: auto; }
-.agentnb-frag { background: var(--jp-warn-color3, #ffe9a8); color: var(--jp-ui-font-color0);
-  border-bottom: 2px solid var(--jp-warn-color1); }
-.agentnb-err { color: var(--jp-error-color1); font-weight: 600; }
-.agentnb-json details { margin-left: 1em; }
-.agentnb-json summary { cursor: pointer; }
-.agentnb-json .agentnb-badfield { background: var(--jp-error-color3, #fdd); outline: 1px solid var(--jp-error-color1); }
-.agentnb-jstr { color: var(--jp-mirror-editor-string-color, #a31515); }
-.agentnb-jnum { color: var(--jp-mirror-editor-number-color, #098658); }
-.agentnb-jkey { color: var(--jp-mirror-editor-property-color, #001080); }
-.agentnb-msg { border-left: 3px solid var(--jp-border-color1); padding: 2px 8px; margin: 4px 0; }
-.agentnb-msg-user { border-left-color: var(--jp-brand-color1); }
-.agentnb-msg-assistant { border-left-color: var(--jp-success-color1); }
-.agentnb-msg-tool { border-left-color: var(--jp-warn-color1); }
-.agentnb-msg-system { border-left-color: var(--jp-ui-font-color2); }
-.agentnb-role { font-weight: 600; color: var(--jp-ui-font-color2); font-size: 90%; text-transform: uppercase; }
-.agentnb-badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600;
-  background: var(--jp-layout-color3); color: var(--jp-ui-font-color0); }
-.agentnb-badge-live { background: var(--jp-brand-color1); color: var(--jp-ui-inverse-font-color0, white); }
-.agentnb-badge-done { background: var(--jp-success-color1); color: var(--jp-ui-inverse-font-color0, white); }
-.agentnb-badge-bad { background: var(--jp-error-color1); color: var(--jp-ui-inverse-font-color0, white); }
-.agentnb-badge-wait { background: var(--jp-warn-color1); color: var(--jp-ui-inverse-font-color0, white); }
-.agentnb-muted { color: var(--jp-ui-font-color2); }
-.agentnb-diagram svg { max-width: 100%; height: auto; }
-</style>
-"""
-"""The stylesheet, included once per debugger."""
-
 TRUNCATE = 2000
 """Characters of a value shown before "show all"."""
 
@@ -214,7 +157,10 @@ def _s_turn_completed(ev: Any) -> str:
     calls = len(r.message.tool_calls)
     what = f"{calls} call{'s' if calls != 1 else ''}" if calls else _short(r.message.text or "(no text)", 40)
     usage = f"{r.usage.input_tokens}+{r.usage.output_tokens} tok"
-    return f"{r.finish_reason_raw} → {r.finish_reason} · {what} · {usage}"
+    finish = f"finish {r.finish_reason}"
+    if r.finish_reason_raw and r.finish_reason_raw != r.finish_reason:
+        finish += f" (provider: {r.finish_reason_raw})"
+    return f"{what} · {finish} · {usage}"
 
 
 def _s_approval_resolved(ev: Any) -> str:
@@ -268,13 +214,41 @@ def _choice_label(ev: Any) -> str:
 
 
 def summary_text(ev: Any) -> str:
-    """The one-line description of an event (plain text)."""
-    return _SUMMARIES[ev.type](ev)
+    """The one-line description of an event (plain text); event kinds without a summary list their fields."""
+    fn = _SUMMARIES.get(ev.type)
+    return fn(ev) if fn is not None else _generic_summary(ev)
+
+
+_COMMON_FIELDS = frozenset({"type", "seq", "ts", "run_id", "turn", "state"})
+
+
+def own_fields(ev: Any) -> dict[str, Any]:
+    """An event's own fields (without the common ones), JSON-safe: how an unknown event kind is shown."""
+    from dataclasses import fields, is_dataclass
+
+    if is_dataclass(ev):
+        names = [f.name for f in fields(ev)]
+    else:
+        names = [n for n in vars(ev) if not n.startswith("_")]
+    return {n: _jsonable(getattr(ev, n)) for n in names if n not in _COMMON_FIELDS}
+
+
+def _generic_summary(ev: Any) -> str:
+    parts = []
+    for name, value in own_fields(ev).items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{name}={_short(shown, 30)}")
+    return _short(" · ".join(parts), 90) or "(no fields)"
+
+
+def kind_class(event_type: str) -> str:
+    """The CSS class that colours an event kind (model, stream, call, ok, bad, warn, end)."""
+    return _KIND_CLASS.get(event_type, "")
 
 
 def summary_html(ev: Any) -> str:
     """The one-line summary, as HTML."""
-    cls = _KIND_CLASS.get(ev.type, "")
+    cls = kind_class(ev.type)
     return (
         f'<span class="agentnb-seq">{ev.seq}</span><span class="agentnb-kind {cls}">{esc(ev.type)}</span>'
         f"{esc(summary_text(ev))}"
@@ -322,8 +296,9 @@ def _b_model_requested(ev: Any, ctx: CardContext) -> str:
 def _b_text_merged(ev: Any, ctx: CardContext) -> str:
     buf = ctx.timeline.text_buffer(ev.seq)
     before = buf[: len(buf) - len(ev.fragment)]
+    shown_before = before if len(before) <= TRUNCATE else "…" + before[-TRUNCATE:]
     return kv([("fragment", f"<code>{esc(repr(ev.fragment))}</code>"), ("text so far", esc(ev.length))]) + (
-        f'<div class="agentnb-pre">{esc(before)}<span class="agentnb-frag">{esc(ev.fragment)}</span></div>'
+        f'<div class="agentnb-pre">{esc(shown_before)}<span class="agentnb-frag">{esc(ev.fragment)}</span></div>'
     )
 
 
@@ -359,6 +334,13 @@ def _b_model_retried(ev: Any, ctx: CardContext) -> str:
 def _b_turn_completed(ev: Any, ctx: CardContext) -> str:
     r = ev.response
     raw = ""
+    edits = ""
+    if isinstance(r.raw, dict) and isinstance(r.raw.get("original_arguments"), dict):
+        for call in r.message.tool_calls:
+            before = r.raw["original_arguments"].get(call.call_id)
+            if before is not None:
+                edits += (f"<div>forked with edited arguments for <code>{esc(call.call_id)}</code>:</div>"
+                          + line_diff(json_lines(before), json_lines(call.arguments), "original", "fork"))
     if r.raw is not None and not ctx.light:
         tree = json_tree(_jsonable(r.raw), open_depth=1)
         raw = f"<details><summary><b>raw provider response</b></summary>{tree}</details>"
@@ -369,7 +351,7 @@ def _b_turn_completed(ev: Any, ctx: CardContext) -> str:
         ("usage", esc(f"{r.usage.input_tokens} in + {r.usage.output_tokens} out")),
         ("latency", esc(f"{ev.latency_s * 1000:.1f} ms")),
         ("complete", esc(r.complete)),
-    ]) + message_html(r.message) + raw
+    ]) + edits + message_html(r.message) + raw
 
 
 def _b_call_parsed(ev: Any, ctx: CardContext) -> str:
@@ -419,6 +401,10 @@ def _b_approval_resolved(ev: Any, ctx: CardContext) -> str:
     body = kv(rows)
     if ev.arguments is not None:
         body += "<div>edited arguments:</div>" + json_tree(ev.arguments)
+        original = ctx.timeline.call_arguments(ev.seq, ev.call_id)
+        if original is not None:
+            body += "<div>the edit, as a diff of the model's arguments:</div>" + line_diff(
+                json_lines(original), json_lines(ev.arguments), "model", "approved")
     if ev.decision == "submitted":
         body += "<div>submitted result (what the model sees):</div>" + pre(ev.content or "")
     return body
@@ -478,6 +464,9 @@ def _b_compression_applied(ev: Any, ctx: CardContext) -> str:
         return kv([("tier", esc(ev.tier)), ("tokens", esc(f"{ev.tokens_before} → {ev.tokens_after}"))])
     return kv([("tier", esc(ev.tier)), ("tokens", esc(f"{ev.tokens_before} → {ev.tokens_after}")),
                ("removed or replaced", esc(", ".join(map(str, ev.removed)) or "—"))]) + (
+        "<div><b>what changed</b> (one line per message part)</div>"
+        + line_diff(conversation_lines(before), conversation_lines(ev.messages), "before", "after")
+    ) + (
         '<div style="display:flex;gap:8px"><div style="flex:1;min-width:0"><b>before</b>'
         f"{conversation_html(before)}</div><div style=\"flex:1;min-width:0\"><b>after</b>"
         f"{conversation_html(ev.messages)}</div></div>"
@@ -503,9 +492,16 @@ _BODIES: dict[str, Callable[[Any, CardContext], str]] = {
 """One body renderer per event kind (a test checks every kind has one)."""
 
 
+def _b_generic(ev: Any, ctx: CardContext) -> str:
+    """An event kind this version does not know: every field, as a table of JSON trees."""
+    return '<div class="agentnb-muted">an event kind without its own card: its fields</div>' + kv(
+        [(name, json_tree(value, open_depth=1)) for name, value in own_fields(ev).items()]
+    )
+
+
 def body_html(ev: BaseEvent, ctx: CardContext) -> str:
-    """The expanded card body of an event."""
-    return kv(_common(ev)) + _BODIES[ev.type](ev, ctx)
+    """The expanded card body of an event (unknown kinds fall back to their fields)."""
+    return kv(_common(ev)) + _BODIES.get(ev.type, _b_generic)(ev, ctx)
 
 
 def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool = False) -> str:
@@ -517,6 +513,43 @@ def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool
         f"<summary>{summary_html(ev)}</summary>"
         f'<div class="agentnb-body">{body_html(ev, ctx)}</div></details>'
     )
+
+
+def json_lines(value: Any) -> list[str]:
+    """A JSON value as indented lines (keys sorted), the unit of an argument diff."""
+    return json.dumps(_jsonable(value), indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def conversation_lines(messages: Sequence[Message]) -> list[str]:
+    """A conversation as one line per message part (``role: text``), the unit of a compression diff."""
+    out = []
+    for m in messages:
+        for p in m.parts:
+            if isinstance(p, TextPart | RefusalPart):
+                text = p.text
+            elif isinstance(p, ToolCallPart):
+                text = f"call {p.call_id} {p.name}({p.arguments_raw})"
+            elif isinstance(p, ToolResultPart):
+                text = f"result {p.call_id} [{p.status}] {p.content}"
+            else:
+                text = f"({type(p).__name__})"
+            out.append(f"{m.role}: {_short(text, 200)}")
+    return out
+
+
+def line_diff(before: Sequence[str], after: Sequence[str], old: str = "before", new: str = "after") -> str:
+    """A unified line diff as HTML: removed lines red, added lines green, context muted."""
+    import difflib
+
+    lines = list(difflib.unified_diff(list(before), list(after), old, new, n=2, lineterm=""))
+    if not lines:
+        return '<div class="agentnb-muted">(no difference)</div>'
+    rows = []
+    for line in lines[2:]:  # the ---/+++ header is said by the caption
+        cls = {"+": "agentnb-add", "-": "agentnb-del", "@": "agentnb-hunk"}.get(line[:1], "agentnb-ctx")
+        rows.append(f'<div class="{cls}">{esc(line) or "&nbsp;"}</div>')
+    return (f'<div class="agentnb-diff agentnb-mono"><div class="agentnb-muted">− {esc(old)} · + {esc(new)}</div>'
+            f'{"".join(rows)}</div>')
 
 
 def _jsonable(value: Any) -> Any:

@@ -140,6 +140,13 @@ class Timeline:
         """``approved`` or ``denied`` once a person decided, else None."""
         return self._decisions.get(call_id)
 
+    def history_versions(self) -> tuple[list[list[Message]], list[tuple[int, int]]]:
+        """The index behind :meth:`messages_at`: the histories, and per event ``(version, length)``.
+
+        ``messages_at(k) == versions[v][:n]`` with ``(v, n) = where[k]``; the export stores each message once.
+        """
+        return self._versions, self._where
+
     def turn_starts(self) -> list[int]:
         """The seq of every ``ModelRequested`` event (where each turn begins)."""
         return [e.seq for e in self.events if e.type == "ModelRequested"]

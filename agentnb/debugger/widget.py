@@ -1,15 +1,21 @@
-"""The step-through debugger: a view of a run's event log plus buttons that append events.
+"""The step-through debugger: a controller over a run's event log, and its view in the browser.
 
-Layout, top to bottom: a header (run id, model, state, why it ended), the state machine with the current
-state lit, budget meters, the controls (Step, Next turn, Continue, Pause, Restart, Fork), breakpoints, the
-approval panel (when the run waits for a person), then the timeline -- a window of event cards around the
-selected event with a scrubber -- beside the selected card, expanded, and the conversation as it stood after
-that event (time travel).
+:class:`Debugger` is the controller: ``step``, ``next_turn``, ``cont``, ``pause``, ``restart``, ``select``,
+``approve``, ``deny``, ``submit_result``, ``fork``, breakpoints. :class:`DebuggerView` is its anywidget
+view, whose front end is ``widgets/debugger.js``: a virtualized timeline of every event (click to select,
+filters, search, keyboard), the selected event's card, the conversation as it stood after it (time travel),
+the wire view one provider at a time, the approval panel. Every control in the page sends a message that
+calls the same public method a test calls, so tests drive the same code a click does.
 
-Every button calls a public method (``step``, ``next_turn``, ``cont``, ``pause``, ``restart``, ``select``,
-``approve``, ``deny``, ``fork``), so tests drive the same code a click does. Continue runs in a background
-thread when started from a button, so the kernel stays free to receive Pause while a model call streams.
-Only a window of cards is drawn at a time, so a 10,000-event transcript opens as fast as a short one.
+Data flow. Event rows (see :mod:`.viewdata`) go to the page once, in custom messages, and a live run sends
+only the new ones; the widget's synced state holds just the selected moment (a card, the conversation, the
+meters, the header), so a saved notebook's widget state stays small however long the run. A live run
+updates the page at most ``updates_per_second`` times a second however fast fragments stream in: each event
+only marks the view dirty, and a timer flushes it. Continue started from the page runs in a background
+thread, so the kernel stays free to receive Pause while a model call streams.
+
+The display bundle carries, next to the widget, a static ``text/html`` rendering (header, meters, event
+table, conversation) and ``text/plain`` = the run's repr, for every place no widget runs.
 """
 
 from __future__ import annotations
@@ -22,16 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import ipywidgets as w
+import anywidget
+import traitlets as t
 
 from ..events import BaseEvent
 from ..exceptions import AgentnbError
-from ..guards import cost
 from ..run import Run
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
-from . import cards
-from .diagram import state_diagram
+from . import assets, cards, viewdata
 from .timeline import Timeline
 
 BreakpointKind = Literal["event", "tool", "state", "predicate"]
@@ -39,7 +44,11 @@ BreakpointKind = Literal["event", "tool", "state", "predicate"]
 
 @dataclass(frozen=True)
 class Breakpoint:
-    """Stop Continue / Next turn after an event that matches."""
+    """Stop Continue / Next turn after an event that matches.
+
+    ``tool = X`` stops where a breakpoint on a function stops: after X was approved (if it needs approval)
+    and before it runs, i.e. right after its ``ToolStarted`` event; Step then runs it.
+    """
 
     id: int
     kind: BreakpointKind
@@ -51,7 +60,7 @@ class Breakpoint:
         if self.kind == "event":
             return ev.type == self.value
         if self.kind == "tool":
-            return getattr(ev, "name", None) == self.value and hasattr(ev, "call_id")
+            return ev.type == "ToolStarted" and getattr(ev, "name", None) == self.value
         if self.kind == "state":
             return ev.state.value == self.value
         return bool(self.predicate and self.predicate(ev))
@@ -64,25 +73,14 @@ class Breakpoint:
         return f"{self.kind} = {self.value}"
 
 
-def _badge(state: LoopState) -> str:
-    if state is LoopState.COMPLETED:
-        cls = "agentnb-badge-done"
-    elif state in TERMINAL:
-        cls = "agentnb-badge-bad"
-    elif state is LoopState.WAITING_APPROVAL:
-        cls = "agentnb-badge-wait"
-    else:
-        cls = "agentnb-badge-live"
-    return f'<span class="agentnb-badge {cls} agentnb-state-badge">{state.value}</span>'
-
-
 class Debugger:
     """A debugger for a run (live) or a saved transcript (replay, read-only).
 
     Args:
         source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
-        window: how many event cards the timeline draws around the selected one.
+        window: kept for compatibility (the timeline is virtualized: it draws the rows in sight).
         start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
+        updates_per_second: at most this many view updates a second while a run streams.
 
     Example:
         >>> import agentnb as anb
@@ -94,7 +92,8 @@ class Debugger:
         'COMPLETED'
     """
 
-    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 30, start: int | str = 0) -> None:
+    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 30, start: int | str = 0,
+                 updates_per_second: float = 10.0) -> None:
         if isinstance(source, str | Path):
             source = Transcript.load(source)
         self.window = window
@@ -108,6 +107,9 @@ class Debugger:
         self._last_refresh = 0.0
         self._dirty = False
         self._timer: threading.Timer | None = None
+        self._interval = 1.0 / updates_per_second
+        self.updates = 0
+        """View updates sent so far (the streaming throttle is measured on it)."""
         self.message = ""
         self.follow = True
         self.selected = 0
@@ -176,26 +178,25 @@ class Debugger:
 
     def step(self) -> BaseEvent | None:
         """One event: the run's next event, or the transcript's next one in replay."""
-        with self._lock:
-            self.follow = True
-            ev = self._advance()
-            if ev is None:
-                self.message = self._why_stopped()
-            else:
-                self.message = ""
+        self.follow = True
+        ev = self._advance()
+        self.message = self._why_stopped() if ev is None else ""
         self.refresh()
         return ev
 
     def _advance(self) -> BaseEvent | None:
+        # A live run's step is not done under the lock: it may wait on the network for a fragment, and the
+        # page (select, Pause) must not wait with it. Its event comes back through _on_event.
         if self.run is not None:
             return self.run.step()
-        n = len(self.timeline)
-        if n >= len(self._replay):
-            return None
-        ev = self._replay[n]
-        self.timeline.add(ev)
-        self.selected = ev.seq
-        return ev
+        with self._lock:
+            n = len(self.timeline)
+            if n >= len(self._replay):
+                return None
+            ev = self._replay[n]
+            self.timeline.add(ev)
+            self.selected = ev.seq
+            return ev
 
     def _why_stopped(self) -> str:
         if self.state is LoopState.WAITING_APPROVAL:
@@ -236,8 +237,7 @@ class Debugger:
         message = ""
         try:
             while not self._stop.is_set():
-                with self._lock:
-                    ev = self._advance()
+                ev = self._advance()
                 if ev is None:
                     message = self._why_stopped()
                     break
@@ -277,6 +277,7 @@ class Debugger:
                 self.timeline = Timeline(self._replay[:1])
                 self.selected = 0
             self.message = "restarted"
+            self._reset_rows()
         self.refresh()
         return self
 
@@ -312,6 +313,12 @@ class Debugger:
         self._need_run().deny(call_id, reason, by=by)
         return self._after_decision(resume, background)
 
+    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, resume: bool = True,
+                      background: bool = False) -> Debugger:
+        """Answer a waiting call with a result (a client tool's value, or an unknown outcome reconciled)."""
+        self._need_run().submit_result(call_id, value, by=by)
+        return self._after_decision(resume, background)
+
     def _after_decision(self, resume: bool, background: bool) -> Debugger:
         self.follow = True
         if resume and not self.pending():
@@ -332,11 +339,8 @@ class Debugger:
         kind, value = given[0]
         if kind == "state":
             value = LoopState(value).value  # type: ignore[arg-type]
-        if kind == "event":
-            from ..events import EVENT_CLASSES
-
-            if value not in EVENT_CLASSES:
-                raise ValueError(f"no event type {value!r}; types: {', '.join(sorted(EVENT_CLASSES))}")
+        if kind == "event" and value not in _event_types():
+            raise ValueError(f"no event type {value!r}; types: {', '.join(sorted(_event_types()))}")
         bp = Breakpoint(
             id=self._next_bp, kind=kind,  # type: ignore[arg-type]
             value="" if kind == "predicate" else str(value),
@@ -344,14 +348,40 @@ class Debugger:
         )
         self._next_bp += 1
         self._breakpoints.append(bp)
-        self._render_breakpoints()
+        self._sync_breakpoints()
         return bp
 
     def remove_breakpoint(self, bp: Breakpoint | int) -> None:
         """Remove a breakpoint (by object or id)."""
         bp_id = bp.id if isinstance(bp, Breakpoint) else bp
         self._breakpoints = [b for b in self._breakpoints if b.id != bp_id]
-        self._render_breakpoints()
+        self._sync_breakpoints()
+
+    def toggle_breakpoint(self, seq: int) -> Breakpoint | None:
+        """Break on events like event ``seq`` (its tool, else its type), or remove that breakpoint if set.
+
+        Returns the breakpoint added, or None when one was removed. The timeline's row button calls this.
+        """
+        ev = self.events[seq]
+        tool = viewdata.tool_at(self.events, seq)
+        kind, value = ("tool", tool) if tool else ("event", ev.type)
+        for bp in self._breakpoints:
+            if bp.kind == kind and bp.value == value:
+                self.remove_breakpoint(bp)
+                return None
+        if kind == "event" and value not in _event_types():
+            raise ValueError(f"no breakpoint for an event kind this version does not know: {value}")
+        return self._add_breakpoint_from_page(kind, value)
+
+    def _add_breakpoint_from_page(self, kind: str, value: str) -> Breakpoint:
+        value = value.strip()
+        if kind == "tool":
+            return self.add_breakpoint(tool=value)
+        if kind == "state":
+            return self.add_breakpoint(state=value)
+        if kind == "event":
+            return self.add_breakpoint(event=value)
+        raise ValueError(f"a breakpoint from the page is on a tool, an event or a state, not {kind!r}")
 
     @property
     def breakpoints(self) -> list[Breakpoint]:
@@ -394,7 +424,7 @@ class Debugger:
             history = _replace_results(history, results)
         forked = run.loop.start(history[1:] if run.loop.system else history)
         self._seek(run, forked, history, replayed=0)
-        return Debugger(forked, window=self.window)
+        return Debugger(forked, window=self.window, updates_per_second=1.0 / self._interval)
 
     def _seek(self, run: Run, forked: Run, history: list[Any], replayed: int) -> None:
         """A scripted model goes on from the turn the fork starts at (other models need nothing)."""
@@ -423,8 +453,10 @@ class Debugger:
                 args = tool.dump(tool.validate(arguments[p.call_id])) if tool else dict(arguments[p.call_id])
                 p = replace(p, arguments=args, arguments_raw=json.dumps(args, ensure_ascii=False))
             parts.append(p)
+        original = {c.call_id: c.arguments for c in response.message.tool_calls if c.call_id in arguments}
         edited = replace(response, message=replace(response.message, parts=tuple(parts)),
-                         raw={"forked_from": run.run_id, "edited_calls": sorted(arguments)})
+                         raw={"forked_from": run.run_id, "edited_calls": sorted(arguments),
+                              "original_arguments": original})
         history = self.timeline.messages_at(turn_ev.seq - 1)
         while history and history[-1].role == "assistant":
             history = history[:-1]
@@ -432,102 +464,63 @@ class Debugger:
         loop.model = _ReplayFirst(edited, run.loop.model)
         forked = loop.start(history[1:] if loop.system else history)
         self._seek(run, forked, history, replayed=1)
-        return Debugger(forked, window=self.window)
+        return Debugger(forked, window=self.window, updates_per_second=1.0 / self._interval)
 
     # -- view ------------------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        lay = w.Layout
-        self.header = w.HTML()
-        self.header.add_class("agentnb-header")
-        self.diagram = w.HTML(layout=lay(width="100%"))
-        self.diagram.add_class("agentnb-diagram")
-        self.meter_bars = [w.FloatProgress(min=0, max=1, value=0, layout=lay(width="190px")) for _ in range(5)]
-        for bar, name in zip(self.meter_bars, ("turns", "tool-calls", "tokens", "cost", "time"), strict=True):
-            bar.add_class(f"agentnb-meter-{name}")
-        self.meter_turns = self.meter_bars[0]
-        self.meter_label = w.HTML()
-        self.meters = w.HBox([*self.meter_bars, self.meter_label],
-                             layout=lay(align_items="center", flex_flow="row wrap"))
-        self.meters.add_class("agentnb-meters")
+        self.view = DebuggerView()
+        self.widget = self.view
+        """The anywidget (kept under its old name too)."""
+        self._rows = viewdata.RowEncoder()
+        self._rows_of: Timeline | None = None
+        self._rows_sent = 0
+        self._shown: tuple[Any, ...] = ()
+        self._wire_key: tuple[Any, ...] = ()
+        self._plots_key = -1
+        self._displayed = False  # no page listens before the debugger is displayed (or a page says hello)
+        self._heard = False  # a page said hello: it receives what is sent from now on
+        self._snapshot_key: tuple[Any, ...] | None = None
+        self._snapshot_at = 0.0
+        self.view.on_msg(self._on_msg)
+        self.view.observe(self._on_selected, names="selected")
+        self.view.observe(lambda _c: self._safely(self._render_tabs), names=["tab", "wire_provider"])
 
-        def button(label: str, icon: str, tip: str, handler: Callable[[], Any], name: str) -> w.Button:
-            b = w.Button(description=label, icon=icon, tooltip=tip, layout=lay(width="auto"))
-            b.add_class(f"agentnb-btn-{name}")
-            b.on_click(lambda _b: self._safely(handler))
-            return b
+    # The page's controls: each message names a public method (and its arguments), nothing else.
+    _CALLS: dict[str, Callable[[Debugger, dict[str, Any]], Any]] = {
+        "step": lambda d, a: d.step(),
+        "next_turn": lambda d, a: d.next_turn(),
+        "cont": lambda d, a: d.cont(background=True),
+        "pause": lambda d, a: d.pause(),
+        "restart": lambda d, a: d.restart(),
+        "fork": lambda d, a: d._fork_ui(),
+        "select": lambda d, a: d.select(int(a["seq"])),
+        "toggle_breakpoint": lambda d, a: d.toggle_breakpoint(int(a["seq"])),
+        "add_breakpoint": lambda d, a: d._add_breakpoint_from_page(str(a["kind"]), str(a["value"])),
+        "remove_breakpoint": lambda d, a: d.remove_breakpoint(int(a["id"])),
+        "approve": lambda d, a: d._approve_from_page(str(a["call_id"]), a.get("arguments")),
+        "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by="debugger",
+                                    background=True),
+        "submit_result": lambda d, a: d._submit_from_page(str(a["call_id"]), str(a.get("value", ""))),
+    }
 
-        self.btn_step = button("Step", "step-forward", "one event", self.step, "step")
-        self.btn_turn = button("Next turn", "forward", "run to the next model turn", self.next_turn, "next-turn")
-        self.btn_cont = button("Continue", "play", "until a breakpoint, a pause or the end",
-                               lambda: self.cont(background=True), "continue")
-        self.btn_pause = button("Pause", "pause", "stop between two events", self.pause, "pause")
-        self.btn_restart = button("Restart", "refresh", "a new run of the same loop and prompt", self.restart,
-                                  "restart")
-        self.btn_fork = button("Fork here", "code-fork", "a new run from the selected moment", self._fork_ui, "fork")
-        self.status = w.HTML()
-        self.status.add_class("agentnb-status")
-        self.controls = w.HBox(
-            [self.btn_step, self.btn_turn, self.btn_cont, self.btn_pause, self.btn_restart, self.btn_fork, self.status],
-            layout=lay(flex_flow="row wrap", align_items="center"),
-        )
-        self.controls.add_class("agentnb-controls")
+    def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("kind")
+        if kind == "hello":  # a page (re)opened the widget: it needs every row
+            with self._lock:
+                self._displayed = self._heard = True
+                self._reset_rows()
+                self._send_rows()
+            return
+        if kind == "call":
+            method = self._CALLS.get(str(content.get("method")))
+            if method is not None:
+                args = content.get("args") or {}
+                self._safely(lambda: method(self, args))
 
-        self.bp_kind = w.Dropdown(options=["event", "tool", "state"], value="event", layout=lay(width="90px"))
-        self.bp_value = w.Text(placeholder="e.g. ToolFinished, get_weather, WAITING_APPROVAL",
-                               layout=lay(width="300px"))
-        self.bp_add = w.Button(description="Add breakpoint", icon="plus", layout=lay(width="auto"))
-        self.bp_add.add_class("agentnb-btn-add-breakpoint")
-        self.bp_add.on_click(lambda _b: self._safely(self._add_bp_ui))
-        self.bp_list = w.HBox(layout=lay(flex_flow="row wrap"))
-        self.bp_list.add_class("agentnb-breakpoints")
-        self.bp_row = w.HBox([self.bp_kind, self.bp_value, self.bp_add, self.bp_list],
-                             layout=lay(flex_flow="row wrap", align_items="center"))
-
-        self.approvals = w.VBox()
-        self.approvals.add_class("agentnb-approvals")
-        self._approval_key: tuple[str, ...] = ()
-
-        self.btn_first = w.Button(icon="fast-backward", tooltip="first event", layout=lay(width="40px"))
-        self.btn_prev = w.Button(icon="chevron-left", tooltip="previous event", layout=lay(width="40px"))
-        self.btn_next = w.Button(icon="chevron-right", tooltip="next event", layout=lay(width="40px"))
-        self.btn_last = w.Button(icon="fast-forward", tooltip="latest event", layout=lay(width="40px"))
-        for b, name, fn in ((self.btn_first, "first", lambda: self.select(0)),
-                            (self.btn_prev, "prev", lambda: self.select(self.selected - 1)),
-                            (self.btn_next, "next", lambda: self.select(self.selected + 1)),
-                            (self.btn_last, "last", lambda: self.select(len(self.timeline) - 1))):
-            b.add_class(f"agentnb-btn-{name}")
-            b.on_click(lambda _b, fn=fn: self._safely(fn))
-        self.scrubber = w.IntSlider(min=0, max=0, value=0, description="event", continuous_update=False,
-                                    layout=lay(width="100%"))
-        self.scrubber.add_class("agentnb-scrubber")
-        self.scrubber.observe(self._on_scrub, names="value")
-        nav = w.HBox([self.btn_first, self.btn_prev, self.scrubber, self.btn_next, self.btn_last],
-                     layout=lay(align_items="center"))
-        self.cards = w.HTML(layout=lay(max_height="560px", overflow="auto"))
-        self.cards.add_class("agentnb-timeline")
-        left = w.VBox([nav, self.cards], layout=lay(width="50%", min_width="0"))
-        self.detail = w.HTML()
-        self.detail.add_class("agentnb-detail")
-        self.conversation = w.HTML()
-        self.conversation.add_class("agentnb-conversation")
-        self.wire = w.HTML()
-        self.wire.add_class("agentnb-wire-view")
-        self.plots = w.HTML()
-        self.plots.add_class("agentnb-plots")
-        self.tabs = w.Tab([self.detail, self.conversation, self.wire, self.plots],
-                          layout=lay(width="50%", min_width="0"))
-        self.tabs.titles = ("Event", "Conversation", "Wire", "Plots")
-        self.tabs.observe(lambda _c: self._safely(self._render_wire), names="selected_index")
-        body = w.HBox([left, self.tabs], layout=lay(width="100%"))
-
-        self.style = w.HTML(cards.CSS)
-        self.widget = w.VBox(
-            [self.style, self.header, self.diagram, self.meters, self.controls, self.bp_row, self.approvals, body],
-            layout=lay(width="100%", overflow="hidden"),
-        )
-        self.widget.add_class("agentnb-root")
-        self.widget.add_class("agentnb-debugger")
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        if change["new"] != self.selected:
+            self._safely(lambda: self.select(change["new"]))
 
     def _safely(self, fn: Callable[[], Any]) -> None:
         try:
@@ -535,16 +528,6 @@ class Debugger:
         except Exception as exc:  # a click must never leave a traceback in the notebook
             self.message = f"{type(exc).__name__}: {exc}"
             self.refresh()
-
-    def _on_scrub(self, change: dict[str, Any]) -> None:
-        if change["new"] != self.selected:
-            self._safely(lambda: self.select(change["new"]))
-
-    def _add_bp_ui(self) -> None:
-        value = self.bp_value.value.strip()
-        kind = self.bp_kind.value
-        self.add_breakpoint(**{kind: value})
-        self.bp_value.value = ""
 
     def _fork_ui(self) -> None:
         from IPython.display import display
@@ -554,24 +537,184 @@ class Debugger:
         self.refresh()
         display(child)
 
-    def _render_breakpoints(self) -> None:
-        chips = []
-        for bp in self._breakpoints:
-            x = w.Button(description=f"✕ {bp.label()}", tooltip="remove", layout=w.Layout(width="auto"))
-            x.add_class("agentnb-breakpoint")
-            x.on_click(lambda _b, bid=bp.id: self._safely(lambda: self.remove_breakpoint(bid)))
-            chips.append(x)
-        self.bp_list.children = tuple(chips)
+    def _approve_from_page(self, call_id: str, arguments: Any) -> None:
+        self.view.error = ""
+        if arguments is None:
+            self.approve(call_id, by="debugger", background=True)
+            return
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError as exc:
+            self.view.error = f"not JSON: {exc}"
+            return
+        if not isinstance(parsed, dict):
+            self.view.error = "the arguments must be a JSON object"
+            return
+        from pydantic import ValidationError
 
-    def _render_approvals(self) -> None:
+        try:
+            self.approve(call_id, arguments=parsed, by="debugger", background=True)
+        except ValidationError as exc:
+            self.view.error = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+    def _submit_from_page(self, call_id: str, text: str) -> None:
+        self.view.error = ""
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        self.submit_result(call_id, value, by="debugger", background=True)
+
+    def _sync_breakpoints(self) -> None:
+        self.view.breakpoints = [{"id": b.id, "kind": b.kind, "value": b.value, "label": b.label()}
+                                 for b in self._breakpoints]
+
+    def _set_running(self, running: bool) -> None:
+        self.view.running = running
+        self._sync_controls()
+
+    def _sync_controls(self) -> None:
+        state = self.state
+        blocked = state in TERMINAL or (self.live and state is LoopState.WAITING_APPROVAL)
+        if not self.live and len(self.timeline) >= len(self._replay):
+            blocked = True
+        running = self.view.running
+        self.view.controls = {
+            "step": not (blocked or running), "next_turn": not (blocked or running), "cont": not (blocked or running),
+            "pause": running, "restart": not running, "fork": self.live and not running and len(self.timeline) > 0,
+        }
+
+    # -- rows and updates ------------------------------------------------------------------------------
+
+    def _reset_rows(self) -> None:
+        """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
+        if self._rows_of is not self.timeline:
+            self._rows = viewdata.RowEncoder()
+            self._rows_of = self.timeline
+        self._rows_sent = 0
+        self.view.send({"kind": "reset"})
+
+    EARLY_ROWS = 2_000
+    """Before a page said hello, every update resends the rows from the start, up to this many (see below)."""
+
+    def _send_rows(self) -> None:
+        """Send the rows the page has not got yet, in chunks (none before the debugger is displayed).
+
+        Rows sent before the page's module has loaded are lost, and a page that says hello while the cell
+        that displayed the debugger still runs (``display(dbg); dbg.cont()``) is not heard until the cell
+        ends. So until a hello arrives, each update starts over from row 0 -- for a short run; a long one
+        waits for the hello.
+        """
+        if not self._displayed:
+            return  # no page listens yet; displaying sends everything
+        if self._rows_of is not self.timeline:
+            self._reset_rows()
+        n = len(self.timeline)
+        if not self._heard:
+            if n > self.EARLY_ROWS or n == self._rows_sent:
+                return
+            if self._rows_sent:
+                self._reset_rows()
+        while self._rows_sent < n:
+            end = min(n, self._rows_sent + viewdata.CHUNK)
+            self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
+            self._rows_sent = end
+
+    def _encode_rows(self) -> None:
+        with self._lock:
+            if self._rows_of is self.timeline:
+                self._rows.encode(self.timeline.events, 0, len(self.timeline))
+
+    def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
+        """The timeline rows ``start`` to ``end`` as the page receives them (see :mod:`.viewdata`)."""
+        return viewdata.RowEncoder().encode(self.timeline.events, start, len(self.timeline) if end is None else end)
+
+    def _schedule_refresh(self) -> None:
+        """At most one view update per interval: the first event after a quiet spell shows at once."""
+        now = time.monotonic()
+        with self._lock:
+            if self._timer is not None:
+                self._dirty = True
+                return
+            wait = self._last_refresh + self._interval - now
+            if wait > 0:
+                self._dirty = True
+                self._timer = threading.Timer(wait, self._flush)
+                self._timer.daemon = True
+                self._timer.start()
+                return
+        self.refresh()
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._timer = None
+            dirty = self._dirty
+        if dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Bring the page up to date: new rows, the header, and the selected moment (cheap when unchanged)."""
+        with self._lock:
+            self._dirty = False
+            self._last_refresh = time.monotonic()
+            self.updates += 1
+            tl = self.timeline
+            n = len(tl)
+            sel = max(0, min(self.selected, n - 1))
+            self.selected = sel
+            v = self.view
+            with v.hold_sync():
+                self._send_rows()
+                v.header = viewdata.header(tl, live=self.live, total=len(self._replay) if not self.live else None)
+                v.count = n
+                v.selected = sel
+                v.follow = self.follow
+                v.message = self.message
+                self._sync_controls()
+                # a card can change after later events (an approval's status), so the key has the length
+                key = (id(tl), sel, n if sel >= n - 2 or tl.events[sel].type == "ApprovalRequested" else -1)
+                if n and key != self._shown:
+                    self._shown = key
+                    v.detail = viewdata.detail_html(tl, sel)
+                    v.conversation = viewdata.conversation_html(tl, sel)
+                    v.meters = viewdata.meters_html(tl, sel)
+                    v.diagram = viewdata.diagram_html(tl, sel)
+                elif not n:
+                    self._shown = ()
+                    v.detail, v.conversation = viewdata.detail_html(tl, 0), ""
+                    v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
+                self._sync_pending()
+                self._render_tabs()
+                self._sync_snapshot()
+
+    SNAPSHOT_ROWS = 200
+    """Events listed in the snapshot the widget state keeps for kernel-less views (first and last halves)."""
+
+    def _sync_snapshot(self, force: bool = False) -> None:
+        """The saved view for a page without a kernel: redrawn when the run settles, at most once a second."""
+        if not self._displayed:
+            return  # never displayed: nobody will save it
+        state = self.state
+        key = (id(self.timeline), len(self.timeline), state)
+        if key == self._snapshot_key or (self.view.running and not force):
+            return
+        settled = state in TERMINAL or state is LoopState.WAITING_APPROVAL
+        if not (force or settled or time.monotonic() - self._snapshot_at > 1.0):
+            return
+        self._snapshot_key = key
+        self._snapshot_at = time.monotonic()
+        self.view.snapshot = viewdata.fallback_html(self.timeline, live=self.live, rows=self.SNAPSHOT_ROWS,
+                                                    style=False)
+
+    def _sync_pending(self) -> None:
         run = self.run
         pending = run.pending_approvals() if run is not None else []
-        key = tuple(c.call_id for c in pending)
-        if key == self._approval_key:
-            return
-        self._approval_key = key
-        tools = {t.name: t for t in (run.loop.tools if run is not None else [])}
-        self.approvals.children = tuple(self._approval_row(call, tools.get(call.name)) for call in pending)
+        tools = {tool.name: tool for tool in (run.loop.tools if run is not None else [])}
+        self.view.pending = [
+            {"call_id": c.call_id, "name": c.name, "kind": c.kind, "risk": getattr(tools.get(c.name), "risk", "?"),
+             "ask": self._ASKS.get(c.kind, ""), "arguments": json.dumps(c.arguments, indent=2, ensure_ascii=False)}
+            for c in pending
+        ]
 
     _ASKS = {
         "approval": "wants to run",
@@ -580,216 +723,99 @@ class Debugger:
         "escalation": "ran out: grant one more allowance, or deny to finalize with what the model has",
     }
 
-    def _approval_row(self, call: Any, tool: Any) -> w.Widget:
-        risk = tool.risk if tool else "?"
-        info = w.HTML(
-            f'<div class="agentnb-root"><b>{cards.esc(call.name)}</b> {cards.esc(self._ASKS.get(call.kind, ""))} '
-            f'<span class="agentnb-badge agentnb-badge-wait">risk {cards.esc(risk)}</span> '
-            f"<code>{cards.esc(call.call_id)}</code>{cards.json_tree(call.arguments)}</div>"
-        )
-        reason = w.Text(placeholder="reason (sent to the model)", layout=w.Layout(width="260px"))
-        reason.add_class("agentnb-deny-reason")
-        error = w.HTML()
-        error.add_class("agentnb-edit-error")
-        cid = call.call_id
-        deny = w.Button(description="Deny", icon="times", button_style="danger", layout=w.Layout(width="auto"))
-        deny.add_class("agentnb-btn-deny")
-        deny.on_click(lambda _b: self._safely(lambda: self.deny(cid, reason.value or None, background=True)))
-        buttons: list[w.Widget] = []
-        if call.kind != "client_result":
-            label = {"outcome_unknown": "Retry with the same key", "escalation": "Grant more"}.get(call.kind, "Approve")
-            approve = w.Button(description=label, icon="check", button_style="success", layout=w.Layout(width="auto"))
-            approve.add_class("agentnb-btn-approve")
-            approve.on_click(lambda _b: self._safely(lambda: self.approve(cid, background=True)))
-            buttons.append(approve)
-        buttons += [deny, reason]
-        parts: list[w.Widget] = [info, w.HBox(buttons, layout=w.Layout(align_items="center", flex_flow="row wrap"))]
-        if call.kind == "approval":
-            edit = w.Textarea(value=json.dumps(call.arguments, indent=2), layout=w.Layout(width="100%", height="90px"))
-            edit.add_class("agentnb-edit-arguments")
-            edited = w.Button(description="Approve edited arguments", icon="edit", layout=w.Layout(width="auto"))
-            edited.add_class("agentnb-btn-approve-edited")
-            edited.on_click(lambda _b: self._approve_edited(cid, edit.value, error))
-            parts += [w.HTML('<span class="agentnb-muted">edit the arguments (checked against the schema):</span>'),
-                      edit, w.HBox([edited, error], layout=w.Layout(align_items="center"))]
-        elif call.kind != "escalation":
-            result = w.Textarea(placeholder="the result, as JSON (or plain text)",
-                                layout=w.Layout(width="100%", height="70px"))
-            result.add_class("agentnb-submit-value")
-            submit = w.Button(description="Submit result", icon="upload", layout=w.Layout(width="auto"))
-            submit.add_class("agentnb-btn-submit-result")
-            submit.on_click(lambda _b: self._submit(cid, result.value, error))
-            parts += [result, w.HBox([submit, error], layout=w.Layout(align_items="center"))]
-        return w.VBox(parts, layout=w.Layout(border="1px solid var(--jp-warn-color1)", padding="6px", margin="4px 0"))
-
-    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, resume: bool = True,
-                      background: bool = False) -> Debugger:
-        """Answer a waiting call with a result (a client tool's value, or an unknown outcome reconciled)."""
-        self._need_run().submit_result(call_id, value, by=by)
-        return self._after_decision(resume, background)
-
-    def _submit(self, call_id: str, text: str, error: w.HTML) -> None:
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = text
-        try:
-            self.submit_result(call_id, value, by="debugger", background=True)
-        except Exception as exc:
-            error.value = f'<span class="agentnb-err">{cards.esc(exc)}</span>'
-
-    def _approve_edited(self, call_id: str, text: str, error: w.HTML) -> None:
-        try:
-            arguments = json.loads(text)
-        except ValueError as exc:
-            error.value = f'<span class="agentnb-err">not JSON: {cards.esc(exc)}</span>'
-            return
-        if not isinstance(arguments, dict):
-            error.value = '<span class="agentnb-err">the arguments must be a JSON object</span>'
-            return
-        try:
-            self.approve(call_id, arguments=arguments, by="debugger", background=True)
-        except Exception as exc:
-            from pydantic import ValidationError
-
-            if isinstance(exc, ValidationError):
-                msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-                error.value = f'<span class="agentnb-err">{cards.esc(msgs)}</span>'
-            else:
-                error.value = f'<span class="agentnb-err">{cards.esc(exc)}</span>'
-
-    def _set_running(self, running: bool) -> None:
-        for b in (self.btn_step, self.btn_turn, self.btn_cont, self.btn_restart, self.btn_fork):
-            b.disabled = running
-        self.btn_pause.disabled = not running
-
-    def _schedule_refresh(self) -> None:
-        now = time.monotonic()
-        if now - self._last_refresh > 0.1:
-            self.refresh()
-            return
-        self._dirty = True
-        if self._timer is None:
-            self._timer = threading.Timer(0.15, self._flush)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _flush(self) -> None:
-        self._timer = None
-        if self._dirty:
-            self.refresh()
-
-    def refresh(self) -> None:
-        """Redraw everything from the timeline (cheap: only a window of cards is drawn)."""
-        with self._lock:
-            self._dirty = False
-            self._last_refresh = time.monotonic()
-            tl = self.timeline
-            n = len(tl)
-            sel = max(0, min(self.selected, n - 1))
-            self.selected = sel
-            state = tl.state.state
-            rs = tl.state
-            first = tl.events[0] if n else None
-            model = getattr(first, "model", "?")
-            mode = "live" if self.live else f"replay · {n}/{len(self._replay)} events"
-            reason = f" — {cards.esc(rs.reason)}" if rs.reason else ""
-            self.header.value = (
-                f'<div class="agentnb-root"><b>agentnb</b> · run <code>{cards.esc(rs.run_id or "-")}</code> · '
-                f"{cards.esc(model)} · {mode} · {_badge(state)}{reason}</div>"
-            )
-            shown_state = tl.events[sel].state if n else state
-            self.diagram.value = f'<div class="agentnb-root agentnb-diagram">{state_diagram(shown_state)}</div>'
-            self._render_meters(sel)
-            msg = cards.esc(self.message)
-            at = "" if self.follow else f' · <span class="agentnb-muted">viewing event {sel} of {n - 1}</span>'
-            self.status.value = f'<span class="agentnb-root">{msg}{at}</span>'
-            done = state in TERMINAL
-            if not self.running:
-                self.btn_step.disabled = done or (self.live and state is LoopState.WAITING_APPROVAL)
-                self.btn_cont.disabled = self.btn_step.disabled
-                self.btn_turn.disabled = self.btn_step.disabled
-                self.btn_pause.disabled = True
-                self.btn_fork.disabled = not self.live
-            self.scrubber.unobserve(self._on_scrub, names="value")
-            self.scrubber.max = max(0, n - 1)
-            self.scrubber.value = sel
-            self.scrubber.observe(self._on_scrub, names="value")
-            ctx = cards.CardContext(tl)
-            light = cards.CardContext(tl, light=True)
-            start = max(0, min(sel - self.window // 2, n - self.window))
-            end = min(n, start + self.window)
-            more_before = f'<div class="agentnb-muted">… {start} earlier events</div>' if start else ""
-            more_after = f'<div class="agentnb-muted">… {n - end} later events</div>' if end < n else ""
-            self.cards.value = (
-                f'<div class="agentnb-root">{more_before}'
-                + "".join(cards.card(tl.events[i], light, selected=i == sel) for i in range(start, end))
-                + f"{more_after}</div>"
-            )
-            if n:
-                ev = tl.events[sel]
-                self.detail.value = (
-                    f'<div class="agentnb-root"><div class="agentnb-card agentnb-selected-detail">'
-                    f'<div style="padding:4px 6px">{cards.summary_html(ev)}</div>'
-                    f'<div class="agentnb-body">{cards.body_html(ev, ctx)}</div></div></div>'
-                )
-                msgs = tl.messages_at(sel)
-                self.conversation.value = (
-                    f'<div class="agentnb-root agentnb-time-travel" data-seq="{sel}">'
-                    f'<div class="agentnb-muted">the conversation after event {sel} ({cards.esc(ev.type)}): '
-                    f"{len(msgs)} messages</div>{cards.conversation_html(msgs)}</div>"
-                )
-            self._render_approvals()
-            self._render_wire()
-
-    def _render_wire(self) -> None:
-        """The wire and plot tabs are drawn only while open: four renderings or four figures are not free."""
-        if self.tabs.selected_index == 3 and len(self.timeline):
-            self.plots.value = f'<div class="agentnb-root">{plots_html(self.timeline.events)}</div>'
-            return
-        if self.tabs.selected_index != 2 or not len(self.timeline):
-            return
-        from .wire import wire_html
-
-        self.wire.value = f'<div class="agentnb-root">{wire_html(self.timeline, self.selected)}</div>'
-
-    def _render_meters(self, sel: int) -> None:
+    def _render_tabs(self) -> None:
+        """The wire and plot tabs are computed only while open: a rendering or four figures are not free."""
         tl = self.timeline
-        c = tl.counters_at(sel)
-        first = tl.events[0] if len(tl) else None
-        settings = getattr(first, "settings", {}) or {}
-        budget = settings.get("budget") or {"max_turns": settings.get("max_turns")}
-        tokens = c.input_tokens + c.output_tokens
-        elapsed = (tl.events[sel].ts - first.ts).total_seconds() if first is not None and len(tl) else 0.0
-        prices = budget.get("prices") or {}
-        spent = cost(c.tokens_by_model, prices) if prices else None
-        rows = [
-            ("turns", c.turns, budget.get("max_turns"), f"{c.turns}"),
-            ("tool calls", c.tool_calls, budget.get("max_tool_calls"), f"{c.tool_calls}"),
-            ("tokens", tokens, budget.get("max_total_tokens"), f"{tokens:,}"),
-            ("cost", spent, budget.get("max_cost"), "—" if spent is None else f"${spent:.4f}"),
-            ("time", elapsed, budget.get("deadline_s"), f"{elapsed:.1f} s"),
-        ]
-        for (label, value, limit, _), bar in zip(rows, self.meter_bars, strict=True):
-            bar.layout.display = "" if limit else "none"
-            if limit:
-                bar.max = float(limit)
-                bar.value = min(float(value or 0), float(limit))
-                bar.description = label
-                bar.bar_style = "danger" if value is not None and value >= limit else ""
-        parts = [f"{label} {shown}" + (f" / {limit:g}" if limit else "") for label, _, limit, shown in rows
-                 if label != "cost" or spent is not None]
-        self.meter_label.value = (
-            f'<span class="agentnb-root">{" · ".join(parts)} '
-            f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span>'
-        )
+        v = self.view
+        if v.tab == "wire" and len(tl):
+            key = (id(tl), self.selected, v.wire_provider, len(tl) if self.selected >= len(tl) - 2 else -1)
+            if key != self._wire_key:
+                self._wire_key = key
+                v.wire = viewdata.wire_view(tl, self.selected, v.wire_provider)
+        elif v.tab == "plots" and len(tl) and self._plots_key != len(tl):
+            self._plots_key = len(tl)
+            v.plots = plots_html(tl.events)
+
+    # -- display ---------------------------------------------------------------------------------------
+
+    def fallback_html(self) -> str:
+        """The static HTML of the display bundle (header, meters, events, conversation), for kernel-less readers."""
+        with self._lock:
+            return viewdata.fallback_html(self.timeline, live=self.live)
+
+    def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.
+
+        Example:
+            >>> import agentnb as anb, tempfile, os
+            >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> dbg = anb.Debugger(run.start("Paris?")).cont()
+            >>> path = dbg.export_html(os.path.join(tempfile.mkdtemp(), "run.html"))
+            >>> path.read_text(encoding="utf-8").startswith("<!doctype html>")
+            True
+        """
+        from .export import write_html
+
+        with self._lock:
+            return write_html(self.timeline, path, title=title)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        shown = self.view._repr_mimebundle_(**kwargs)
+        data, metadata = shown if isinstance(shown, tuple) else (shown or {}, {})
+        data = dict(data)
+        with self._lock:
+            self._displayed = True
+            self._sync_snapshot(force=True)
+            self._reset_rows()  # a new view: every row again (lost if the page is not listening yet: it asks)
+            self._send_rows()
+            if len(self.timeline) > self.EARLY_ROWS and not self._heard:
+                # a long run's rows wait for the page's hello: encode them meanwhile, while the page loads
+                threading.Thread(target=self._encode_rows, name="agentnb-rows", daemon=True).start()
+        data["text/html"] = self.fallback_html()
+        data["text/plain"] = repr(self.run) if self.run is not None else repr(Transcript(self._replay))
+        return data, metadata
 
     def __repr__(self) -> str:
         mode = "live" if self.live else "replay"
         return f"<agentnb.Debugger {mode} {self.state.value} {len(self.timeline)} events>"
+
+
+def _event_types() -> frozenset[str]:
+    from ..events import EVENT_CLASSES
+
+    return frozenset(EVENT_CLASSES)
+
+
+class DebuggerView(anywidget.AnyWidget):
+    """The debugger in the page: ``widgets/debugger.js`` and ``widgets/debugger.css`` served by anywidget.
+
+    The traits are the selected moment only; event rows arrive as custom messages (see :mod:`.viewdata`).
+    The page sets ``selected``, ``tab`` and ``wire_provider``; everything else flows from Python.
+    """
+
+    _esm = assets.text("debugger.js")
+    _css = assets.text("debugger.css")
+
+    header = t.Dict().tag(sync=True)
+    count = t.Int(0).tag(sync=True)
+    selected = t.Int(0).tag(sync=True)
+    follow = t.Bool(True).tag(sync=True)
+    running = t.Bool(False).tag(sync=True)
+    message = t.Unicode("").tag(sync=True)
+    controls = t.Dict().tag(sync=True)
+    meters = t.Unicode("").tag(sync=True)
+    diagram = t.Unicode("").tag(sync=True)
+    detail = t.Unicode("").tag(sync=True)
+    conversation = t.Unicode("").tag(sync=True)
+    tab = t.Unicode("event").tag(sync=True)
+    wire_provider = t.Unicode("").tag(sync=True)
+    wire = t.Dict().tag(sync=True)
+    plots = t.Unicode("").tag(sync=True)
+    breakpoints: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    pending: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    error = t.Unicode("").tag(sync=True)
+    snapshot = t.Unicode("").tag(sync=True)
+    """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
 
 
 class _ReplayFirst:

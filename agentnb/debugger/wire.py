@@ -1,19 +1,18 @@
-"""The wire view: one model request in the four providers' own shapes, side by side.
+"""The wire view: one model request in each provider's own shape, one provider at a time.
 
 The canonical request of a turn (the conversation as it stood, the tools offered, the settings) is rendered
-by each wire adapter exactly as agentnb would send it. Reading the four columns is how a workshop sees what
-"provider-agnostic" hides: where the system prompt goes, how a call and its result are shaped and linked
+by each wire adapter exactly as agentnb would send it. Switching between providers is how a workshop sees
+what "provider-agnostic" hides: where the system prompt goes, how a call and its result are shaped and linked
 (``tool_call_id``, ``call_id``, ``tool_use_id``, the function name), where continuation data travels.
+:func:`.viewdata.wire_view` adds the raw response of the turn, on the tab of the API that produced it.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..events import BaseEvent, ToolInfo
 from ..providers import anthropic, gemini, openai_chat, openai_responses
-from .cards import esc
 from .timeline import Timeline
 
 ADAPTERS = (
@@ -47,41 +46,21 @@ def request_at(timeline: Timeline, seq: int) -> tuple[BaseEvent | None, list[Any
 
 def render(timeline: Timeline, seq: int) -> dict[str, Any]:
     """``{provider title: request body or an error message}`` for the request in force at ``seq``."""
-    req, messages, tools, settings = request_at(timeline, seq)
+    req = request_at(timeline, seq)[0]
     if req is None:
         return {}
+    return {title: render_one(timeline, seq, title) for title, _ in ADAPTERS}
+
+
+def render_one(timeline: Timeline, seq: int, title: str) -> Any:
+    """One provider's request body (or why it cannot take the request) for the request in force at ``seq``."""
+    req, messages, tools, settings = request_at(timeline, seq)
+    if req is None:
+        return None
     settings = {k: v for k, v in settings.items() if k in ("tool_choice", "max_tokens", "temperature",
                                                           "parallel_tool_calls")}
-    out: dict[str, Any] = {}
-    for title, adapter in ADAPTERS:
-        try:
-            out[title] = adapter.render_request(messages, tools, model="<model>", **settings)
-        except Exception as exc:  # show why a provider cannot take this request
-            out[title] = f"cannot render for this provider: {type(exc).__name__}: {exc}"
-    return out
-
-
-def wire_html(timeline: Timeline, seq: int) -> str:
-    """The four request bodies side by side, with a legend of where each thing goes."""
-    bodies = render(timeline, seq)
-    if not bodies:
-        return '<div class="agentnb-muted">no model request yet at this event</div>'
-    req, messages, tools, _ = request_at(timeline, seq)
-    legend = "".join(
-        f"<tr><td><b>{esc(row[0])}</b></td>" + "".join(f"<td><code>{esc(c)}</code></td>" for c in row[1:]) + "</tr>"
-        for row in WHERE
-    )
-    head = "".join(f"<th>{esc(t)}</th>" for t, _ in ADAPTERS)
-    cols = "".join(
-        f'<div class="agentnb-wire-col" style="flex:1;min-width:0"><b>{esc(title)}</b>'
-        f'<div class="agentnb-pre" style="max-height:36em">'
-        f"{esc(body if isinstance(body, str) else json.dumps(body, indent=1, ensure_ascii=False))}</div></div>"
-        for title, body in bodies.items()
-    )
-    return (
-        f'<div class="agentnb-wire" data-seq="{req.seq if req else -1}">'
-        f'<div class="agentnb-muted">the request of turn {req.turn if req else "?"} (event {req.seq if req else "?"}): '
-        f"{len(messages)} messages, {len(tools)} tools, as each provider's API takes it</div>"
-        f'<table class="agentnb-kv"><tr><th></th>{head}</tr>{legend}</table>'
-        f'<div style="display:flex;gap:6px">{cols}</div></div>'
-    )
+    adapter = dict(ADAPTERS)[title]
+    try:
+        return adapter.render_request(messages, tools, model="<model>", **settings)
+    except Exception as exc:  # show why a provider cannot take this request
+        return f"cannot render for this provider: {type(exc).__name__}: {exc}"

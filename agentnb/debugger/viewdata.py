@@ -1,0 +1,400 @@
+"""What the front end shows, computed from a :class:`~.timeline.Timeline`: rows, detail, meters, header, wire.
+
+Theory of operation. The front end (``widgets/debugger.js``) draws; it does not interpret events. Everything
+it shows comes from here, in one of three shapes:
+
+- **Rows** -- one per event, for the virtualized timeline, its filters and its search: the event's type,
+  state, turn, tool, status and one-line summary. :class:`RowEncoder` packs a range of them column by column,
+  with the repeated strings (types, states, tools, statuses) as indices into vocabularies, so 100,000 rows
+  travel as a few megabytes of JSON. Rows go to the browser once, in custom messages, never in the widget's
+  saved state; a live run sends only the rows that are new since the last update.
+- **The selected moment** -- the card of one event, the conversation as it stood after it, the meters and
+  the state diagram at that point: small HTML strings the widget syncs as traits.
+- **The wire view** -- one provider's rendering of the request in force at the selected event, and the raw
+  response where the run kept one (only the provider tab that is open is rendered).
+
+The same functions feed the kernel-less views: :func:`fallback_html` (the static ``text/html`` of the
+display bundle) and :func:`static_bundle` (every event's data for the self-contained HTML export).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from ..events import BaseEvent
+from ..guards import cost
+from ..states import TERMINAL, LoopState
+from . import cards
+from .diagram import state_diagram
+from .timeline import Timeline
+
+CHUNK = 20_000
+"""Rows per message: the first screen shows before a long transcript has arrived whole."""
+
+
+def event_tool(ev: BaseEvent) -> str:
+    """The tool an event is about ("" for none)."""
+    name = getattr(ev, "name", None)
+    return name if isinstance(name, str) and hasattr(ev, "call_id") else ""
+
+
+def tool_at(events: list[BaseEvent], seq: int) -> str:
+    """The tool event ``seq`` is about, also for events that name only the call (as the rows show it)."""
+    ev = events[seq]
+    tool = event_tool(ev)
+    call_id = getattr(ev, "call_id", None)
+    if tool or not isinstance(call_id, str):
+        return tool
+    return next((event_tool(e) for e in reversed(events[:seq]) if getattr(e, "call_id", None) == call_id
+                 and event_tool(e)), "")
+
+
+def event_status(ev: BaseEvent) -> str:
+    """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
+    t = ev.type
+    if t == "CallRejected":
+        return "rejected"
+    if t == "ApprovalResolved":
+        return str(getattr(ev, "decision", ""))
+    if t == "ApprovalRequested":
+        return "waiting"
+    if t == "GuardTripped":
+        return "guard"
+    if t == "ModelRetried":
+        return "retry"
+    if t == "RunFinished":
+        final = getattr(ev, "final", None)
+        return final.value.lower() if isinstance(final, LoopState) else ""
+    if t == "CallParsed" and getattr(ev, "error", None):
+        return "invalid"
+    status = getattr(ev, "status", None)
+    return status if isinstance(status, str) else ""
+
+
+_COLUMNS = ("k", "s", "u", "t", "x", "m")
+
+
+@dataclass
+class RowEncoder:
+    """Packs events into column-wise rows with shared vocabularies (indices stay stable as rows arrive).
+
+    The encoder keeps the columns of the events it has seen, so a row is computed once however often it is
+    sent (a second view, a page reloaded): a log only grows, and each event's row depends on that event alone
+    (and on the calls named before it).
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> events = run.start("Paris?").run().events
+        >>> rows = RowEncoder().encode(events, 0, len(events))
+        >>> rows["types"][rows["k"][0]], rows["m"][0][:9]
+        ('RunStarted', 'scripted:')
+    """
+
+    types: list[str] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=lambda: [""])
+    statuses: list[str] = field(default_factory=lambda: [""])
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
+    _codes: tuple[dict[str, int], ...] = field(default_factory=lambda: ({}, {}, {"": 0}, {"": 0}))
+    _names: dict[str, str] = field(default_factory=dict)
+    """Call id -> tool name, so an event that names only the call (an approval's answer) is the tool's too."""
+
+    def _extend(self, events: list[BaseEvent], end: int) -> None:
+        cols = self.columns
+        k, s, u, t, x, m = (cols[c] for c in _COLUMNS)
+        type_codes, state_codes, tool_codes, status_codes = self._codes
+        names = self._names
+
+        def code(codes: dict[str, int], vocab: list[str], value: str) -> int:
+            c = codes.get(value)
+            if c is None:
+                c = codes[value] = len(vocab)
+                vocab.append(value)
+            return c
+
+        for ev in events[len(k):end]:
+            k.append(type_codes.get(ev.type) if ev.type in type_codes else code(type_codes, self.types, ev.type))
+            state = ev.state.value
+            s.append(state_codes[state] if state in state_codes else code(state_codes, self.states, state))
+            u.append(ev.turn)
+            tool = event_tool(ev)
+            call_id = getattr(ev, "call_id", None)
+            if isinstance(call_id, str):
+                if tool:
+                    names[call_id] = tool
+                else:
+                    tool = names.get(call_id, "")
+            t.append(tool_codes[tool] if tool in tool_codes else code(tool_codes, self.tools, tool))
+            status = event_status(ev)
+            x.append(status_codes[status] if status in status_codes else code(status_codes, self.statuses, status))
+            m.append(cards.summary_text(ev))
+
+    def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
+        """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
+        if end > len(self.columns["k"]):
+            self._extend(events, end)
+        last = events[end - 1] if end > start else None
+        return {"kind": "rows", "start": start, "types": self.types, "states": self.states, "tools": self.tools,
+                "statuses": self.statuses, "type_classes": [cards.kind_class(n) for n in self.types],
+                **{c: self.columns[c][start:end] for c in _COLUMNS},
+                "ts_last": last.ts.timestamp() * 1000 if last is not None else None}
+
+
+# -- the selected moment ------------------------------------------------------------------------------
+
+
+def detail_html(tl: Timeline, seq: int, *, light: bool = False) -> str:
+    """The selected event's card, expanded (``data-seq`` says which event it shows)."""
+    if not len(tl):
+        return '<div class="agentnb-muted">no events yet: Step or Continue</div>'
+    ev = tl.events[seq]
+    ctx = cards.CardContext(tl, light=light)
+    return (f'<div class="agentnb-detail-card" data-seq="{ev.seq}"><div class="agentnb-detail-summary">'
+            f"{cards.summary_html(ev)}</div>{cards.body_html(ev, ctx)}</div>")
+
+
+def conversation_html(tl: Timeline, seq: int) -> str:
+    """The conversation as it stood right after event ``seq`` (time travel)."""
+    if not len(tl):
+        return ""
+    msgs = tl.messages_at(seq)
+    ev = tl.events[seq]
+    return (f'<div class="agentnb-time-travel" data-seq="{seq}"><div class="agentnb-muted">the conversation after '
+            f"event {seq} ({cards.esc(ev.type)}): {len(msgs)} messages</div>{cards.conversation_html(msgs)}</div>")
+
+
+def _budget(tl: Timeline) -> dict[str, Any]:
+    first = tl.events[0] if len(tl) else None
+    settings = getattr(first, "settings", {}) or {}
+    budget = settings.get("budget") or {"max_turns": settings.get("max_turns")}
+    return dict(budget)
+
+
+def meters(tl: Timeline, seq: int) -> list[tuple[str, float | None, float | None, str]]:
+    """``(label, value, limit, shown)`` for turns, tool calls, tokens, cost and time after event ``seq``."""
+    c = tl.counters_at(seq)
+    budget = _budget(tl)
+    tokens = c.input_tokens + c.output_tokens
+    elapsed = (tl.events[seq].ts - tl.events[0].ts).total_seconds() if len(tl) else 0.0
+    prices = budget.get("prices") or {}
+    spent = cost(c.tokens_by_model, prices) if prices else None
+    return [
+        ("turns", c.turns, budget.get("max_turns"), f"{c.turns}"),
+        ("tool calls", c.tool_calls, budget.get("max_tool_calls"), f"{c.tool_calls}"),
+        ("tokens", tokens, budget.get("max_total_tokens"), f"{tokens:,}"),
+        ("cost", spent, budget.get("max_cost"), "—" if spent is None else f"${spent:.4f}"),
+        ("time", elapsed, budget.get("deadline_s"), f"{elapsed:.1f} s"),
+    ]
+
+
+def meters_html(tl: Timeline, seq: int) -> str:
+    """The budget meters after event ``seq``: a bar for each limit that is set, a line for everything."""
+    rows = meters(tl, seq)
+    bars = []
+    for label, value, limit, _ in rows:
+        if not limit:
+            continue
+        share = min(1.0, float(value or 0) / float(limit))
+        over = " agentnb-meter-over" if value is not None and value >= limit else ""
+        slug = label.replace(" ", "-")
+        bars.append(
+            f'<span class="agentnb-meter agentnb-meter-{slug}{over}" role="meter" aria-label="{label}" '
+            f'aria-valuenow="{float(value or 0):g}" aria-valuemax="{float(limit):g}">'
+            f'<span class="agentnb-meter-name">{label}</span><span class="agentnb-meter-track">'
+            f'<span class="agentnb-meter-fill" style="width:{share * 100:.1f}%"></span></span></span>'
+        )
+    c = tl.counters_at(seq)
+    parts = [f"{label} {shown}" + (f" / {limit:g}" if limit else "") for label, value, limit, shown in rows
+             if label != "cost" or value is not None]
+    return (f'<div class="agentnb-meters">{"".join(bars)}<span class="agentnb-meter-label">{" · ".join(parts)} '
+            f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span></div>')
+
+
+def header(tl: Timeline, *, live: bool, total: int | None = None) -> dict[str, Any]:
+    """Run id, model, mode, state and why it ended, for the header line."""
+    rs = tl.state
+    first = tl.events[0] if len(tl) else None
+    n = len(tl)
+    return {
+        "run_id": rs.run_id or "-",
+        "model": str(getattr(first, "model", "?")),
+        "mode": "live" if live else f"replay · {n}/{total if total is not None else n} events",
+        "state": rs.state.value,
+        "tone": _tone(rs.state),
+        "reason": rs.reason or "",
+        "live": live,
+    }
+
+
+def _tone(state: LoopState) -> str:
+    if state is LoopState.COMPLETED:
+        return "done"
+    if state in TERMINAL:
+        return "bad"
+    if state is LoopState.WAITING_APPROVAL:
+        return "wait"
+    return "live"
+
+
+def diagram_html(tl: Timeline, seq: int) -> str:
+    """The state machine with the state after event ``seq`` lit."""
+    state = tl.events[seq].state if len(tl) else LoopState.NEW
+    return _diagram(state)
+
+
+@cache
+def _diagram(state: LoopState) -> str:
+    return state_diagram(state)  # a dozen states, drawn once each
+
+
+# -- the wire view ------------------------------------------------------------------------------------
+
+
+def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
+    """The request in force at ``seq`` for one provider (by title), and the raw response when it is that API's.
+
+    Returns ``{"seq", "turn", "provider", "providers", "where", "request", "response", "response_from", "note"}``;
+    ``seq`` is -1 before the first request.
+    """
+    from . import wire
+
+    titles = [t for t, _ in wire.ADAPTERS]
+    provider = provider if provider in titles else titles[0]
+    out: dict[str, Any] = {"seq": -1, "turn": 0, "provider": provider, "providers": titles, "request": "",
+                           "response": "", "response_from": "", "note": "no model request yet at this event",
+                           "where": []}
+    if not len(tl):
+        return out
+    req, messages, tools, _ = wire.request_at(tl, seq)
+    if req is None:
+        return out
+    column = titles.index(provider) + 1
+    out["where"] = [[row[0], row[column]] for row in wire.WHERE]
+    body = wire.render_one(tl, seq, provider)
+    out.update(seq=req.seq, turn=req.turn, request=body if isinstance(body, str) else _pretty(body),
+               note=f"the request of turn {req.turn} (event {req.seq}): {len(messages)} messages, {len(tools)} tools")
+    adapter = dict(wire.ADAPTERS)[provider]
+    turn = next((e for e in tl.events[req.seq:] if e.type == "TurnCompleted" and e.turn == req.turn), None)
+    response = getattr(turn, "response", None)
+    if response is not None and response.raw is not None:
+        out["response_from"] = response.provider
+        if response.provider == getattr(adapter, "PROVIDER", None):
+            out["response"] = _pretty(cards._jsonable(response.raw))
+    return out
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# -- kernel-less views --------------------------------------------------------------------------------
+
+FALLBACK_ROWS = 400
+"""Events listed in the static fallback (the first and last halves; the middle is counted)."""
+
+
+def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", rows: int = FALLBACK_ROWS,
+                  style: bool = True) -> str:
+    """The static ``text/html`` shown where no widget runs (GitHub, nbviewer, nbconvert, no kernel).
+
+    The header (run, model, final state and why), the meters, the event table with summaries, and the
+    conversation after the last event. Styles are inline; without them (GitHub strips ``<style>``) it is
+    still a readable table. ``rows`` caps the events listed; ``style=False`` leaves the stylesheet out (the
+    widget's saved snapshot, whose page has it already).
+    """
+    from .assets import stylesheet
+
+    h = header(tl, live=live)
+    n = len(tl)
+    last = n - 1
+    reason = f" — {cards.esc(h['reason'])}" if h["reason"] else ""
+    head = (f'<div class="agentnb-header"><b>{cards.esc(title)}</b> · run <code>{cards.esc(h["run_id"])}</code> · '
+            f'{cards.esc(h["model"])} · {n} events · <span class="agentnb-badge agentnb-badge-{h["tone"]}">'
+            f'{cards.esc(h["state"])}</span>{reason}</div>')
+    if n > rows:
+        half = rows // 2
+        shown = [*range(half), -1, *range(n - half, n)]
+    else:
+        shown = list(range(n))
+    body = []
+    for i in shown:
+        if i < 0:
+            body.append(f'<tr><td colspan="5" class="agentnb-muted">… {n - 2 * half:,} more events …</td></tr>')
+            continue
+        ev = tl.events[i]
+        body.append(f"<tr><td>{ev.seq}</td><td>{cards.esc(ev.type)}</td><td>{ev.turn}</td>"
+                    f"<td>{cards.esc(cards.summary_text(ev))}</td><td>{cards.esc(ev.state.value)}</td></tr>")
+    table = ('<table class="agentnb-fallback-events"><thead><tr><th>#</th><th>event</th><th>turn</th>'
+             f'<th>summary</th><th>state after</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+    meter = meters_html(tl, last) if n else ""
+    conv = conversation_html(tl, last) if n else ""
+    return (f'{stylesheet() if style else ""}<div class="agentnb-root agentnb-fallback" data-events="{n}">{head}{meter}'
+            f"<details open><summary><b>events</b></summary>{table}</details>"
+            f"<details open><summary><b>conversation</b></summary>{conv}</details></div>")
+
+
+WIRE_BUDGET = 3_000_000
+"""Characters of wire-view JSON an export keeps (the latest requests first; older ones say so)."""
+
+
+def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
+    """Everything the read-only front end needs without a kernel, for every event, in one JSON value.
+
+    Per event: its row, its card (light: no full histories, which the conversation pane shows), a pointer
+    into the shared conversation (message ``i`` of history version ``v`` is drawn once, however many events
+    show it), its meters (distinct lines stored once) and its state. The wire view keeps the latest requests
+    up to :data:`WIRE_BUDGET`.
+    """
+    from . import wire
+
+    n = len(tl)
+    rows = RowEncoder().encode(tl.events, 0, n)
+    versions, where = tl.history_versions()
+    message_ids: dict[int, int] = {}
+    message_html: list[str] = []
+    version_lists: list[list[int]] = []
+    for version in versions:
+        ids = []
+        for m in version:
+            i = message_ids.get(id(m))
+            if i is None:
+                i = message_ids[id(m)] = len(message_html)
+                message_html.append(cards.message_html(m))
+            ids.append(i)
+        version_lists.append(ids)
+    meter_lines: dict[str, int] = {}
+    meter_at = []
+    for seq in range(n):
+        line = meters_html(tl, seq)
+        meter_at.append(meter_lines.setdefault(line, len(meter_lines)))
+    states = sorted({ev.state for ev in tl.events} | {LoopState.NEW}, key=lambda s: s.value)
+    wire_data: dict[str, dict[str, Any]] = {}
+    spent = 0
+    titles = [t for t, _ in wire.ADAPTERS]
+    requests = [ev.seq for ev in tl.events if ev.type == "ModelRequested"]
+    for seq in reversed(requests):
+        views = {t: wire_view(tl, seq, t) for t in titles}
+        size = sum(len(v["request"]) + len(v["response"]) for v in views.values())
+        if spent + size > WIRE_BUDGET:
+            break
+        spent += size
+        wire_data[str(seq)] = views
+    return {
+        "header": {**header(tl, live=False), "mode": f"exported · {n} events", "static": True, "title": title},
+        "count": n,
+        "rows": rows,
+        "detail": [detail_html(tl, seq, light=True) for seq in range(n)],
+        "messages": message_html,
+        "versions": version_lists,
+        "where": [list(w) for w in where],
+        "meters": list(meter_lines),
+        "meter_at": meter_at,
+        "diagrams": {s.value: state_diagram(s) for s in states},
+        "wire": wire_data,
+        "wire_titles": titles,
+        "requests": requests,
+    }

@@ -1,0 +1,772 @@
+// agentnb debugger: the front end (an anywidget ES module; plain JavaScript, no build step).
+//
+// Theory of operation. The kernel (agentnb/debugger/widget.py) interprets events; this module only draws.
+// It gets two kinds of data:
+//   - rows, one per event (type, state, turn, tool, status, summary), in custom messages {kind: "rows"},
+//     column by column, kept once per model in a RowStore however many views show it, and appended as a
+//     live run streams;
+//   - the selected moment (card, conversation, meters, diagram, wire view, approvals) as synced traits.
+// The timeline is virtualized: only the rows in sight (plus a margin) are in the DOM, so 100,000 events
+// scroll like 100. Clicking a row sets `selected`; the kernel answers with that moment (time travel).
+// Every control sends {kind: "call", method, args}, which calls the debugger's public method of that name.
+//
+// The same module runs without a kernel: `standalone()` (used by the self-contained HTML export) drives the
+// views with a StaticModel that answers from data embedded in the page.
+
+const ROW_H = 24;
+const OVERSCAN = 12;
+const KEYS_HELP = [
+  ["← → or k j", "previous / next event"],
+  ["Home / End", "first / last event"],
+  ["s", "step"],
+  ["n", "next turn"],
+  ["c", "continue"],
+  ["p", "pause"],
+  ["/", "search"],
+  ["?", "this help"],
+];
+
+const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags: [], marks: {} });
+
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+// -- rows ------------------------------------------------------------------------------------------------
+
+class RowStore {
+  constructor() {
+    this.listeners = new Set();
+    this.reset();
+  }
+  reset() {
+    this.k = []; this.s = []; this.u = []; this.t = []; this.x = []; this.m = [];
+    this.types = []; this.states = []; this.tools = [""]; this.statuses = [""]; this.typeClasses = [];
+    this.n = 0;
+    this.version = (this.version || 0) + 1;
+    this.emit({ reset: true });
+  }
+  apply(msg) {
+    if (msg.start < this.n) {
+      for (const col of ["k", "s", "u", "t", "x", "m"]) this[col].length = msg.start;
+      this.n = msg.start;
+    } else if (msg.start > this.n) {
+      return false; // a gap (messages sent before this page listened): ask for everything again
+    }
+    this.types = msg.types; this.states = msg.states; this.tools = msg.tools; this.statuses = msg.statuses;
+    this.typeClasses = msg.type_classes || [];
+    for (const col of ["k", "s", "u", "t", "x", "m"]) {
+      const src = msg[col], dst = this[col];
+      for (let i = 0; i < src.length; i++) dst.push(src[i]);
+    }
+    const from = this.n;
+    this.n = this.k.length;
+    this.emit({ from, ts_last: msg.ts_last });
+    return true;
+  }
+  emit(change) {
+    for (const fn of this.listeners) fn(change);
+  }
+  type(i) { return this.types[this.k[i]]; }
+  state(i) { return this.states[this.s[i]]; }
+  tool(i) { return this.tools[this.t[i]]; }
+  status(i) { return this.statuses[this.x[i]]; }
+}
+
+const stores = new WeakMap();
+function storeOf(model) {
+  let store = stores.get(model);
+  if (!store) {
+    store = new RowStore();
+    stores.set(model, store);
+    let asked = 0;
+    model.on("msg:custom", (msg) => {
+      store.heard = true; // a kernel answers
+      if (msg.kind === "rows") {
+        if (store.apply(msg) === false && performance.now() - asked > 1000) {
+          asked = performance.now();
+          model.send({ kind: "hello" });
+        }
+      } else if (msg.kind === "reset") store.reset();
+    });
+  }
+  return store;
+}
+
+// -- the view ----------------------------------------------------------------------------------------------
+
+class DebuggerView {
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.store = storeOf(model);
+    this.visible = null; // null: every row; else the seqs that pass the filters, ascending
+    this.filters = { q: "", type: "", tool: "", turn: "", status: "" };
+    this.sel = model.get("selected");
+    this.disposers = [];
+    this.build();
+    const onStore = (change) => this.onRows(change);
+    this.store.listeners.add(onStore);
+    this.disposers.push(() => this.store.listeners.delete(onStore));
+    const traits = ["header", "count", "selected", "follow", "running", "message", "controls", "meters", "diagram",
+      "detail", "conversation", "wire", "plots", "breakpoints", "pending", "error", "tab"];
+    for (const name of traits) {
+      const fn = () => this.update(name);
+      model.on(`change:${name}`, fn);
+      this.disposers.push(() => model.off(`change:${name}`, fn));
+    }
+    for (const name of traits) this.update(name);
+    this.onRows({ reset: true });
+  }
+
+  showSnapshot() {
+    const snap = this.model.get("snapshot");
+    if (this.store.heard || !snap || this.static || !this.model.get("count")) return;
+    this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
+      "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
+    this.snapshotEl.hidden = false;
+    this.main.hidden = true;
+    this.metersEl.hidden = true;
+    this.diagramBox.hidden = true;
+    this.toolbar.hidden = true;
+    this.bpRow.hidden = true;
+  }
+
+  hideSnapshot() {
+    if (this.snapshotEl.hidden) return;
+    this.snapshotEl.hidden = true;
+    this.snapshotEl.innerHTML = "";
+    this.main.hidden = false;
+    this.metersEl.hidden = false;
+    this.diagramBox.hidden = false;
+    this.drawHeader();
+  }
+
+  dispose() {
+    for (const fn of this.disposers) fn();
+    if (this.resizer) this.resizer.disconnect();
+  }
+
+  get static() { return Boolean((this.model.get("header") || {}).static); }
+
+  call(method, args = {}) {
+    this.model.send({ kind: "call", method, args });
+  }
+
+  // -- layout ----------------------------------------------------------------------------------------------
+
+  build() {
+    const el = this.el;
+    el.innerHTML = "";
+    const root = (this.root = h("div", {
+      class: "agentnb-root agentnb-debugger agentnb-app", tabindex: "0", role: "application",
+      "aria-label": "agentnb debugger (press ? for keys)", "data-lm-suppress-shortcuts": "true",
+    }));
+    this.headerEl = h("div", { class: "agentnb-header" });
+    this.helpBtn = h("button", { class: "anb-btn anb-help-btn agentnb-btn-help", "aria-label": "keyboard shortcuts",
+      "aria-expanded": "false", title: "keyboard shortcuts", onclick: () => this.toggleHelp() }, "?");
+    this.helpEl = h("div", { class: "anb-help", role: "tooltip", hidden: true },
+      h("b", {}, "Keys (when the debugger has focus)"),
+      h("table", {}, ...KEYS_HELP.map(([k, what]) => h("tr", {}, h("td", {}, h("kbd", {}, k)), h("td", {}, what)))));
+    const top = h("div", { class: "anb-top" }, this.headerEl, this.helpBtn, this.helpEl);
+
+    const button = (name, label, method, tip) =>
+      h("button", { class: `anb-btn agentnb-btn-${name}`, title: tip, "aria-label": label,
+        onclick: () => this.call(method) }, label);
+    this.buttons = {
+      step: button("step", "Step", "step", "one event (s)"),
+      next_turn: button("next-turn", "Next turn", "next_turn", "run to the next model turn (n)"),
+      cont: button("continue", "Continue", "cont", "until a breakpoint, a pause or the end (c)"),
+      pause: button("pause", "Pause", "pause", "stop between two events (p)"),
+      restart: button("restart", "Restart", "restart", "a new run of the same loop and prompt"),
+      fork: button("fork", "Fork here", "fork", "a new run from the selected moment"),
+    };
+    this.statusEl = h("span", { class: "agentnb-status", "aria-live": "polite" });
+    this.toolbar = h("div", { class: "anb-toolbar agentnb-controls" }, ...Object.values(this.buttons), this.statusEl);
+
+    this.metersEl = h("div", { class: "anb-meters-box" });
+    this.diagramEl = h("div", { class: "agentnb-diagram" });
+    const diagramBox = (this.diagramBox = h("details", { class: "anb-diagram-box" }, h("summary", {}, "state machine"),
+      this.diagramEl));
+    this.approvalsEl = h("div", { class: "agentnb-approvals" });
+
+    this.bpList = h("span", { class: "agentnb-breakpoints" });
+    this.bpKind = h("select", { class: "anb-input agentnb-bp-kind", "aria-label": "breakpoint kind" },
+      ...["tool", "event", "state"].map((k) => h("option", { value: k }, k)));
+    this.bpValue = h("input", { class: "anb-input agentnb-bp-value", "aria-label": "breakpoint value",
+      placeholder: "get_weather, ToolFinished, WAITING_APPROVAL",
+      onkeydown: (e) => { if (e.key === "Enter") this.addBreakpoint(); } });
+    this.bpAdd = h("button", { class: "anb-btn agentnb-btn-add-breakpoint", "aria-label": "add breakpoint",
+      onclick: () => this.addBreakpoint() }, "Add breakpoint");
+    this.bpRow = h("div", { class: "anb-bp-row" }, h("span", { class: "agentnb-muted" }, "break on "),
+      this.bpKind, h("span", {}, " = "), this.bpValue, this.bpAdd, this.bpList);
+
+    // timeline
+    const filter = (name, label, extra = {}) => {
+      const input = h(extra.tag || "select", { class: `anb-input agentnb-filter-${name}`, "aria-label": label,
+        ...(extra.attrs || {}) });
+      input.addEventListener("input", () => { this.filters[name] = input.value; this.refilter(); });
+      return input;
+    };
+    this.search = filter("q", "search summaries", { tag: "input", attrs: { type: "search", placeholder: "search  /" } });
+    this.fType = filter("type", "filter by event type");
+    this.fTool = filter("tool", "filter by tool");
+    this.fStatus = filter("status", "filter by status");
+    this.fTurn = filter("turn", "filter by turn", { tag: "input", attrs: { type: "number", min: "0", placeholder: "turn" } });
+    this.search.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" || e.key === "Enter") { e.preventDefault(); this.root.focus(); }
+    });
+    this.countEl = h("span", { class: "anb-count agentnb-muted" });
+    const filters = h("div", { class: "anb-filters" }, this.search, this.fType, this.fTool, this.fTurn, this.fStatus,
+      this.countEl);
+    this.rowsEl = h("div", { class: "anb-rows" });
+    this.spacer = h("div", { class: "anb-spacer" }, this.rowsEl);
+    this.list = h("div", { class: "anb-list agentnb-timeline", role: "listbox", "aria-label": "events" }, this.spacer);
+    this.list.addEventListener("scroll", () => this.paint());
+    this.list.addEventListener("click", (e) => this.onRowClick(e));
+    const nav = (name, label, fn) => h("button", { class: `anb-btn anb-nav agentnb-btn-${name}`, "aria-label": label,
+      title: label, onclick: fn }, { first: "|◀", prev: "◀", next: "▶", last: "▶|" }[name]);
+    const navRow = h("div", { class: "anb-navrow" },
+      nav("first", "first event", () => this.move("first")), nav("prev", "previous event", () => this.move(-1)),
+      nav("next", "next event", () => this.move(1)), nav("last", "latest event", () => this.move("last")));
+    const left = h("div", { class: "anb-left" }, filters, this.list, navRow);
+
+    // tabs
+    this.tabs = {};
+    this.panes = {};
+    const tabBar = h("div", { class: "anb-tabs", role: "tablist" });
+    for (const [name, label] of [["event", "Event"], ["conversation", "Conversation"], ["wire", "Wire"], ["plots", "Plots"]]) {
+      const tab = h("button", { class: `anb-tab agentnb-tab-${name}`, role: "tab", "aria-selected": "false",
+        onclick: () => this.setTab(name) }, label);
+      tabBar.append(tab);
+      this.tabs[name] = tab;
+      this.panes[name] = h("div", { class: `anb-pane agentnb-pane-${name}`, role: "tabpanel", hidden: true });
+    }
+    this.panes.event.classList.add("agentnb-detail");
+    this.panes.conversation.classList.add("agentnb-conversation");
+    this.panes.plots.classList.add("agentnb-plots");
+    this.buildWire();
+    const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes));
+    this.main = h("div", { class: "anb-main" }, left, right);
+
+    this.snapshotEl = h("div", { class: "anb-snapshot", hidden: true });
+    root.append(top, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
+    // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
+    this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
+    this.disposers.push(() => clearTimeout(this.noKernelTimer));
+    root.addEventListener("keydown", (e) => this.onKey(e));
+    el.append(root);
+    this.resizer = new ResizeObserver(() => {
+      root.classList.toggle("anb-narrow", root.clientWidth < 820);
+      this.paint();
+    });
+    this.resizer.observe(root);
+    this.setTab(this.model.get("tab") || "event", false);
+  }
+
+  buildWire() {
+    const pane = this.panes.wire;
+    pane.classList.add("agentnb-wire-view");
+    this.wireTabs = h("div", { class: "anb-provider-tabs", role: "tablist", "aria-label": "provider" });
+    this.wireNote = h("div", { class: "agentnb-muted anb-wire-note" });
+    this.wireWhere = h("table", { class: "agentnb-kv anb-wire-where" });
+    const copy = (which) => h("button", { class: `anb-btn anb-copy agentnb-copy-${which}`,
+      "aria-label": `copy the ${which}`, onclick: (e) => this.copy(which === "request" ? this.wireReq : this.wireResp, e.target) }, "Copy");
+    this.wireReq = h("pre", { class: "agentnb-pre anb-wire-body agentnb-wire-request" });
+    this.wireResp = h("pre", { class: "agentnb-pre anb-wire-body agentnb-wire-response" });
+    this.wireRespBox = h("div", { class: "anb-wire-response-box" },
+      h("div", { class: "anb-wire-head" }, h("b", {}, "raw response"), copy("response")), this.wireResp);
+    pane.append(this.wireTabs, this.wireNote, this.wireWhere,
+      h("div", { class: "anb-wire-head" }, h("b", {}, "request body"), copy("request")), this.wireReq, this.wireRespBox);
+  }
+
+  async copy(pre, button) {
+    const text = pre.textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(pre);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      document.execCommand("copy");
+      sel.removeAllRanges();
+    }
+    button.textContent = "Copied";
+    setTimeout(() => (button.textContent = "Copy"), 1200);
+  }
+
+  setTab(name, send = true) {
+    if (this.static && name === "plots") name = "event";
+    for (const [n, tab] of Object.entries(this.tabs)) {
+      tab.setAttribute("aria-selected", String(n === name));
+      tab.classList.toggle("anb-active", n === name);
+      this.panes[n].hidden = n !== name;
+    }
+    this.tab = name;
+    if (send && this.model.get("tab") !== name) {
+      this.model.set("tab", name);
+      this.model.save_changes();
+    }
+  }
+
+  toggleHelp(force) {
+    const open = force ?? this.helpEl.hidden;
+    this.helpEl.hidden = !open;
+    this.helpBtn.setAttribute("aria-expanded", String(open));
+  }
+
+  addBreakpoint() {
+    const value = this.bpValue.value.trim();
+    if (!value) return;
+    this.call("add_breakpoint", { kind: this.bpKind.value, value });
+    this.bpValue.value = "";
+  }
+
+  // -- traits ----------------------------------------------------------------------------------------------
+
+  update(name) {
+    const m = this.model;
+    const v = m.get(name);
+    switch (name) {
+      case "header": this.drawHeader(); break;
+      case "selected":
+        this.sel = v;
+        this.paint();
+        this.reveal(v);
+        this.drawStatus();
+        break;
+      case "follow": case "message": case "count": this.drawStatus(); break;
+      case "controls": case "running": this.drawControls(); break;
+      case "meters": this.metersEl.innerHTML = v || ""; break;
+      case "diagram": this.diagramEl.innerHTML = v || ""; break;
+      case "detail": this.panes.event.innerHTML = v || ""; break;
+      case "conversation": this.panes.conversation.innerHTML = v || ""; break;
+      case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
+      case "wire": this.drawWire(v || {}); break;
+      case "breakpoints": this.drawBreakpoints(v || []); break;
+      case "pending": case "error": this.drawApprovals(); break;
+      case "tab": if (v && v !== this.tab) this.setTab(v, false); break;
+    }
+  }
+
+  drawHeader() {
+    const hd = this.model.get("header") || {};
+    const reason = hd.reason ? ` — ${esc(hd.reason)}` : "";
+    this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
+      `${esc(hd.model || "?")} · ${esc(hd.mode || "")} · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
+      `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
+    const ro = Boolean(hd.static);
+    this.toolbar.hidden = ro;
+    this.bpRow.hidden = ro;
+    this.approvalsEl.hidden = ro;
+    this.tabs.plots.hidden = ro;
+    this.root.classList.toggle("anb-static", ro);
+  }
+
+  drawStatus() {
+    const m = this.model;
+    const n = m.get("count");
+    const away = !m.get("follow") && n ? ` · viewing event ${this.sel} of ${n - 1}` : "";
+    this.statusEl.innerHTML = `${esc(m.get("message") || "")}<span class="agentnb-muted">${esc(away)}</span>`;
+  }
+
+  drawControls() {
+    const c = this.model.get("controls") || {};
+    for (const [name, btn] of Object.entries(this.buttons)) btn.disabled = !c[name];
+  }
+
+  drawWire(w) {
+    const providers = w.providers || [];
+    this.wireTabs.innerHTML = "";
+    for (const p of providers) {
+      this.wireTabs.append(h("button", { class: `anb-tab anb-provider${p === w.provider ? " anb-active" : ""}`,
+        role: "tab", "aria-selected": String(p === w.provider), "data-provider": p,
+        onclick: () => { this.model.set("wire_provider", p); this.model.save_changes(); } }, p));
+    }
+    this.panes.wire.setAttribute("data-seq", w.seq ?? -1);
+    this.panes.wire.setAttribute("data-provider", w.provider || "");
+    this.wireNote.textContent = w.note || "";
+    this.wireWhere.innerHTML = (w.where || []).map(([what, where]) =>
+      `<tr><td>${esc(what)}</td><td><code>${esc(where)}</code></td></tr>`).join("");
+    this.wireReq.textContent = w.request || "";
+    this.wireResp.textContent = w.response || "";
+    this.wireRespBox.hidden = !w.response;
+  }
+
+  drawBreakpoints(bps) {
+    this.bpList.innerHTML = "";
+    for (const bp of bps) {
+      this.bpList.append(h("button", { class: "anb-chip agentnb-breakpoint", "aria-label": `remove breakpoint ${bp.label}`,
+        title: "remove", onclick: () => this.call("remove_breakpoint", { id: bp.id }) }, `✕ ${bp.label}`));
+    }
+    this.paint();
+  }
+
+  drawApprovals() {
+    const pending = this.model.get("pending") || [];
+    const error = this.model.get("error") || "";
+    const box = this.approvalsEl;
+    const key = JSON.stringify(pending.map((p) => p.call_id));
+    if (box.dataset.key === key) {
+      for (const e of box.querySelectorAll(".agentnb-edit-error")) e.textContent = error;
+      return;
+    }
+    box.dataset.key = key;
+    box.innerHTML = "";
+    for (const p of pending) {
+      const reason = h("input", { class: "anb-input agentnb-deny-reason", placeholder: "reason (sent to the model)",
+        "aria-label": `reason to deny ${p.name}` });
+      const err = h("span", { class: "agentnb-err agentnb-edit-error", role: "alert" }, error);
+      const buttons = h("div", { class: "anb-row-buttons" });
+      if (p.kind !== "client_result") {
+        const label = { outcome_unknown: "Retry with the same key", escalation: "Grant more" }[p.kind] || "Approve";
+        buttons.append(h("button", { class: "anb-btn anb-good agentnb-btn-approve", "aria-label": `${label} ${p.name}`,
+          onclick: () => this.call("approve", { call_id: p.call_id }) }, label));
+      }
+      buttons.append(h("button", { class: "anb-btn anb-bad agentnb-btn-deny", "aria-label": `Deny ${p.name}`,
+        onclick: () => this.call("deny", { call_id: p.call_id, reason: reason.value }) }, "Deny"), reason);
+      const card = h("div", { class: "anb-approval", "data-call-id": p.call_id },
+        h("div", {}, h("b", {}, p.name), ` ${p.ask} `, h("span", { class: "agentnb-badge agentnb-badge-wait" }, `risk ${p.risk}`),
+          " ", h("code", {}, p.call_id)), buttons);
+      if (p.kind === "approval") {
+        const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: "4",
+          "aria-label": `arguments of ${p.name}` });
+        edit.value = p.arguments;
+        card.append(h("div", { class: "agentnb-muted" }, "edit the arguments (checked against the schema):"), edit,
+          h("div", {}, h("button", { class: "anb-btn agentnb-btn-approve-edited", "aria-label": `approve ${p.name} with edited arguments`,
+            onclick: () => this.call("approve", { call_id: p.call_id, arguments: edit.value }) }, "Approve edited arguments"), err));
+      } else if (p.kind !== "escalation") {
+        const value = h("textarea", { class: "anb-input agentnb-submit-value", rows: "3",
+          placeholder: "the result, as JSON (or plain text)", "aria-label": `result of ${p.name}` });
+        card.append(value, h("div", {}, h("button", { class: "anb-btn agentnb-btn-submit-result",
+          onclick: () => this.call("submit_result", { call_id: p.call_id, value: value.value }) }, "Submit result"), err));
+      } else {
+        card.append(err);
+      }
+      box.append(card);
+    }
+  }
+
+  // -- rows ------------------------------------------------------------------------------------------------
+
+  onRows(change) {
+    const st = this.store;
+    if (st.heard) this.hideSnapshot();
+    if (change.reset) {
+      this.visible = null;
+      this.optionsFor = "";
+    }
+    if (this.hasFilter()) {
+      if (change.reset || !this.visible) this.refilter(false);
+      else for (let i = change.from; i < st.n; i++) if (this.passes(i)) this.visible.push(i);
+    }
+    this.fillOptions();
+    this.schedulePaint(true);
+    if (change.ts_last) {
+      requestAnimationFrame(() => {
+        metrics.lags.push(Date.now() - change.ts_last);
+        if (metrics.lags.length > 10000) metrics.lags.splice(0, 5000); // a long session stays bounded
+      });
+    }
+    if (st.n && !metrics.marks.firstRows) metrics.marks.firstRows = performance.now();
+    metrics.marks.rows = st.n;
+    metrics.marks.lastRows = performance.now();
+  }
+
+  fillOptions() {
+    const st = this.store;
+    const key = `${st.types.length}/${st.tools.length}/${st.statuses.length}`;
+    if (key === this.optionsFor) return;
+    this.optionsFor = key;
+    const fill = (select, all, values) => {
+      const cur = select.value;
+      select.innerHTML = "";
+      select.append(h("option", { value: "" }, all));
+      for (const v of [...values].filter(Boolean).sort()) select.append(h("option", { value: v }, v));
+      select.value = cur;
+    };
+    fill(this.fType, "all events", st.types);
+    fill(this.fTool, "all tools", st.tools);
+    fill(this.fStatus, "any status", st.statuses);
+  }
+
+  hasFilter() {
+    const f = this.filters;
+    return Boolean(f.q || f.type || f.tool || f.turn !== "" || f.status);
+  }
+
+  passes(i) {
+    const f = this.filters, st = this.store;
+    if (f.type && st.type(i) !== f.type) return false;
+    if (f.tool && st.tool(i) !== f.tool) return false;
+    if (f.status && st.status(i) !== f.status) return false;
+    if (f.turn !== "" && st.u[i] !== Number(f.turn)) return false;
+    if (f.q && !st.m[i].toLowerCase().includes(this.q) && !st.type(i).toLowerCase().includes(this.q)) return false;
+    return true;
+  }
+
+  refilter(paint = true) {
+    const st = this.store;
+    this.q = this.filters.q.toLowerCase();
+    if (!this.hasFilter()) {
+      this.visible = null;
+    } else {
+      const out = [];
+      for (let i = 0; i < st.n; i++) if (this.passes(i)) out.push(i);
+      this.visible = out;
+    }
+    if (paint) {
+      this.schedulePaint(false);
+      this.reveal(this.sel);
+    }
+  }
+
+  get shown() { return this.visible ? this.visible.length : this.store.n; }
+  seqAt(pos) { return this.visible ? this.visible[pos] : pos; }
+
+  posOf(seq) {
+    if (!this.visible) return seq < this.store.n ? seq : -1;
+    let lo = 0, hi = this.visible.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = this.visible[mid];
+      if (v === seq) return mid;
+      if (v < seq) lo = mid + 1; else hi = mid - 1;
+    }
+    return -lo - 1; // not shown: -(insertion point) - 1
+  }
+
+  schedulePaint(follow) {
+    if (this.paintQueued) return;
+    this.paintQueued = true;
+    requestAnimationFrame(() => {
+      this.paintQueued = false;
+      this.paint();
+      if (follow && this.model.get("follow")) this.reveal(this.sel);
+    });
+  }
+
+  reveal(seq) {
+    const pos = this.posOf(seq);
+    if (pos < 0) return;
+    const top = pos * ROW_H, list = this.list;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (top + ROW_H > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_H - list.clientHeight;
+    this.paint();
+  }
+
+  paint() {
+    const st = this.store, list = this.list;
+    const total = this.shown;
+    this.spacer.style.height = `${total * ROW_H}px`;
+    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : `${st.n.toLocaleString()} events`;
+    const height = list.clientHeight || 400;
+    const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
+    const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);
+    const bps = this.model.get("breakpoints") || [];
+    const bpTools = new Set(bps.filter((b) => b.kind === "tool").map((b) => b.value));
+    const bpTypes = new Set(bps.filter((b) => b.kind === "event").map((b) => b.value));
+    const parts = [];
+    for (let pos = first; pos < last; pos++) {
+      const i = this.seqAt(pos);
+      const type = st.type(i), tool = st.tool(i);
+      const hasBp = tool ? bpTools.has(tool) : bpTypes.has(type);
+      const selected = i === this.sel;
+      const cls = st.typeClasses[st.k[i]] || "";
+      const status = st.status(i);
+      parts.push(
+        `<div class="anb-row agentnb-row${selected ? " anb-selected agentnb-selected" : ""} agentnb-ev-${esc(type)}" ` +
+        `role="option" aria-selected="${selected}" data-seq="${i}" style="top:${pos * ROW_H}px">` +
+        `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${i}" tabindex="-1" ` +
+        `title="${hasBp ? "remove the breakpoint" : "break on events like this"}" aria-label="toggle breakpoint">●</button>` +
+        `<span class="agentnb-seq">${i}</span><span class="agentnb-kind ${cls}">${esc(type)}</span>` +
+        `<span class="anb-summary">${esc(st.m[i])}</span>` +
+        (status ? `<span class="anb-status anb-status-${esc(status)}">${esc(status)}</span>` : "") +
+        `<span class="agentnb-state">${esc(st.state(i))}</span></div>`);
+    }
+    this.rowsEl.innerHTML = parts.join("");
+  }
+
+  onRowClick(e) {
+    const bp = e.target.closest("[data-bp]");
+    if (bp) {
+      e.stopPropagation();
+      this.call("toggle_breakpoint", { seq: Number(bp.dataset.bp) });
+      return;
+    }
+    const row = e.target.closest(".anb-row");
+    if (row) {
+      this.select(Number(row.dataset.seq));
+      this.root.focus({ preventScroll: true });
+    }
+  }
+
+  select(seq) {
+    if (seq < 0 || seq >= this.store.n) return;
+    metrics.marks.clickAt = performance.now();
+    this.sel = seq;
+    this.paint();
+    this.reveal(seq);
+    this.model.set("selected", seq);
+    this.model.save_changes();
+  }
+
+  move(how) {
+    const total = this.shown;
+    if (!total) return;
+    let pos;
+    if (how === "first") pos = 0;
+    else if (how === "last") pos = total - 1;
+    else {
+      const at = this.posOf(this.sel);
+      pos = at >= 0 ? at + how : (how > 0 ? -at - 1 : -at - 2);
+    }
+    pos = Math.max(0, Math.min(total - 1, pos));
+    this.select(this.seqAt(pos));
+  }
+
+  onKey(e) {
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select" || e.ctrlKey || e.metaKey || e.altKey) return;
+    const ro = this.static;
+    const actions = {
+      ArrowLeft: () => this.move(-1), ArrowUp: () => this.move(-1), k: () => this.move(-1),
+      ArrowRight: () => this.move(1), ArrowDown: () => this.move(1), j: () => this.move(1),
+      Home: () => this.move("first"), End: () => this.move("last"),
+      "/": () => this.search.focus(), "?": () => this.toggleHelp(), Escape: () => this.toggleHelp(false),
+    };
+    if (!ro) Object.assign(actions, {
+      s: () => this.call("step"), n: () => this.call("next_turn"), c: () => this.call("cont"), p: () => this.call("pause"),
+    });
+    const fn = actions[e.key];
+    if (!fn) return;
+    e.preventDefault();
+    e.stopPropagation(); // the notebook must not also act on it (j/k/c... are notebook commands)
+    fn();
+  }
+}
+
+// -- anywidget entry points --------------------------------------------------------------------------------
+
+function initialize({ model }) {
+  storeOf(model);
+  model.send({ kind: "hello" });
+}
+
+function render({ model, el }) {
+  metrics.marks.renderAt = performance.now();
+  const view = new DebuggerView(model, el);
+  return () => view.dispose();
+}
+
+// -- without a kernel --------------------------------------------------------------------------------------
+
+/** A model that answers from the data an export embedded: the same traits the kernel would sync. */
+class StaticModel {
+  constructor(data) {
+    this.d = data;
+    this.handlers = {};
+    this.dirty = new Set();
+    const n = data.count;
+    this.state = {
+      header: data.header, count: n, selected: Math.max(0, n - 1), follow: true, running: false, message: "",
+      controls: {}, meters: "", diagram: "", detail: "", conversation: "", tab: "event",
+      wire_provider: data.wire_titles[0], wire: {}, plots: "", breakpoints: [], pending: [], error: "",
+    };
+    this.derive();
+  }
+  get(k) { return this.state[k]; }
+  set(k, v) { this.state[k] = v; this.dirty.add(k); }
+  on(ev, fn) { (this.handlers[ev] = this.handlers[ev] || []).push(fn); }
+  off(ev, fn) { this.handlers[ev] = (this.handlers[ev] || []).filter((f) => f !== fn); }
+  fire(ev, arg) { for (const fn of this.handlers[ev] || []) fn(arg); }
+  save_changes() {
+    if (this.dirty.has("selected")) this.state.follow = this.state.selected === this.d.count - 1;
+    this.dirty.clear();
+    const before = { ...this.state };
+    this.derive();
+    for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
+    this.fire("change:follow");
+  }
+  send(msg) {
+    if (msg.kind === "hello") queueMicrotask(() => this.fire("msg:custom", this.d.rows));
+    else if (msg.kind === "call" && msg.method === "select") { this.set("selected", msg.args.seq); this.save_changes(); }
+  }
+  /** The cards and wire bodies arrive after the first paint: redraw the selected moment with them. */
+  later(extra) {
+    Object.assign(this.d, extra);
+    const before = { ...this.state };
+    this.derive();
+    for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
+  }
+  derive() {
+    const d = this.d, s = this.state, n = d.count;
+    if (!n) return;
+    const seq = Math.max(0, Math.min(n - 1, s.selected));
+    const rows = d.rows;
+    s.detail = d.detail ? d.detail[seq] : '<div class="agentnb-muted">loading…</div>';
+    s.meters = d.meters[d.meter_at[seq]];
+    s.diagram = d.diagrams[rows.states[rows.s[seq]]] || "";
+    const [v, count] = d.where[seq];
+    const ids = d.versions[v].slice(0, count);
+    const skipped = Math.max(0, ids.length - 60);
+    s.conversation = `<div class="agentnb-time-travel" data-seq="${seq}"><div class="agentnb-muted">the conversation ` +
+      `after event ${seq} (${esc(rows.types[rows.k[seq]])}): ${ids.length} messages</div>` +
+      (skipped ? `<div class="agentnb-muted">… ${skipped} earlier messages</div>` : "") +
+      ids.slice(skipped).map((i) => d.messages[i]).join("") + "</div>";
+    if (s.tab === "wire" && d.wire) {
+      let req = -1;
+      for (const r of d.requests) { if (r <= seq) req = r; else break; }
+      const kept = d.wire[String(req)];
+      const provider = s.wire_provider;
+      s.wire = kept ? kept[provider] : {
+        seq: req, provider, providers: d.wire_titles, where: [], request: "", response: "",
+        note: req < 0 ? "no model request yet at this event" : "this request's wire view was left out of the export (size limit)",
+      };
+    }
+  }
+}
+
+async function decode(text, encoding) {
+  if (encoding !== "gzip+base64") return JSON.parse(text);
+  // the browser's own base64 and gzip decoders (a data: URL read with fetch, a DecompressionStream)
+  const packed = await fetch(`data:application/octet-stream;base64,${text.trim()}`);
+  const stream = packed.body.pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+/** Boot the read-only debugger of an exported page (agentnb/debugger/export.py). */
+async function standalone(el) {
+  const t0 = performance.now();
+  const read = (id) => {
+    const script = document.getElementById(id);
+    return decode(script.textContent, script.dataset.encoding);
+  };
+  const model = new StaticModel(await read("agentnb-data"));
+  metrics.marks.decoded = performance.now() - t0;
+  initialize({ model });
+  render({ model, el });
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  metrics.marks.standaloneFirstPaint = performance.now();
+  model.later(await read("agentnb-data-later"));
+  await new Promise((r) => requestAnimationFrame(r));
+  metrics.marks.standaloneReady = performance.now();
+  el.dataset.ready = "true";
+}
+
+export { standalone, StaticModel, RowStore };
+export default { initialize, render };
