@@ -42,6 +42,7 @@ from .guards import Budget
 from .importers import import_history
 from .lint import lint
 from .messages import Message, ModelTurn, Usage
+from .pgstore import PostgresStore
 from .providers import (
     AnthropicModel,
     FallbackModel,
@@ -104,6 +105,7 @@ __all__ = [
     "ModelTurn",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "PostgresStore",
     "ProviderError",
     "Recorder",
     "ResumeError",
