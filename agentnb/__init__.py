@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
@@ -87,6 +88,7 @@ __all__ = [
     "AnthropicModel",
     "ApprovalError",
     "ApprovalExpired",
+    "BatchResult",
     "Budget",
     "CheckpointError",
     "Debugger",
@@ -125,6 +127,7 @@ __all__ = [
     "TranscriptCollection",
     "TranscriptError",
     "Usage",
+    "batch",
     "emulator",
     "import_history",
     "lint",
