@@ -102,8 +102,10 @@ def dataset(n_events: int, chunk: int = 1_000_000) -> int:
         one = synthetic(min(chunk, n_events), 0, tpls)
         coll = anb.TranscriptCollection(anb.Transcript(r) for r in one)
         m = sum(len(r) for r in one) / 1e6
+        t_base, _ = timed(lambda: coll.save_parquet(f"{tmp}/before"))
+        rows.append(("write 1 M events as before (payload, no partitions)", t_base / m, "s per million events"))
         t_pay, _ = timed(lambda: coll.save_parquet(f"{tmp}/lossless", partition_by="run_date"))
-        rows.append(("write 1 M events with payload (lossless)", t_pay / m, "s per million events"))
+        rows.append(("write 1 M events with payload, partitioned", t_pay / m, "s per million events"))
         t_frames, _ = timed(lambda: coll.save_parquet(f"{tmp}/frames1", partition_by="run_date", payload=False))
         rows.append(("write 1 M events, frames only", t_frames / m, "s per million events"))
         del coll, one
