@@ -140,7 +140,8 @@ def batch(
         prompts: prompts (strings or message lists), or a DataFrame with a ``prompt_column`` column, an
             optional ``operation_id`` column, and any other columns (passed to a ``loop`` function, and kept
             in :attr:`BatchResult.table`).
-        concurrency: runs driven at once (threads; see the module docs for async models).
+        concurrency: runs driven at once (threads; see the module docs for async models). On a Dask
+            cluster the workers' threads set it instead.
         store: where the runs go (default: the loop's store). Use a durable store to resume a batch.
         progress: show a progress bar (default: when ``tqdm`` is installed).
         name: the batch's name, the prefix of its operation ids (default: a digest of the prompts).
