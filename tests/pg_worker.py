@@ -27,11 +27,11 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def long_loop(store: Any, lease_ttl: float = 0.5) -> anb.Loop:
+def long_loop(store: Any, lease_ttl: float = 0.5, latency: float = 0.0) -> anb.Loop:
     """A loop whose runs make ``TURNS`` tool calls before answering (a run with many events to kill mid-write)."""
     script: list[Any] = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]} for i in range(TURNS)]
     script.append({"text": "all added"})
-    return anb.Loop(model=anb.ScriptedModel(script), tools=[add], store=store, lease_ttl=lease_ttl,
+    return anb.Loop(model=anb.ScriptedModel(script, latency=latency), tools=[add], store=store, lease_ttl=lease_ttl,
                     retry_base_delay=0.0)
 
 
@@ -51,7 +51,8 @@ def main(argv: list[str]) -> None:
     out: dict[str, Any] = {}
     if action == "drive":
         prefix, n = argv[3], int(argv[4])
-        runs = [long_loop(store).start(f"add things {i}", run_id=f"{prefix}-{i}") for i in range(n)]
+        # a little model latency keeps the runs busy for a few seconds, whatever the machine's speed
+        runs = [long_loop(store, latency=0.01).start(f"add things {i}", run_id=f"{prefix}-{i}") for i in range(n)]
         while not all(r.done for r in runs):  # interleave the runs: the kill lands in the middle of one of them
             for r in runs:
                 r.step()

@@ -67,10 +67,13 @@ def test_a_worker_killed_mid_write_leaves_every_run_loadable_and_resumable(
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert proc.returncode == -signal.SIGKILL
+        unfinished = 0
         for i in range(4):
             run_id = f"{prefix}-{i}"
             events = store.load(run_id)  # every seal checks out: no torn or half-committed write
             assert [e.seq for e in events] == list(range(len(events)))
+            unfinished += events[-1].type != "RunFinished"
+        assert unfinished == 4  # the kill landed in the middle of every run
         # a run the killed worker was in the middle of is taken over by another process and finished
         done = result(spawn("resume", pg_dsn, pg_schema, f"{prefix}-{round_}"))
         assert done["state"] == "COMPLETED" and done["output"] == "all added"
