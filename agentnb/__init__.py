@@ -42,6 +42,7 @@ from .exceptions import (
 from .guards import Budget
 from .importers import import_history
 from .lint import lint
+from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
 from .pgstore import PostgresStore
 from .providers import (
@@ -63,13 +64,15 @@ from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
 if TYPE_CHECKING:
-    from . import emulator, workshop
+    from . import emulator, otel, workshop
     from .debugger import Debugger
+    from .otel import import_trace
 
 __version__ = "0.1.0"
 
 
-_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop"}
+_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
+         "import_trace": ".otel"}
 
 
 def __getattr__(name: str) -> object:
@@ -79,7 +82,7 @@ def __getattr__(name: str) -> object:
         import importlib
 
         module = importlib.import_module(_LAZY[name], __name__)
-        return getattr(module, name) if name == "Debugger" else module
+        return getattr(module, name) if name in ("Debugger", "import_trace") else module
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
@@ -99,6 +102,7 @@ __all__ = [
     "IllegalTransition",
     "Loop",
     "LoopState",
+    "MCPServer",
     "MemoryStore",
     "Message",
     "Model",
@@ -130,9 +134,11 @@ __all__ = [
     "batch",
     "emulator",
     "import_history",
+    "import_trace",
     "lint",
     "load_transcripts",
     "model",
+    "otel",
     "stories",
     "tool",
     "workshop",

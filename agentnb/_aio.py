@@ -31,13 +31,22 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start ``coro`` on agentnb's background loop and return its future (cancelling it cancels the coroutine).
+
+    Use it from a coroutine of another loop with ``await asyncio.wrap_future(submit(coro))``: cancelling the
+    awaiting task then cancels ``coro`` too.
+    """
+    return asyncio.run_coroutine_threadsafe(coro, _background_loop())
+
+
 def run_coroutine(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run ``coro`` to completion on agentnb's background loop and return its result.
 
     Raises:
         TimeoutError: when ``timeout`` seconds pass first; the coroutine is cancelled.
     """
-    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
+    future = submit(coro)
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:

@@ -19,7 +19,7 @@ serves live runs, replays of saved transcripts and time travel in the debugger (
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from .events import (
     CompressionApplied,
     GuardTripped,
     ModelRequested,
+    OutputValidated,
     ResultsBound,
     RunFinished,
     ToolInfo,
@@ -43,6 +44,7 @@ from .events import (
 )
 from .guards import Budget
 from .messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
+from .output import OutputSpec
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .tools import Tool, ToolRegistry, describe_errors
 
@@ -83,6 +85,8 @@ class CallState:
     """The request hash computed from trusted state when the call started (a cache; recomputed if absent)."""
     approval_note: str | None = None
     """Why a person must decide, when a rule could not say plainly (an approval policy raised)."""
+    output_error: str | None = None
+    """For a call of the output tool whose arguments did not fit: the correction the model will read."""
     waiver_recorded: bool = False
     """A loop policy waived the tool's own approval and the ``approval_override`` event is in the log."""
 
@@ -147,6 +151,15 @@ class RunState:
     repeat_mark: int = 0
     """History length when repetition last tripped (a new trip needs new repeats after it)."""
     compressed_turn: int = -1
+    final_output: Any = None
+    """The validated final output (JSON-safe) once an ``OutputValidated`` passed (``output_type`` runs)."""
+    output_ok: bool = False
+    output_attempts: int = 0
+    """Final answers checked against ``output_type`` so far."""
+    tool_choice: Any = None
+    """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
+    output_note: str | None = None
+    """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
 
     def apply(self, event: BaseEvent) -> None:
         """Apply one event: check it against the transition table, then fold it in.
@@ -202,6 +215,8 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
 
 
 def _f_model_requested(rs: RunState, ev: Any) -> None:
+    rs.output_note = None
+    rs.tool_choice = ev.tool_choice
     rs.messages.extend(ev.new_messages)
     for guard in [g for g, action in rs.tripped.items() if action == "note"]:
         del rs.tripped[guard]  # the note went out with this request
@@ -350,6 +365,8 @@ def _f_tool_finished(rs: RunState, ev: Any) -> None:
 
 
 def _f_results_bound(rs: RunState, ev: Any) -> None:
+    if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
+        return
     parts = []
     new = rs.no_progress < 0
     for cid in ev.call_ids:
@@ -379,6 +396,22 @@ def _f_guard_tripped(rs: RunState, ev: Any) -> None:
             rs.no_progress = 0
 
 
+def _f_output_validated(rs: RunState, ev: Any) -> None:
+    rs.output_attempts = ev.attempt
+    if ev.ok:
+        rs.final_output, rs.output_ok = ev.output, True
+    elif ev.call_id is None:  # a text answer: the correction goes out with the next request
+        rs.output_note = output_correction(ev.errors)
+    else:
+        rs.calls[ev.call_id].output_error = output_correction(ev.errors)
+
+
+def output_correction(errors: list[dict[str, Any]]) -> str:
+    """What the model reads when its final answer does not fit the output type."""
+    lines = "\n".join(f"- {e.get('loc') or '(answer)'}: {e.get('msg')}" for e in errors)
+    return f"The final answer does not match the required output schema:\n{lines}\nFix these and answer again."
+
+
 def _f_compression_applied(rs: RunState, ev: Any) -> None:
     rs.messages = list(ev.messages)
     rs.compressed_turn = rs.turn
@@ -406,6 +439,7 @@ _FOLD: dict[str, Any] = {
     "ResultsBound": _f_results_bound,
     "GuardTripped": _f_guard_tripped,
     "CompressionApplied": _f_compression_applied,
+    "OutputValidated": _f_output_validated,
     "RunFinished": _f_run_finished,
 }
 
@@ -477,6 +511,10 @@ class EngineConfig:
     """Seconds an approval request stays valid (None: no expiry)."""
     summarizer: Any = None
     """A model (or ``callable(messages) -> str``) for tier-1 compression; None: prune only."""
+    output: OutputSpec | None = None
+    """The typed final output the run must end with (``Loop(output_type=...)``), or None for plain text."""
+    tool_choice: Callable[[RunState], Any] | None = None
+    """A per-turn tool-choice policy (``Loop(tool_choice=callable)``); a fixed choice lives in ``settings``."""
 
     @property
     def max_turns(self) -> int:
@@ -498,7 +536,8 @@ def classify(resp: ModelTurn) -> Emit | None:
 
     Only an explicit completion (``stop`` with no calls) is ``COMPLETED``; a cut stream or a max-tokens
     stop is ``INCOMPLETE`` (even when calls are present: their arguments may be cut); a refusal or a
-    content filter is ``REFUSED``; ``tool_calls`` with no calls is ``FAILED``, never a silent success.
+    content filter is ``REFUSED``; ``tool_calls`` with no calls is ``FAILED``, never a silent success; a
+    paused turn (``pause``) goes on: it is sent back to the model (see ``_at_responded``).
     """
     msg = resp.message
     raw = resp.finish_reason_raw
@@ -513,7 +552,7 @@ def classify(resp: ModelTurn) -> Emit | None:
             "the model refused"
         )
         return _finish(S.REFUSED, f"{why} ({raw})", msg.refusal or msg.text or None)
-    if msg.tool_calls:
+    if msg.tool_calls or resp.finish_reason == "pause":  # a paused turn continues (see _at_responded)
         return None
     if resp.finish_reason == "tool_calls":
         return _finish(S.FAILED, f"the model said {raw!r} but sent no tool call")
@@ -532,6 +571,8 @@ def decide(rs: RunState, cfg: EngineConfig) -> Action:
 def _at_results_ready(rs: RunState, cfg: EngineConfig) -> Action:
     """Before each model request (READY or RESULTS_READY): guards in force, new trips, compression, request."""
     b = cfg.budget
+    if rs.output_note is not None:
+        return _request(rs, cfg, note=rs.output_note)
     for guard, action in rs.tripped.items():
         if action == "finalize":
             return _finalize_request(rs, cfg)
@@ -623,12 +664,56 @@ def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
     })
 
 
+PAUSE_LIMIT = 8
+"""How many times in a row a paused turn (finish reason ``pause``) is sent back before the run stops."""
+
+
 def _at_responded(rs: RunState, cfg: EngineConfig) -> Action:
     assert rs.response is not None
     if rs.finalizing:
-        return _finalized(rs.response)
+        return _finalized(rs.response, rs, cfg)
     verdict = classify(rs.response)
+    if cfg.output is not None and verdict is not None and verdict.state is S.COMPLETED:
+        return _text_output(rs, cfg, rs.response.message.text)
+    if verdict is None and rs.response.finish_reason == "pause" and not rs.response.message.tool_calls:
+        return _paused(rs)
     return verdict if verdict is not None else _next_call_step(rs, cfg)
+
+
+def _text_output(rs: RunState, cfg: EngineConfig, text: str) -> Emit:
+    """A text answer in an ``output_type`` run: it counts if it is JSON that fits; else a correction turn."""
+    spec = cfg.output
+    assert spec is not None
+    if rs.output_ok:
+        return _finish(S.COMPLETED, "the model answered with output that fits the output type",
+                       json.dumps(rs.final_output, ensure_ascii=False))
+    ok, value, errors = spec.check_text(text)
+    attempt = rs.output_attempts + 1
+    if ok:
+        return Emit(OutputValidated, S.RESPONDED, {"ok": True, "output": value, "attempt": attempt})
+    if attempt > spec.retries:
+        return _output_failed(attempt, errors)
+    return Emit(OutputValidated, S.RESULTS_READY, {"ok": False, "errors": errors, "attempt": attempt})
+
+
+def _output_failed(attempt: int, errors: list[dict[str, Any]]) -> Emit:
+    first = errors[0] if errors else {"loc": "", "msg": "no answer"}
+    return _finish(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts "
+                             f"(last error: {first.get('loc') or '(answer)'}: {first.get('msg')})")
+
+
+def _paused(rs: RunState) -> Emit:
+    """A paused turn goes back to the model as it is (a ResultsBound with no results), up to PAUSE_LIMIT times."""
+    paused = 0
+    for m in reversed(rs.messages):  # the paused turns so far: the assistant messages at the end
+        if m.role != "assistant":
+            break
+        paused += 1
+    if paused > PAUSE_LIMIT:
+        return _finish(S.INCOMPLETE, f"the provider paused the turn {paused} times in a row "
+                                     f"({rs.response.finish_reason_raw if rs.response else 'pause'}); the limit is "
+                                     f"{PAUSE_LIMIT}", rs.response.message.text or None if rs.response else None)
+    return Emit(ResultsBound, S.RESULTS_READY, {"call_ids": []})
 
 
 def _never(rs: RunState, cfg: EngineConfig) -> Action:
@@ -638,20 +723,60 @@ def _never(rs: RunState, cfg: EngineConfig) -> Action:
 
 
 def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
+    settings = cfg.settings
+    fields: dict[str, Any] = {}
+    if cfg.tool_choice is not None:
+        try:
+            choice = check_tool_choice(cfg.tool_choice(rs), rs.tool_names)
+        except Exception as exc:  # a bug in the policy: stop plainly rather than guess a choice
+            return _finish(S.FAILED, f"the tool_choice policy failed: {type(exc).__name__}: {exc}")
+        settings = {**settings, "tool_choice": choice}
+        fields["tool_choice"] = choice
     if note is not None:
         return Emit(ModelRequested, S.MODEL_REQUESTED, {
             "message_count": len(rs.messages) + 1, "new_messages": [Message.user(note)], "tools": rs.tool_names,
-            "settings": cfg.settings,
+            "settings": settings, **fields,
         })
     return Emit(ModelRequested, S.MODEL_REQUESTED, {
         "message_count": len(rs.messages),
         "tools": rs.tool_names,
-        "settings": cfg.settings,
+        "settings": settings,
+        **fields,
     })
 
 
-def _finalized(resp: ModelTurn) -> Emit:
+TOOL_CHOICES = ("auto", "none", "required")
+
+
+def check_tool_choice(choice: Any, tool_names: Sequence[str]) -> str | dict[str, str]:
+    """A tool choice in its canonical form (``auto``, ``none``, ``required`` or ``{"name": tool}``).
+
+    Raises:
+        ValueError: any other value, or a name the run does not offer.
+    """
+    if isinstance(choice, str) and choice in TOOL_CHOICES:
+        return choice
+    if isinstance(choice, dict) and set(choice) == {"name"} and isinstance(choice["name"], str):
+        if choice["name"] not in tool_names:
+            raise ValueError(f"tool_choice names {choice['name']!r}, which is not offered "
+                             f"(offered: {', '.join(tool_names) or 'none'})")
+        return {"name": choice["name"]}
+    raise ValueError(f"tool_choice={choice!r}: use 'auto', 'none', 'required' or {{'name': <tool>}}")
+
+
+def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | None = None) -> Emit:
     verdict = classify(resp)
+    if cfg is not None and cfg.output is not None and rs is not None and (verdict is None or
+                                                                          verdict.state is S.COMPLETED):
+        forced = [c for c in resp.message.tool_calls if c.name == cfg.output.name]
+        ok, value, errors = (cfg.output.check(forced[0].arguments) if forced else
+                             cfg.output.check_text(resp.message.text))
+        if ok and not rs.output_ok:
+            return Emit(OutputValidated, S.RESPONDED, {"ok": True, "output": value, "attempt": rs.output_attempts + 1})
+        if rs.output_ok:
+            return _finish(S.COMPLETED, "the model answered in the tools-free finalization turn",
+                           json.dumps(rs.final_output, ensure_ascii=False))
+        return _output_failed(rs.output_attempts + 1, errors)
     if verdict is not None and verdict.state is not S.COMPLETED:
         return verdict
     text = resp.message.text
@@ -669,6 +794,9 @@ _PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "valid": 2, "running": 
 
 
 def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
+    if rs.output_ok:  # the output tool's call fits: the run is done (other calls of the turn are left)
+        return _finish(S.COMPLETED, "the model called the output tool with output that fits the output type",
+                       json.dumps(rs.final_output, ensure_ascii=False))
     best: CallState | None = None
     best_rank = 99
     waiting = False
@@ -834,8 +962,30 @@ def _parse(c: CallState, position: int) -> Emit:
     })
 
 
+def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
+    spec = cfg.output
+    assert spec is not None
+    base = {"call_id": c.call_id, "name": c.name}
+    if c.output_error is not None:
+        return Emit(CallRejected, S.VALIDATING, {**base, "reason": "output", "message": c.output_error})
+    attempt = rs.output_attempts + 1
+    ok, value, errors = spec.check(c.arguments)
+    if not ok and attempt > spec.retries:
+        return _output_failed(attempt, errors)
+    return Emit(OutputValidated, S.VALIDATING, {"ok": ok, "call_id": c.call_id, "output": value, "errors": errors,
+                                               "attempt": attempt})
+
+
 def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     base = {"call_id": c.call_id, "name": c.name}
+    if cfg.output is not None and c.name == cfg.output.name:
+        if c.arguments is None:
+            return Emit(CallRejected, S.VALIDATING, {
+                **base, "reason": "invalid_json",
+                "message": f"The arguments for '{c.name}' are not a valid JSON object ({c.parse_error}). Call it "
+                           "again with the answer as one JSON object.",
+            })
+        return _validate_output(rs, c, cfg)
     tool = cfg.registry.get(c.name)
     if tool is None:
         return Emit(CallRejected, S.VALIDATING, {

@@ -49,6 +49,8 @@ class ToolInfo:
     risk: str = "read"
     approval: bool | str = False
     """``True``/``False``, or ``"policy"`` when a callable decides per call."""
+    server: str | None = None
+    """The MCP server that runs the tool (None for a local function)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -77,6 +79,9 @@ class ModelRequested(BaseEvent):
     """Names of the tools offered; empty when finalizing."""
     settings: dict[str, Any] = field(default_factory=dict)
     finalize: bool = False
+    tool_choice: Any = None
+    """The tool choice a per-turn policy made for this request (``auto``, ``none``, ``required``, ``{"name": ...}``;
+    None: the loop's fixed setting, if any, in ``settings``)."""
     """True for the tools-free call that asks the model to answer with what it has."""
 
 
@@ -154,9 +159,10 @@ class CallValidated(BaseEvent):
     """Why a person must decide when no rule asked for it plainly (an approval policy that raised)."""
 
 
-RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key"]
+RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key", "output"]
 """``skipped``: not run because the context window was full (the result's status is ``skipped``).
-``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown."""
+``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown.
+``output``: a call of the output tool whose arguments do not fit the loop's ``output_type``."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -297,6 +303,26 @@ class CompressionApplied(BaseEvent):
 
 
 @dataclass(slots=True, kw_only=True)
+class OutputValidated(BaseEvent):
+    """A final answer was checked against the loop's ``output_type`` (from the output tool's call, or the text).
+
+    When it passes, the run completes with ``output`` as its typed output; when it fails, ``errors`` go back to
+    the model for a correction turn, up to ``output_retries`` times.
+    """
+
+    type: Literal["OutputValidated"] = "OutputValidated"
+    ok: bool
+    call_id: str | None = None
+    """The output tool's call (None when the answer came as text)."""
+    output: Any = None
+    """The validated output as JSON-safe data (when ``ok``)."""
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    """Field errors (``loc``, ``msg``, ``type``) when it failed."""
+    attempt: int = 1
+    """1 for the first final answer, 2 for the first correction, ..."""
+
+
+@dataclass(slots=True, kw_only=True)
 class RunFinished(BaseEvent):
     """The run reached a terminal state."""
 
@@ -323,6 +349,7 @@ Event = Annotated[
     | ResultsBound
     | GuardTripped
     | CompressionApplied
+    | OutputValidated
     | RunFinished,
     Field(discriminator="type"),
 ]
@@ -338,7 +365,7 @@ EVENT_CLASSES: dict[str, type[BaseEvent]] = {
     for cls in (
         RunStarted, ModelRequested, TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted, CallParsed,
         CallValidated, CallRejected, ApprovalRequested, ApprovalResolved, ToolStarted, ToolFinished,
-        ResultsBound, GuardTripped, CompressionApplied, RunFinished,
+        ResultsBound, GuardTripped, CompressionApplied, OutputValidated, RunFinished,
     )
 }
 """Every event class by its ``type``."""

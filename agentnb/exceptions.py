@@ -16,6 +16,9 @@ used, or for states a run cannot get out of by itself::
     ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        a transcript file that cannot be read back
+    ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
+    │                          or that answered with a protocol error (during a run: an error result)
+    ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
         ├── WireFormatError    a response or stream event that does not have the provider's shape
         └── StreamInterrupted  a stream ended before the provider's done signal
@@ -101,6 +104,18 @@ class ResumeError(AgentnbError):
 
 class TranscriptError(AgentnbError):
     """A transcript could not be read back."""
+
+
+class MCPServerError(AgentnbError):
+    """An MCP server could not be started or reached, closed its connection, or answered with a protocol error.
+
+    During a run it becomes the call's error result (the server is started again on the next call); outside a
+    run (listing a server's tools) it is raised, with the server's last stderr lines when it has any.
+    """
+
+
+class MCPToolError(AgentnbError):
+    """An MCP tool reported a failure (an ``isError`` result); its message is the server's text."""
 
 
 class ModelError(AgentnbError):

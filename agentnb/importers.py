@@ -39,12 +39,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from ._shapes import normalize
 from .events import RunStarted
 from .messages import Message, ReasoningPart, RefusalPart, ResultStatus, TextPart, ToolCallPart, ToolResultPart
 from .states import LoopState
 from .transcript import Transcript
 
-Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
+Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "pydantic_ai", "openai_agents", "langchain"]
 Severity = Literal["error", "warning"]
 
 
@@ -55,7 +56,9 @@ class Finding:
     Attributes:
         code: a stable name (``orphan_result``, ``unanswered_call``, ``duplicate_call_id``,
             ``result_before_call``, ``duplicate_result``, ``anthropic_result_not_first``, ``unmatched_response``,
-            ``unsupported_part``, ``unknown_role``, ``invalid_arguments``, ``not_a_message``).
+            ``unsupported_part``, ``unknown_role``, ``invalid_arguments``, ``not_a_message``, ``malformed``
+            (a value of the wrong JSON type inside an item, left out), ``unreadable`` (an item no reader
+            could read, left out)). Any JSON value imports without an exception.
         message: what is wrong, in a sentence.
         position: the index of the offending item in the input list (-1: not tied to one item).
         path: where inside it (``[3].content[1]``).
@@ -187,6 +190,27 @@ def _get(item: Any, b: _Builder, i: int) -> Mapping[str, Any] | None:
     return None
 
 
+def _items(history: Any, fmt: str, b: _Builder) -> list[Any]:
+    """The history as plain dicts the readers can trust (:func:`agentnb._shapes.normalize`).
+
+    An item that is not a message is a ``not_a_message`` finding; a value of the wrong JSON type inside one
+    (a block that is a string, ``tool_calls`` that is not a list) is a ``malformed`` finding and is left out.
+    Items that cannot be read come back as None, so positions stay those of the input.
+    """
+    if isinstance(history, Mapping) or not isinstance(history, Sequence) or isinstance(history, str | bytes):
+        b.find("not_a_message", f"the history is a {type(history).__name__}, not a list of messages", -1, "")
+        return []
+    dicts = [dict(d) if (d := _get(item, b, i)) is not None else None for i, item in enumerate(history)]
+    key = {"openai_chat": "messages", "openai_responses": "input", "anthropic": "messages", "gemini": "contents"}[fmt]
+    clean, malformed = normalize(fmt, {key: [d if d is not None else {} for d in dicts]})
+    for bad in malformed:
+        b.find("malformed", bad.message, bad.index, bad.position.removeprefix(key))
+    items = clean.get(key)
+    return [None if d is None or c.get("malformed") else c for d, c in zip(dicts, items or (), strict=False)]
+
+
+
+
 # -- the canonical checks every provider needs --------------------------------------------------------------
 
 
@@ -256,39 +280,42 @@ def from_openai_chat(messages: Sequence[Any], *, model: str | None = None, run_i
         'Hi'
     """
     b = _Builder()
-    for i, item in enumerate(messages):
-        m = _get(item, b, i)
+    for i, m in enumerate(_items(messages, "openai_chat", b)):
         if m is None:
             continue
-        role = m.get("role")
-        if role in ("system", "developer", "user"):
-            text = b.text(m.get("content"), i, f"[{i}].content")
-            b.add("user" if role == "user" else "system", [TextPart(text=text)], i)
-        elif role == "assistant":
-            parts: list[Any] = []
-            text = b.text(m.get("content"), i, f"[{i}].content")
-            if text:
-                parts.append(TextPart(text=text))
-            if m.get("refusal"):
-                parts.append(RefusalPart(text=str(m["refusal"])))
-            for j, tc in enumerate(m.get("tool_calls") or []):
-                fn = tc.get("function") or {}
-                raw = _dumps(fn.get("arguments", "{}"))
-                parts.append(b.call(str(tc.get("id") or f"call_{i}_{j}"), str(fn.get("name", "")), raw, None, j, i,
-                                    f"[{i}].tool_calls[{j}]"))
-            if m.get("function_call"):
-                fc = m["function_call"]
-                raw = _dumps(fc.get("arguments", "{}"))
-                parts.append(b.call(f"function_{i}", str(fc.get("name", "")), raw, None, 0, i, f"[{i}].function_call"))
-            b.add("assistant", parts or [TextPart(text="")], i)
-        elif role in ("tool", "function"):
-            cid = str(m.get("tool_call_id") or "")
-            if role == "function":  # legacy: answers the latest function_call of that name
-                cid = next((c for c, n in reversed(b.names.items()) if n == m.get("name")), f"function_{i}")
-            content = b.text(m.get("content"), i, f"[{i}].content")
-            b.add("tool", [b.result(cid, content)], i, merge_results=True)
-        else:
-            b.find("unknown_role", f"role {role!r} is not a Chat Completions role", i, f"[{i}].role")
+        try:
+            role = m.get("role")
+            if role in ("system", "developer", "user"):
+                text = b.text(m.get("content"), i, f"[{i}].content")
+                b.add("user" if role == "user" else "system", [TextPart(text=text)], i)
+            elif role == "assistant":
+                parts: list[Any] = []
+                text = b.text(m.get("content"), i, f"[{i}].content")
+                if text:
+                    parts.append(TextPart(text=text))
+                if m.get("refusal"):
+                    parts.append(RefusalPart(text=str(m["refusal"])))
+                for j, tc in enumerate(m.get("tool_calls") or []):
+                    fn = tc.get("function") or {}
+                    raw = _dumps(fn.get("arguments", "{}"))
+                    parts.append(b.call(str(tc.get("id") or f"call_{i}_{j}"), str(fn.get("name", "")), raw, None, j, i,
+                                        f"[{i}].tool_calls[{j}]"))
+                if m.get("function_call"):
+                    fc = m["function_call"]
+                    raw = _dumps(fc.get("arguments", "{}"))
+                    parts.append(b.call(f"function_{i}", str(fc.get("name", "")), raw, None, 0, i,
+                                        f"[{i}].function_call"))
+                b.add("assistant", parts or [TextPart(text="")], i)
+            elif role in ("tool", "function"):
+                cid = str(m.get("tool_call_id") or "")
+                if role == "function":  # legacy: answers the latest function_call of that name
+                    cid = next((c for c, n in reversed(b.names.items()) if n == m.get("name")), f"function_{i}")
+                content = b.text(m.get("content"), i, f"[{i}].content")
+                b.add("tool", [b.result(cid, content)], i, merge_results=True)
+            else:
+                b.find("unknown_role", f"role {role!r} is not a Chat Completions role", i, f"[{i}].role")
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a shape no reader expected
+            b.find("unreadable", f"item {i} could not be read ({type(exc).__name__}: {exc})", i, f"[{i}]")
     return b.done("openai_chat", model, run_id, ts)
 
 
@@ -317,42 +344,44 @@ def from_openai_responses(items: Sequence[Any], *, instructions: str | None = No
         pending.clear()
         pending_at.clear()
 
-    for i, item in enumerate(items):
-        m = _get(item, b, i)
+    for i, m in enumerate(_items(items, "openai_responses", b)):
         if m is None:
             continue
-        kind = m.get("type", "message")
-        role = m.get("role")
-        if kind == "message" and role == "assistant":
-            content = m.get("content")
-            for j, c in enumerate(content if isinstance(content, list) else [content]):
+        try:
+            kind = m.get("type", "message")
+            role = m.get("role")
+            if kind == "message" and role == "assistant":
+                content = m.get("content")
+                for j, c in enumerate(content if isinstance(content, list) else [content]):
+                    pending_at.append(i)
+                    if isinstance(c, Mapping) and c.get("type") == "refusal":
+                        pending.append(RefusalPart(text=str(c.get("refusal", ""))))
+                    else:
+                        pending.append(TextPart(text=b.text(c, i, f"[{i}].content[{j}]")))
+            elif kind == "function_call":
+                raw = _dumps(m.get("arguments", "{}"))
+                index = sum(1 for p in pending if isinstance(p, ToolCallPart))
                 pending_at.append(i)
-                if isinstance(c, Mapping) and c.get("type") == "refusal":
-                    pending.append(RefusalPart(text=str(c.get("refusal", ""))))
-                else:
-                    pending.append(TextPart(text=b.text(c, i, f"[{i}].content[{j}]")))
-        elif kind == "function_call":
-            raw = _dumps(m.get("arguments", "{}"))
-            index = sum(1 for p in pending if isinstance(p, ToolCallPart))
-            pending_at.append(i)
-            pending.append(b.call(str(m.get("call_id", "")), str(m.get("name", "")), raw, None, index, i, f"[{i}]",
-                                  provider_id=m.get("id")))
-        elif kind == "reasoning":
-            summary = "".join(s.get("text", "") for s in m.get("summary") or [] if isinstance(s, Mapping))
-            pending_at.append(i)
-            pending.append(ReasoningPart(provider="openai_responses", text=summary or None, data=dict(m)))
-        elif kind == "function_call_output":
-            flush()
-            out = m.get("output", "")
-            b.add("tool", [b.result(str(m.get("call_id", "")), b.text(out, i, f"[{i}].output"))], i,
-                  merge_results=True)
-        elif kind == "message" and role in ("user", "system", "developer"):
-            flush()
-            b.add("user" if role == "user" else "system", [TextPart(text=b.text(m.get("content"), i,
-                                                                                f"[{i}].content"))], i)
-        else:
-            flush()
-            b.find("unsupported_part", f"a {kind!r} item is left out", i, f"[{i}]", "warning")
+                pending.append(b.call(str(m.get("call_id", "")), str(m.get("name", "")), raw, None, index, i, f"[{i}]",
+                                      provider_id=m.get("id")))
+            elif kind == "reasoning":
+                summary = "".join(s.get("text", "") for s in m.get("summary") or [] if isinstance(s, Mapping))
+                pending_at.append(i)
+                pending.append(ReasoningPart(provider="openai_responses", text=summary or None, data=dict(m)))
+            elif kind == "function_call_output":
+                flush()
+                out = m.get("output", "")
+                b.add("tool", [b.result(str(m.get("call_id", "")), b.text(out, i, f"[{i}].output"))], i,
+                      merge_results=True)
+            elif kind == "message" and role in ("user", "system", "developer"):
+                flush()
+                b.add("user" if role == "user" else "system", [TextPart(text=b.text(m.get("content"), i,
+                                                                                    f"[{i}].content"))], i)
+            else:
+                flush()
+                b.find("unsupported_part", f"a {kind!r} item is left out", i, f"[{i}]", "warning")
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a shape no reader expected
+            b.find("unreadable", f"item {i} could not be read ({type(exc).__name__}: {exc})", i, f"[{i}]")
     flush()
     return b.done("openai_responses", model, run_id, ts)
 
@@ -379,47 +408,50 @@ def from_anthropic(messages: Sequence[Any], *, system: str | Sequence[Any] | Non
     b = _Builder()
     if system:
         b.add("system", [TextPart(text=b.text(system, -1, "system"))], -1)
-    for i, item in enumerate(messages):
-        m = _get(item, b, i)
+    for i, m in enumerate(_items(messages, "anthropic", b)):
         if m is None:
             continue
-        role = m.get("role")
-        content = m.get("content")
-        blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        if role == "assistant":
-            parts: list[Any] = []
-            for j, blk in enumerate(blocks):
-                kind = blk.get("type")
-                if kind == "text":
-                    parts.append(TextPart(text=str(blk.get("text", ""))))
-                elif kind == "tool_use":
-                    args = blk.get("input") or {}
-                    parts.append(b.call(str(blk.get("id", "")), str(blk.get("name", "")), _dumps(args), args,
-                                        sum(1 for p in parts if isinstance(p, ToolCallPart)), i, f"[{i}].content[{j}]"))
-                elif kind in ("thinking", "redacted_thinking"):
-                    parts.append(ReasoningPart(provider="anthropic", text=blk.get("thinking"), data=dict(blk)))
-                else:
-                    b.find("unsupported_part", f"a {kind!r} block in an assistant message is left out", i,
-                           f"[{i}].content[{j}]", "warning")
-            b.add("assistant", parts or [TextPart(text="")], i)
-        elif role == "user":
-            results: list[Any] = []
-            texts: list[Any] = []
-            for j, blk in enumerate(blocks):
-                if blk.get("type") == "tool_result":
-                    if texts:
-                        b.find("anthropic_result_not_first", "a tool_result block follows other content; the "
-                               "Messages API wants results first in the user message", i, f"[{i}].content[{j}]")
-                    text = _anthropic_result_text(blk.get("content"), b, i, f"[{i}].content[{j}].content")
-                    status: ResultStatus = "error" if blk.get("is_error") else "ok"
-                    results.append(b.result(str(blk.get("tool_use_id", "")), text, status))
-                else:
-                    texts.append(TextPart(text=b.text(blk, i, f"[{i}].content[{j}]")))
-            b.add("tool", results, i)
-            b.add("user", texts, i)
-        else:
-            b.find("unknown_role", f"role {role!r} is not a Messages role (use the system parameter)", i,
-                   f"[{i}].role")
+        try:
+            role = m.get("role")
+            content = m.get("content")
+            blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+            if role == "assistant":
+                parts: list[Any] = []
+                for j, blk in enumerate(blocks):
+                    kind = blk.get("type")
+                    if kind == "text":
+                        parts.append(TextPart(text=str(blk.get("text", ""))))
+                    elif kind == "tool_use":
+                        args = blk.get("input") or {}
+                        parts.append(b.call(str(blk.get("id", "")), str(blk.get("name", "")), _dumps(args), args,
+                                            sum(1 for p in parts if isinstance(p, ToolCallPart)), i,
+                                            f"[{i}].content[{j}]"))
+                    elif kind in ("thinking", "redacted_thinking"):
+                        parts.append(ReasoningPart(provider="anthropic", text=blk.get("thinking"), data=dict(blk)))
+                    else:
+                        b.find("unsupported_part", f"a {kind!r} block in an assistant message is left out", i,
+                               f"[{i}].content[{j}]", "warning")
+                b.add("assistant", parts or [TextPart(text="")], i)
+            elif role == "user":
+                results: list[Any] = []
+                texts: list[Any] = []
+                for j, blk in enumerate(blocks):
+                    if blk.get("type") == "tool_result":
+                        if texts:
+                            b.find("anthropic_result_not_first", "a tool_result block follows other content; the "
+                                   "Messages API wants results first in the user message", i, f"[{i}].content[{j}]")
+                        text = _anthropic_result_text(blk.get("content"), b, i, f"[{i}].content[{j}].content")
+                        status: ResultStatus = "error" if blk.get("is_error") else "ok"
+                        results.append(b.result(str(blk.get("tool_use_id", "")), text, status))
+                    else:
+                        texts.append(TextPart(text=b.text(blk, i, f"[{i}].content[{j}]")))
+                b.add("tool", results, i)
+                b.add("user", texts, i)
+            else:
+                b.find("unknown_role", f"role {role!r} is not a Messages role (use the system parameter)", i,
+                       f"[{i}].role")
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a shape no reader expected
+            b.find("unreadable", f"item {i} could not be read ({type(exc).__name__}: {exc})", i, f"[{i}]")
     return b.done("anthropic", model, run_id, ts)
 
 
@@ -445,62 +477,66 @@ def from_gemini(contents: Sequence[Any], *, system_instruction: Any = None, mode
         sys_parts = system_instruction.get("parts") if isinstance(system_instruction, Mapping) else system_instruction
         b.add("system", [TextPart(text=b.text(sys_parts, -1, "system_instruction"))], -1)
     waiting: list[tuple[str, str]] = []  # (name, call id) of calls not answered yet, oldest first
-    for i, item in enumerate(contents):
-        m = _get(item, b, i)
+    for i, m in enumerate(_items(contents, "gemini", b)):
         if m is None:
             continue
-        role = m.get("role", "user")
-        parts_in = m.get("parts") or []
-        if role == "model":
-            parts: list[Any] = []
-            for j, p in enumerate(parts_in):
-                fc = p.get("functionCall") or p.get("function_call")
-                sig = p.get("thoughtSignature") or p.get("thought_signature")
-                if fc:
-                    gid = fc.get("id")
-                    cid = str(gid or f"gemini_{i}_{j}")
-                    data = {k: v for k, v in (("id", gid), ("thoughtSignature", sig)) if v}
-                    args = fc.get("args") or {}
-                    parts.append(b.call(cid, str(fc.get("name", "")), _dumps(args), args,
-                                        sum(1 for q in parts if isinstance(q, ToolCallPart)), i, f"[{i}].parts[{j}]",
-                                        provider_id=gid, provider_data={"gemini": data} if data else None))
-                    waiting.append((str(fc.get("name", "")), cid))
-                elif p.get("thought"):
-                    parts.append(ReasoningPart(provider="gemini", text=p.get("text"), data={"part": dict(p)}))
-                elif "text" in p:
-                    parts.append(TextPart(text=str(p["text"]),
-                                          provider_data={"gemini": {"thoughtSignature": sig}} if sig else None))
-                else:
-                    b.find("unsupported_part", "a model part with no text or call is left out", i,
-                           f"[{i}].parts[{j}]", "warning")
-            b.add("assistant", parts or [TextPart(text="")], i)
-        elif role in ("user", "function", "tool"):
-            results: list[Any] = []
-            texts: list[Any] = []
-            for j, p in enumerate(parts_in):
-                fr = p.get("functionResponse") or p.get("function_response")
-                if fr:
-                    name = str(fr.get("name", ""))
-                    gid = fr.get("id")
-                    match = next((w for w in waiting if (gid and w[1] == gid) or (not gid and w[0] == name)), None)
-                    if match is None:
-                        b.find("unmatched_response", f"a functionResponse for {name!r} matches no call", i,
-                               f"[{i}].parts[{j}]")
-                        cid = str(gid or f"gemini_response_{i}_{j}")
+        try:
+            role = m.get("role", "user")
+            parts_in = m.get("parts") or []
+            if role == "model":
+                parts: list[Any] = []
+                for j, p in enumerate(parts_in):
+                    fc = p.get("functionCall") or p.get("function_call")
+                    sig = p.get("thoughtSignature") or p.get("thought_signature")
+                    if fc:
+                        gid = fc.get("id")
+                        cid = str(gid or f"gemini_{i}_{j}")
+                        data = {k: v for k, v in (("id", gid), ("thoughtSignature", sig)) if v}
+                        args = fc.get("args") or {}
+                        parts.append(b.call(cid, str(fc.get("name", "")), _dumps(args), args,
+                                            sum(1 for q in parts if isinstance(q, ToolCallPart)), i,
+                                            f"[{i}].parts[{j}]",
+                                            provider_id=gid, provider_data={"gemini": data} if data else None))
+                        waiting.append((str(fc.get("name", "")), cid))
+                    elif p.get("thought"):
+                        parts.append(ReasoningPart(provider="gemini", text=p.get("text"), data={"part": dict(p)}))
+                    elif "text" in p:
+                        parts.append(TextPart(text=str(p["text"]),
+                                              provider_data={"gemini": {"thoughtSignature": sig}} if sig else None))
                     else:
-                        waiting.remove(match)
-                        cid = match[1]
-                    response = fr.get("response") or {}
-                    status: ResultStatus = "error" if isinstance(response, Mapping) and "error" in response else "ok"
-                    value = response.get("output", response.get("error", response)) if isinstance(
-                        response, Mapping) and len(response) == 1 else response
-                    results.append(b.result(cid, _dumps(value), status, name=name))
-                else:
-                    texts.append(TextPart(text=b.text(p, i, f"[{i}].parts[{j}]")))
-            b.add("tool", results, i, merge_results=True)
-            b.add("user", texts, i)
-        else:
-            b.find("unknown_role", f"role {role!r} is not a Gemini role", i, f"[{i}].role")
+                        b.find("unsupported_part", "a model part with no text or call is left out", i,
+                               f"[{i}].parts[{j}]", "warning")
+                b.add("assistant", parts or [TextPart(text="")], i)
+            elif role in ("user", "function", "tool"):
+                results: list[Any] = []
+                texts: list[Any] = []
+                for j, p in enumerate(parts_in):
+                    fr = p.get("functionResponse") or p.get("function_response")
+                    if fr:
+                        name = str(fr.get("name", ""))
+                        gid = fr.get("id")
+                        match = next((w for w in waiting if (gid and w[1] == gid) or (not gid and w[0] == name)), None)
+                        if match is None:
+                            b.find("unmatched_response", f"a functionResponse for {name!r} matches no call", i,
+                                   f"[{i}].parts[{j}]")
+                            cid = str(gid or f"gemini_response_{i}_{j}")
+                        else:
+                            waiting.remove(match)
+                            cid = match[1]
+                        response = fr.get("response") or {}
+                        failed = isinstance(response, Mapping) and "error" in response
+                        status: ResultStatus = "error" if failed else "ok"
+                        value = response.get("output", response.get("error", response)) if isinstance(
+                            response, Mapping) and len(response) == 1 else response
+                        results.append(b.result(cid, _dumps(value), status, name=name))
+                    else:
+                        texts.append(TextPart(text=b.text(p, i, f"[{i}].parts[{j}]")))
+                b.add("tool", results, i, merge_results=True)
+                b.add("user", texts, i)
+            else:
+                b.find("unknown_role", f"role {role!r} is not a Gemini role", i, f"[{i}].role")
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a shape no reader expected
+            b.find("unreadable", f"item {i} could not be read ({type(exc).__name__}: {exc})", i, f"[{i}]")
     return b.done("gemini", model, run_id, ts)
 
 
@@ -525,10 +561,15 @@ def import_history(history: Sequence[Any], format: Format, **options: Any) -> Im
         >>> import_history([{"role": "user", "parts": [{"text": "Hi"}]}], "gemini").transcript.state
         <LoopState.READY: 'READY'>
     """
+    if format in ("pydantic_ai", "openai_agents", "langchain"):  # framework histories: agentnb.interop
+        from .interop import import_framework_history
+
+        return import_framework_history(history, format, **options)
     try:
         importer: Any = _IMPORTERS[format]
     except KeyError:
-        raise ValueError(f"unknown format {format!r}; formats: {', '.join(_IMPORTERS)}") from None
+        raise ValueError(f"unknown format {format!r}; formats: {', '.join(_IMPORTERS)}, "
+                         "pydantic_ai, openai_agents, langchain") from None
     result: Imported = importer(history, **options)
     return result
 

@@ -18,8 +18,16 @@ What is checked (provider messages quoted from the services where marked *, othe
 ========================= ============================================================================
 check                     providers
 ========================= ============================================================================
+malformed                 all: a value of the wrong JSON type where the format wants an object, a list
+                          or a string (each service's validation error*, see :mod:`agentnb._shapes`)
+arguments not an object   all: a call whose arguments are not a JSON object (OpenAI-compatible servers
+                          such as vLLM*, Anthropic* ``tool_use.input``, Gemini* ``functionCall.args``);
+                          ``fix=True`` puts ``{}`` in their place, as the adapters send
 orphan result             all: a result for a call id not issued before it (OpenAI*, Anthropic*,
-                          Responses*; Gemini: response parts that match no call of the call turn)
+                          Responses*; Gemini: response parts that match no call of the call turn).
+                          Responses with server-side state (``previous_response_id``,
+                          ``conversation``, ``item_reference`` items) may answer calls not in
+                          ``input``: not checked there
 result before its call    all: a result whose call comes later (reported apart from orphans)
 unanswered call           all (OpenAI*, Anthropic*, Responses*, Gemini* count rule)
 duplicate call id         all (a second call with an id already issued)
@@ -31,12 +39,23 @@ missing signature         Anthropic*: a thinking block without ``signature``; wi
                           Gemini 3*: the first function call of each step of the current turn needs a
                           ``thoughtSignature``
 missing reasoning         Responses*: a function call sent without the reasoning item that preceded it
-                          (needs the emulator's context), a reasoning item with no following item*;
+                          (needs the emulator's context); a reasoning item, at any position, not
+                          followed by the model's own output item (an edited message without its id,
+                          a user message, a tool output, the end)*;
                           OpenAI-compatible reasoning servers*: ``reasoning_content`` on a tool-call turn
-system after the start    Anthropic*, Gemini*: no system role in the conversation (an error); OpenAI
-                          Chat and Responses accept it (a warning)
+invalid signature         with the emulator's context: signatures it did not issue (Anthropic*,
+                          Gemini*, Responses*); Gemini's documented placeholder signatures are accepted
+system after the start    Anthropic: a ``system`` entry inside ``messages`` is taken by the newest
+                          families (``ANTHROPIC_INLINE_SYSTEM``), refused by the older ones* (an error
+                          when the model is one of them), a warning when the model is unknown;
+                          Gemini*: no system role in ``contents`` (an error); OpenAI Chat and
+                          Responses accept it (a warning)
 bad role                  all
 ========================= ============================================================================
+
+Anthropic and Gemini read consecutive messages of one role as one turn (the pairing rules run on merged
+turns); so do these checks. The rules were checked against the recorded traffic in
+``tests/fixtures/conformance`` (``bench/conformance.py`` prints the agreement).
 
 Sources: https://platform.openai.com/docs/guides/function-calling,
 https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use,
@@ -48,9 +67,13 @@ https://api-docs.deepseek.com/guides/thinking_mode (``reasoning_content`` with t
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
+
+from ._shapes import normalize
+from .messages import Message
 
 __all__ = ["Change", "Context", "Finding", "lint", "validate"]
 
@@ -67,7 +90,9 @@ class Finding:
     Attributes:
         code: ``orphan_result``, ``result_before_call``, ``unanswered_call``, ``duplicate_call_id``,
             ``results_not_first``, ``tools_undefined``, ``tool_choice_without_tools``, ``missing_signature``,
-            ``invalid_signature``, ``missing_reasoning``, ``system_not_first``, ``bad_role``, ``empty_text``.
+            ``invalid_signature``, ``missing_reasoning``, ``system_not_first``, ``bad_role``, ``empty_text``,
+            ``arguments_not_object``, ``malformed`` (a value of the wrong JSON type), ``unreadable`` (a
+            shape no rule expected: reported instead of raised).
         position: where, in the provider's own terms (``messages[3].content[1]``, ``input[4]``,
             ``contents[2].parts[0]``).
         index: the message (item, content) index.
@@ -94,9 +119,9 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One repair made by ``lint(..., fix=True)``: ``added``, ``dropped`` or ``moved``, where, and what."""
+    """One repair made by ``lint(..., fix=True)``: ``added``, ``dropped``, ``moved`` or ``replaced``, where, what."""
 
-    action: Literal["added", "dropped", "moved"]
+    action: Literal["added", "dropped", "moved", "replaced"]
     position: str
     detail: str
 
@@ -131,13 +156,85 @@ class _Unit:
 
     index: int
     role: str
-    calls: list[tuple[str, str, int | None]] = field(default_factory=list)
-    """(id, name, part index)."""
-    results: list[tuple[str, str, int | None]] = field(default_factory=list)
+    calls: list[tuple[str, str, int | None, int]] = field(default_factory=list)
+    """(id, name, part index, message index)."""
+    results: list[tuple[str, str, int | None, int]] = field(default_factory=list)
     first_result: int = 0
     """How many parts come before the first result (Anthropic wants 0)."""
     other: bool = False
     """Holds something besides results (text, images)."""
+    n_other: int = 0
+    """How many parts are not results."""
+    last: int = -1
+    """The index of the last message of a merged turn (see :func:`_merge_turns`); -1: ``index``."""
+
+    def __post_init__(self) -> None:
+        if self.last < 0:
+            self.last = self.index
+
+
+def _merge_turns(units: list[_Unit]) -> list[_Unit]:
+    """Consecutive messages of one role as one turn, as Anthropic and Gemini read them.
+
+    Both services join consecutive same-role messages before checking a history: two assistant messages in
+    a row whose calls the next user message answers are accepted (recorded in the conformance corpus,
+    ``tests/fixtures/conformance``), and Anthropic documents that "consecutive user or assistant turns in
+    your request will be combined into a single turn" (https://docs.anthropic.com/en/api/messages).
+    """
+    out: list[_Unit] = []
+    for u in units:
+        if out and out[-1].role == u.role:
+            m = out[-1]
+            if u.results and not m.results:
+                m.first_result = m.n_other + u.first_result
+            m.calls.extend(u.calls)
+            m.results.extend(u.results)
+            m.other = m.other or u.other
+            m.n_other += u.n_other
+            m.last = u.last
+        else:
+            out.append(_Unit(u.index, u.role, list(u.calls), list(u.results), u.first_result, u.other, u.n_other,
+                             u.last))
+    return out
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _not_object(index: int, part: int | None, where: str, value: Any, provider_message: str,
+                call_id: str | None, param: str | None = None) -> Finding:
+    """A call whose arguments are not a JSON object (see ``arguments_not_object`` in the module docs)."""
+    return Finding("arguments_not_object", where, index,
+                   f"the call's arguments are not a JSON object ({_short(value)}): send {{}} in their place and "
+                   "keep the raw text in the result that tells the model what was wrong",
+                   provider_message, call_id=call_id, param=param, part=part)
+
+
+def _args_object(raw: Any) -> bool:
+    """Whether an argument text (Chat, Responses) is a JSON object (``""`` counts: servers read it as ``{}``)."""
+    if raw == "":
+        return True
+    if not isinstance(raw, str):
+        return False
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _fix_arguments(findings: list[Finding], locate: Callable[[int, int | None], Any], key: str,
+                   empty: Any) -> list[Change]:
+    changes = []
+    for f in findings:
+        if f.code == "arguments_not_object":
+            locate(f.index, f.part)[key] = copy.copy(empty)
+            changes.append(Change("replaced", f.position, f"arguments that are not a JSON object by {empty!r}"))
+    return changes
 
 
 @dataclass(slots=True)
@@ -163,18 +260,18 @@ def _pair(  # noqa: C901 -- one pass with the three placement rules side by side
     out: list[_Raw] = []
     issued_at: dict[str, int] = {}
     for u in units:
-        for cid, _, _ in u.calls:
+        for cid, _, _, at in u.calls:
             if cid:
-                issued_at.setdefault(cid, u.index)
+                issued_at.setdefault(cid, at)
     seen_calls: set[str] = set()
     answered: set[str] = set()
-    waiting: list[tuple[_Unit, tuple[str, str, int | None], str]] = []
+    waiting: list[tuple[_Unit, tuple[str, str, int | None, int], str]] = []
     owner: int | None = None  # list position of the message whose calls are waiting
 
     def flush() -> None:
-        for u, c, k in waiting:
+        for _u, c, k in waiting:
             if k not in answered:
-                out.append(_Raw("unanswered_call", u.index, c[2], c[0], c[1]))
+                out.append(_Raw("unanswered_call", c[3], c[2], c[0], c[1]))
         waiting.clear()
 
     for pos, u in enumerate(units):
@@ -191,24 +288,24 @@ def _pair(  # noqa: C901 -- one pass with the three placement rules side by side
         by_names: dict[str, list[str]] = {}
         for k, c in open_keys.items():
             by_names.setdefault(c[1], []).append(k)
-        for rid, rname, j in u.results:
+        for rid, rname, j, at in u.results:
             key = rid or f"name:{rname}"
             if key not in open_keys and by_name and by_names.get(rname):
                 key = by_names[rname].pop(0)
             if key in open_keys and key not in answered:
                 answered.add(key)
             elif rid and rid in answered:
-                out.append(_Raw("duplicate_result", u.index, j, rid, rname))
-            elif rid and issued_at.get(rid, -1) > u.index:
-                out.append(_Raw("result_before_call", u.index, j, rid, rname))
+                out.append(_Raw("duplicate_result", at, j, rid, rname))
+            elif rid and issued_at.get(rid, -1) > at:
+                out.append(_Raw("result_before_call", at, j, rid, rname))
             else:
-                out.append(_Raw("orphan_result", u.index, j, rid, rname))
+                out.append(_Raw("orphan_result", at, j, rid, rname))
         if u.calls:
             if slot != "anywhere":
                 flush()
             for n, c in enumerate(u.calls):
                 if c[0] and c[0] in seen_calls:
-                    out.append(_Raw("duplicate_call_id", u.index, c[2], c[0], c[1]))
+                    out.append(_Raw("duplicate_call_id", c[3], c[2], c[0], c[1]))
                     continue
                 if c[0]:
                     seen_calls.add(c[0])
@@ -230,18 +327,20 @@ def _chat_units(messages: list[Any]) -> list[_Unit]:
         u = _Unit(i, str(role))
         if role == "assistant":
             for j, tc in enumerate(m.get("tool_calls") or ()):
-                u.calls.append((tc.get("id") or "", (tc.get("function") or {}).get("name") or "", j))
+                u.calls.append((tc.get("id") or "", (tc.get("function") or {}).get("name") or "", j, i))
         elif role == "tool":
-            u.results.append((m.get("tool_call_id") or "", "", None))
+            u.results.append((m.get("tool_call_id") or "", "", None, i))
         units.append(u)
     return units
 
 
-def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:
+def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  # noqa: C901
     messages = body.get("messages") or []
     out: list[Finding] = []
     for i, m in enumerate(messages):
-        role = m.get("role") if isinstance(m, dict) else None
+        role = m.get("role")
+        if m.get("malformed"):
+            continue
         if role not in _CHAT_ROLES:
             out.append(Finding("bad_role", f"messages[{i}].role", i, f"role {role!r} is not a Chat role",
                                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
@@ -251,6 +350,12 @@ def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:
             out.append(Finding("system_not_first", f"messages[{i}]", i,
                                f"a {role} message after the conversation started (accepted, but easy to miss)",
                                "", "warning"))
+        for j, tc in enumerate(m.get("tool_calls") or ()):
+            raw = tc["function"].get("arguments")
+            if raw is not None and not _args_object(raw):
+                out.append(_not_object(i, j, f"messages[{i}].tool_calls[{j}].function.arguments", raw,
+                                       _compatible_server_message(raw), tc.get("id") or None,
+                                       f"messages.[{i}].tool_calls.[{j}].function.arguments"))
     for r in _pair(_chat_units(messages), "run"):
         pos = f"messages[{r.unit}]" + (f".tool_calls[{r.part}]" if r.part is not None else "")
         if r.code in ("orphan_result", "result_before_call", "duplicate_result"):
@@ -291,6 +396,25 @@ def _check_chat(body: dict[str, Any], ctx: Context | None) -> list[Finding]:
     return out
 
 
+def _compatible_server_message(raw: Any) -> str:
+    """What an OpenAI-compatible server answers for a history call whose arguments are not a JSON object.
+
+    vLLM (and the proxies in front of it) ``json.loads`` the arguments of earlier calls before rendering the
+    chat template (``_postprocess_messages`` in ``vllm/entrypoints/chat_utils.py``; an empty string becomes
+    ``{}``): invalid JSON fails with the decoder's message, and a value that is not an object fails in the
+    chat templates that iterate the arguments' items (Jinja's "Can only get item pairs from a mapping.").
+    The OpenAI service itself accepts such histories; ``{}`` is accepted by all.
+    """
+    if isinstance(raw, str):
+        try:
+            json.loads(raw)
+        except ValueError as exc:
+            return str(exc)
+        except RecursionError:
+            return "maximum recursion depth exceeded while decoding a JSON document"
+    return "Can only get item pairs from a mapping."
+
+
 def _tool_choice_finding() -> Finding:
     return Finding("tool_choice_without_tools", "tool_choice", -1, "tool_choice is set but no tools are offered",
                    "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
@@ -307,7 +431,7 @@ def _previous_chat_calls(messages: list[Any], i: int) -> list[str] | None:
 
 
 def _fix_chat(messages: list[Any], findings: list[Finding]) -> list[Change]:
-    changes: list[Change] = []
+    changes = _fix_arguments(findings, lambda i, j: messages[i]["tool_calls"][j or 0]["function"], "arguments", "{}")
     drop = {f.index for f in findings if f.code in ("orphan_result", "result_before_call", "duplicate_result")}
     answers: dict[int, list[tuple[str, str]]] = {}
     for f in findings:
@@ -348,9 +472,9 @@ def _responses_units(items: list[Any]) -> list[_Unit]:
             kind = "message"
         u = _Unit(i, str(it.get("role") or kind) if isinstance(it, dict) else "?")
         if kind == "function_call":
-            u.calls.append((it.get("call_id") or "", it.get("name") or "", None))
+            u.calls.append((it.get("call_id") or "", it.get("name") or "", None, i))
         elif kind == "function_call_output":
-            u.results.append((it.get("call_id") or "", "", None))
+            u.results.append((it.get("call_id") or "", "", None, i))
         units.append(u)
     return units
 
@@ -363,8 +487,6 @@ def _check_responses(body: dict[str, Any], ctx: Context | None) -> list[Finding]
     ids: set[str] = set()
     started = False
     for i, it in enumerate(items):
-        if not isinstance(it, dict):
-            continue
         kind = it.get("type") or ("message" if "role" in it else None)
         item_id = it.get("id")
         if item_id:
@@ -387,9 +509,10 @@ def _check_responses(body: dict[str, Any], ctx: Context | None) -> list[Finding]
             else:
                 started = started or role in ("user", "assistant")
         elif kind == "reasoning":
-            if i + 1 >= len(items):
+            if not _follows_reasoning(items[i + 1] if i + 1 < len(items) else None):
                 out.append(Finding("missing_reasoning", f"input[{i}]", i,
-                                   "a reasoning item must be followed by the item it led to",
+                                   "a reasoning item must be followed by the output item it led to (an edited or "
+                                   "new message in its place does not count)",
                                    f"Item '{item_id}' of type 'reasoning' was provided without its required "
                                    "following item.", param="input"))
             if body.get("store") is False and not it.get("encrypted_content"):
@@ -398,20 +521,30 @@ def _check_responses(body: dict[str, Any], ctx: Context | None) -> list[Finding]
                                    f"Item with id '{item_id}' not found. Items are not persisted when `store` is "
                                    "set to false. Try again with `store` set to true, or remove this item from your "
                                    "input.", param="input"))
-            elif ctx is not None and ctx.verify is not None and it.get("encrypted_content") and not ctx.verify(
-                    "reasoning", it["encrypted_content"], str(item_id)):
+            elif ctx is not None and ctx.verify is not None and it.get("encrypted_content") and not (isinstance(
+                    it["encrypted_content"], str) and ctx.verify("reasoning", it["encrypted_content"], str(item_id))):
                 out.append(Finding("invalid_signature", f"input[{i}].encrypted_content", i,
                                    "the encrypted reasoning content was altered",
                                    f"The encrypted content for item {item_id} could not be verified.", param="input"))
-        elif kind == "function_call" and ctx is not None and item_id in ctx.reasoning_for:
+        if kind == "function_call" and "arguments" in it and not _args_object(it["arguments"]):
+            out.append(_not_object(i, None, f"input[{i}].arguments", it["arguments"],
+                                   _compatible_server_message(it["arguments"]), it.get("call_id") or None, "input"))
+        if kind == "function_call" and ctx is not None and item_id in ctx.reasoning_for:
             rs = ctx.reasoning_for[item_id]
             if not any(isinstance(p, dict) and p.get("id") == rs for p in items[:i]):
                 out.append(Finding("missing_reasoning", f"input[{i}]", i,
                                    f"the call came after reasoning item {rs!r}, which was not sent back",
                                    f"Item '{item_id}' of type 'function_call' was provided without its required "
                                    f"'reasoning' item: '{rs}'.", call_id=it.get("call_id"), param="input"))
+    # With server-side state (previous_response_id, conversation, or item references to stored items) a
+    # function_call_output may answer a call that is not in `input`: the service accepts it (recorded in the
+    # conformance corpus), so only what the input itself shows is checked.
+    stateful = bool(body.get("previous_response_id") or body.get("conversation")) or any(
+        it.get("type") == "item_reference" for it in items)
     for r in _pair(_responses_units(items), "anywhere"):
         pos = f"input[{r.unit}]"
+        if r.code in ("orphan_result", "result_before_call") and stateful:
+            continue
         if r.code in ("orphan_result", "result_before_call", "duplicate_result"):
             out.append(Finding(r.code, pos, r.unit, f"the output for {r.call_id!r} " + {
                 "orphan_result": "answers no call in the input",
@@ -430,8 +563,24 @@ def _check_responses(body: dict[str, Any], ctx: Context | None) -> list[Finding]
     return out
 
 
+def _follows_reasoning(nxt: Any) -> bool:
+    """Whether an input item can be the output item a reasoning item led to.
+
+    The service keeps the pair together: "Item 'rs_...' of type 'reasoning' was provided without its required
+    following item." when the reasoning item ends the input, or is followed by anything that is not one of
+    the model's own output items (a user message, a tool output, or an assistant message without its id, as
+    an edited history sends; recorded in the conformance corpus).
+    """
+    if not isinstance(nxt, dict):
+        return False
+    kind = nxt.get("type") or ("message" if "role" in nxt else None)
+    if kind == "message":
+        return nxt.get("role") == "assistant" and bool(nxt.get("id"))
+    return kind not in (None, "malformed", "function_call_output") and not str(kind).endswith("_output")
+
+
 def _fix_responses(items: list[Any], findings: list[Finding]) -> list[Change]:
-    changes: list[Change] = []
+    changes = _fix_arguments(findings, lambda i, j: items[i], "arguments", "{}")
     drop = {f.index for f in findings if f.code in ("orphan_result", "result_before_call", "duplicate_result")}
     add = {f.index: f for f in findings if f.code == "unanswered_call"}
     out: list[Any] = []
@@ -466,46 +615,92 @@ def _anthropic_units(messages: list[Any]) -> list[_Unit]:
         for j, b in enumerate(_blocks(m)):
             kind = b.get("type")
             if kind == "tool_use" and u.role == "assistant":
-                u.calls.append((b.get("id") or "", b.get("name") or "", j))
+                u.calls.append((b.get("id") or "", b.get("name") or "", j, i))
             elif kind == "tool_result":
                 if not u.results:
                     u.first_result = seen_other
-                u.results.append((b.get("tool_use_id") or "", "", j))
+                u.results.append((b.get("tool_use_id") or "", "", j, i))
             else:
                 seen_other += 1
                 u.other = True
+        u.n_other = seen_other
         units.append(u)
     return units
+
+
+ANTHROPIC_INLINE_SYSTEM = ("claude-opus-4-8", "claude-opus-5", "claude-fable-5", "claude-mythos-5")
+"""Model families that accept ``{"role": "system"}`` entries inside ``messages`` (text, and the
+``tool_addition``/``tool_removal`` blocks of mid-conversation tool changes), as Anthropic lists them. Older
+models refuse the entry ("role 'system' is not supported on this model"); ``claude-sonnet-5`` accepts it and
+ignores it."""
+
+
+ANTHROPIC_NO_INLINE_SYSTEM = ("claude-2", "claude-instant", "claude-3", "claude-sonnet-4", "claude-opus-4",
+                              "claude-haiku-4")
+"""Model families known to refuse a ``system`` entry inside ``messages`` (``claude-opus-4-8`` excepted)."""
+
+
+def _anthropic_system(u: _Unit, model: str) -> Finding | None:
+    """A ``system`` entry inside ``messages``: fine, an error or a warning, by model family.
+
+    Fine on the models that take it, an error on those known to refuse it, a warning when the model is not
+    known (or accepts the entry and ignores it).
+    """
+    family = model.split("/")[-1]
+    if family.startswith(ANTHROPIC_INLINE_SYSTEM):
+        return None
+    refused = family.startswith(ANTHROPIC_NO_INLINE_SYSTEM)
+    if family.startswith("claude-sonnet-5"):
+        why = f"{family} accepts a system entry inside messages but ignores it: use the top-level `system`"
+    else:
+        why = (f"a system entry inside messages is taken by {', '.join(ANTHROPIC_INLINE_SYSTEM)} only; "
+               f"{', '.join(f + '*' for f in ANTHROPIC_NO_INLINE_SYSTEM)} refuse it: use the top-level `system`")
+    return Finding("system_not_first", f"messages[{u.index}].role", u.index, why,
+                   "role 'system' is not supported on this model", "error" if refused else "warning")
 
 
 def _check_anthropic(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  # noqa: C901
     messages = body.get("messages") or []
     out: list[Finding] = []
-    units = _anthropic_units(messages)
-    for u in units:
-        if u.role not in ("user", "assistant"):
-            text = (f'Unexpected role "{u.role}". The Messages API accepts a top-level `system` parameter, not '
-                    '"system" as an input message role.') if u.role == "system" else (
-                f"messages.{u.index}.role: Input should be 'user' or 'assistant'")
-            out.append(Finding("system_not_first" if u.role == "system" else "bad_role", f"messages[{u.index}].role",
-                               u.index, f"role {u.role!r} inside messages (the system prompt goes in `system`)",
-                               text))
+    all_units = _anthropic_units(messages)
+    for u in all_units:
+        if u.role == "system":
+            found = _anthropic_system(u, str(body.get("model") or ""))
+            if found is not None:
+                out.append(found)
+        elif u.role not in ("user", "assistant") and not messages[u.index].get("malformed"):
+            out.append(Finding("bad_role", f"messages[{u.index}].role", u.index,
+                               f"role {u.role!r} inside messages (the roles are user and assistant)",
+                               f"messages.{u.index}.role: Input should be 'user' or 'assistant'"))
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant":
+            continue
+        for j, b in enumerate(_blocks(m)):
+            if b.get("type") == "tool_use" and "input" in b and not isinstance(b["input"], dict):
+                out.append(_not_object(i, j, f"messages[{i}].content[{j}].input", b["input"],
+                                       f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary",
+                                       b.get("id") or None))
+    # Consecutive turns of one role are one turn to the service; system entries (where the model takes
+    # them) are instructions between turns, not turns.
+    units = _merge_turns([u for u in all_units if u.role in ("user", "assistant")])
     tool_blocks = any(u.calls or u.results for u in units)
     if tool_blocks and not body.get("tools") and "messages" in body and "tools" in body:
         out.append(Finding("tools_undefined", "tools", -1, "tool_use/tool_result blocks in the history but no tools",
                            "Requests which include `tool_use` or `tool_result` blocks must define tools."))
+    not_first: set[int] = set()  # messages whose calls are answered, but not first in the next turn
     for k, u in enumerate(units):
         if not u.calls:
             continue
         nxt = units[k + 1] if k + 1 < len(units) else None
         if nxt is not None and nxt.results and nxt.first_result > 0:
+            not_first.update(c[3] for c in u.calls)
             out.append(Finding("results_not_first", f"messages[{nxt.index}]", nxt.index,
                                "tool_result blocks must come first in the user message, before any text",
                                f"messages.{nxt.index}: Did not find {len(u.calls)} `tool_result` block(s) at the "
                                "beginning of this message. Messages following `tool_use` blocks must begin with a "
                                "matching number of `tool_result` blocks."))
     raws = _pair(units, "next")
-    unanswered: dict[int, list[str]] = {}
+    unanswered: dict[int, list[str]] = {}  # keyed by the message of each call
     for r in raws:
         if r.code == "unanswered_call":
             unanswered.setdefault(r.unit, []).append(r.call_id)
@@ -520,7 +715,7 @@ def _check_anthropic(body: dict[str, Any], ctx: Context | None) -> list[Finding]
                 f"{r.call_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous "
                 "message.", call_id=r.call_id, part=r.part))
         elif r.code == "unanswered_call":
-            if any(f.code == "results_not_first" and f.index == r.unit + 1 for f in out):
+            if r.unit in not_first:
                 continue
             out.append(Finding(r.code, pos, r.unit, f"tool_use {r.call_id!r} ({r.name}) has no tool_result in the "
                                "next message", f"messages.{r.unit}: `tool_use` ids were found without `tool_result` "
@@ -552,8 +747,8 @@ def _anthropic_thinking(body: dict[str, Any], messages: list[Any], ctx: Context 
                 out.append(Finding("missing_signature", f"messages[{i}].content[{j}]", i,
                                    "a thinking block without its signature",
                                    f"messages.{i}.content.{j}.thinking.signature: Field required", part=j))
-            elif ctx is not None and ctx.verify is not None and not ctx.verify(
-                    "thinking", b["signature"], b.get("thinking") or ""):
+            elif ctx is not None and ctx.verify is not None and not (isinstance(b["signature"], str) and ctx.verify(
+                    "thinking", b["signature"], str(b.get("thinking") or ""))):
                 out.append(Finding("invalid_signature", f"messages[{i}].content[{j}]", i,
                                    "the thinking block was altered (its signature does not match)",
                                    f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block", part=j))
@@ -575,7 +770,7 @@ def _anthropic_thinking(body: dict[str, Any], messages: list[Any], ctx: Context 
 
 
 def _fix_anthropic(messages: list[Any], findings: list[Finding]) -> list[Change]:
-    changes: list[Change] = []
+    changes = _fix_arguments(findings, lambda i, j: messages[i]["content"][j or 0], "input", {})
     for i, m in enumerate(messages):
         if isinstance(m.get("content"), str):
             continue
@@ -621,10 +816,10 @@ def _gemini_units(contents: list[Any]) -> list[_Unit]:
         for j, p in enumerate(c.get("parts") or ()):
             if "functionCall" in p:
                 fc = p["functionCall"] or {}
-                u.calls.append((fc.get("id") or "", fc.get("name") or "", j))
+                u.calls.append((fc.get("id") or "", fc.get("name") or "", j, i))
             elif "functionResponse" in p:
                 fr = p["functionResponse"] or {}
-                u.results.append((fr.get("id") or "", fr.get("name") or "", j))
+                u.results.append((fr.get("id") or "", fr.get("name") or "", j, i))
             else:
                 u.other = True
         units.append(u)
@@ -634,12 +829,15 @@ def _gemini_units(contents: list[Any]) -> list[_Unit]:
 def _check_gemini(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  # noqa: C901
     contents = body.get("contents") or []
     out: list[Finding] = []
-    units = _gemini_units(contents)
-    for u in units:
+    raw_units = _gemini_units(contents)
+    for u in raw_units:
         if u.role not in ("user", "model"):
             out.append(Finding("system_not_first" if u.role == "system" else "bad_role", f"contents[{u.index}].role",
                                u.index, f"role {u.role!r} in contents (the system prompt goes in systemInstruction)",
                                "Please use a valid role: user, model."))
+    # The service reads consecutive contents of one role as one turn: two model contents in a row whose calls
+    # the next user content answers are accepted (recorded: tests/fixtures/conformance, README "Sources").
+    units = _merge_turns(raw_units)
     count_msg = ("Please ensure that the number of function response parts is equal to the number of function call "
                  "parts of the function call turn.")
     for k, u in enumerate(units):
@@ -650,11 +848,11 @@ def _check_gemini(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  
                                "Please ensure that function call turn comes immediately after a user turn or after a "
                                "function response turn."))
         if u.results and (prev is None or not prev.calls):
-            for rid, name, j in u.results:
+            for rid, name, j, at in u.results:
                 code = "result_before_call" if any(
                     (rid and c[0] == rid) or (not rid and c[1] == name) for x in units[k + 1:] for c in x.calls
                 ) else "orphan_result"
-                out.append(Finding(code, f"contents[{u.index}].parts[{j}]", u.index,
+                out.append(Finding(code, f"contents[{at}].parts[{j}]", at,
                                    f"the function response for {name or rid!r} follows no function call turn",
                                    "Please ensure that function response turn comes immediately after a function call "
                                    "turn.", call_id=rid or None, part=j))
@@ -665,7 +863,7 @@ def _check_gemini(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  
         if u.calls:
             nxt = units[k + 1] if k + 1 < len(units) else None
             if nxt is not None and not nxt.results:
-                out.append(Finding("unanswered_call", f"contents[{u.index}]", u.index,
+                out.append(Finding("unanswered_call", f"contents[{u.calls[0][3]}]", u.calls[0][3],
                                    f"{len(u.calls)} call(s) with no function response turn after them", count_msg,
                                    call_id=u.calls[0][0] or None, part=u.calls[0][2]))
     for r in _pair(units, "next", by_name=True):
@@ -678,8 +876,24 @@ def _check_gemini(body: dict[str, Any], ctx: Context | None) -> list[Finding]:  
             out.append(Finding(r.code, f"contents[{r.unit}].parts[{r.part}]", r.unit,
                                f"function call id {r.call_id!r} was already used",
                                f"Duplicate function call id {r.call_id}.", "warning", r.call_id, part=r.part))
+    for i, c in enumerate(contents):
+        if c.get("role") != "model":
+            continue
+        for j, p in enumerate(c.get("parts") or ()):
+            fc = p.get("functionCall")
+            if isinstance(fc, dict) and "args" in fc and fc["args"] is not None and not isinstance(fc["args"], dict):
+                out.append(_not_object(i, j, f"contents[{i}].parts[{j}].functionCall.args", fc["args"],
+                                       f"Invalid value at 'contents[{i}].parts[{j}].function_call.args' "
+                                       f"(type.googleapis.com/google.protobuf.Struct), {_short(fc['args'])}",
+                                       fc.get("id") or None))
     out.extend(_gemini_signatures(body, contents, ctx))
     return out
+
+
+GEMINI_PLACEHOLDER_SIGNATURES = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
+"""The values Google documents for a client that has no real thought signature to send (histories from
+another model, or edited by hand): the service then skips the validation
+(https://ai.google.dev/gemini-api/docs/thought-signatures, "FAQs")."""
 
 
 def _gemini_signatures(body: dict[str, Any], contents: list[Any], ctx: Context | None) -> list[Finding]:
@@ -689,7 +903,7 @@ def _gemini_signatures(body: dict[str, Any], contents: list[Any], ctx: Context |
         required = str(body.get("model") or "").split("/")[-1].startswith("gemini-3")
     start = 0  # the current turn starts after the last user content holding text
     for i, c in enumerate(contents):
-        if c.get("role", "user") == "user" and any("text" in p for p in c.get("parts") or ()):
+        if (c.get("role") or "user") == "user" and any("text" in p for p in c.get("parts") or ()):
             start = i + 1
     for i, c in enumerate(contents):
         if c.get("role") != "model":
@@ -708,7 +922,8 @@ def _gemini_signatures(body: dict[str, Any], contents: list[Any], ctx: Context |
                         f"performance. Additional data, function call `default_api:{name}` , position {i + 1}. Please "
                         "refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", part=j))
                 first = False
-            if sig and ctx is not None and ctx.verify is not None and not ctx.verify("thought", sig, ""):
+            if (sig and sig not in GEMINI_PLACEHOLDER_SIGNATURES and ctx is not None and ctx.verify is not None
+                    and not ctx.verify("thought", sig, "")):
                 out.append(Finding("invalid_signature", f"contents[{i}].parts[{j}]", i,
                                    "this thoughtSignature was not issued for this conversation",
                                    "Corrupted thought signature.", part=j))
@@ -716,21 +931,19 @@ def _gemini_signatures(body: dict[str, Any], contents: list[Any], ctx: Context |
 
 
 def _fix_gemini(contents: list[Any], findings: list[Finding]) -> list[Change]:
-    changes: list[Change] = []
-    units = _gemini_units(contents)
+    changes: list[Change] = _fix_arguments(findings, lambda i, j: contents[i]["parts"][j]["functionCall"], "args", {})
+    units = _merge_turns(_gemini_units(contents))
     for k in range(len(units) - 1, -1, -1):
         u = units[k]
         nxt = units[k + 1] if k + 1 < len(units) else None
         if u.results and (k == 0 or not units[k - 1].calls):
-            parts = contents[u.index]["parts"]
-            for _, name, j in reversed(u.results):
-                changes.append(Change("dropped", f"contents[{u.index}].parts[{j}]",
-                                      f"orphan function response {name!r}"))
-                del parts[j or 0]
-            if not parts:
-                del contents[u.index]
+            for _, name, j, at in reversed(u.results):
+                changes.append(Change("dropped", f"contents[{at}].parts[{j}]", f"orphan function response {name!r}"))
+                del contents[at]["parts"][j or 0]
+                if not contents[at]["parts"]:
+                    del contents[at]
         if u.calls and (nxt is None or len(nxt.results) < len(u.calls)):
-            answered = [name for _, name, _ in (nxt.results if nxt else [])]
+            answered = [name for _, name, _, _ in (nxt.results if nxt else [])]
             missing = list(u.calls)
             for name in answered:
                 for c in missing:
@@ -738,13 +951,14 @@ def _fix_gemini(contents: list[Any], findings: list[Finding]) -> list[Change]:
                         missing.remove(c)
                         break
             parts = [{"functionResponse": {"name": name, "response": {"error": INTERRUPTED},
-                                           **({"id": cid} if cid else {})}} for cid, name, _ in missing]
+                                           **({"id": cid} if cid else {})}} for cid, name, _, _ in missing]
             if nxt is not None and nxt.results:
-                contents[nxt.index]["parts"][len(nxt.results):len(nxt.results)] = parts
+                last = nxt.results[-1]
+                contents[last[3]]["parts"][(last[2] or 0) + 1:(last[2] or 0) + 1] = parts
             else:
-                contents.insert(u.index + 1, {"role": "user", "parts": parts})
+                contents.insert(u.last + 1, {"role": "user", "parts": parts})
             for p in parts:
-                changes.append(Change("added", f"contents[{u.index + 1}]",
+                changes.append(Change("added", f"contents[{u.last + 1}]",
                                       f"an 'interrupted' function response for {p['functionResponse']['name']!r}"))
     return changes
 
@@ -767,24 +981,43 @@ _FIXES: dict[str, Callable[[list[Any], list[Finding]], list[Change]]] = {
 
 
 def validate(provider: str, body: dict[str, Any], context: Context | None = None) -> list[Finding]:
-    """All findings for a whole request body of ``provider`` (what the emulator runs on every request)."""
+    """All findings for a whole request body of ``provider`` (what the emulator runs on every request).
+
+    Any JSON value is read without an exception: values of the wrong type are ``malformed`` findings
+    (:mod:`agentnb._shapes`), and the rules run on the rest.
+    """
+    return _validate(provider, body, context)[0]
+
+
+def _validate(provider: str, body: Any, context: Context | None) -> tuple[list[Finding], dict[str, Any]]:
     if provider not in _CHECKS:
         raise ValueError(f"provider={provider!r}: use one of {', '.join(PROVIDERS)}")
-    return _CHECKS[provider](body, context)
+    clean, malformed = normalize(provider, body)
+    out = [Finding("malformed", m.position, m.index, m.message, m.provider_message, param=m.param) for m in malformed]
+    try:
+        out.extend(_CHECKS[provider](clean, context))
+    except RecursionError:
+        out.append(Finding("malformed", "body", -1, "the request is nested too deeply to read",
+                           "Invalid request: the JSON body is nested too deeply."))
+    except Exception as exc:  # a shape _shapes does not normalize yet: a finding, never a crash (see tests)
+        out.append(Finding("unreadable", "body", -1, f"the request could not be read ({type(exc).__name__}: {exc})",
+                           "Invalid request."))
+    return out, clean
 
 
-def _as_body(messages: Any, provider: str, tools: Any, model: str | None) -> dict[str, Any]:
+def _as_body(messages: Any, provider: str, tools: Any, model: str | None) -> Any:
     if isinstance(messages, dict):
-        return copy.deepcopy(messages)
-    items = list(messages)
-    if items and not isinstance(items[0], dict):  # canonical messages: render them in the provider's shape
+        body = copy.deepcopy(messages)
+    elif isinstance(messages, list | tuple) and messages and all(isinstance(m, Message) for m in messages):
         from .providers import anthropic, gemini, openai_chat, openai_responses
 
         adapter = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
                    "gemini": gemini}[provider]
-        body: dict[str, Any] = adapter.render_request(items)
-    else:
-        body = {_LIST_KEY[provider]: copy.deepcopy(items)}
+        body = adapter.render_request(list(messages))
+    elif isinstance(messages, list | tuple):
+        body = {_LIST_KEY[provider]: copy.deepcopy(list(messages))}
+    else:  # not a list: reported by the shape check (a string is a valid Responses input)
+        body = {_LIST_KEY[provider]: messages}
     if tools is not None:
         body["tools"] = tools
     if model is not None:
@@ -839,11 +1072,23 @@ def lint(messages: Sequence[Any] | dict[str, Any], provider: str, *, fix: bool =
     """
     if provider not in _CHECKS:
         raise ValueError(f"provider={provider!r}: use one of {', '.join(PROVIDERS)}")
-    body = _as_body(messages, provider, tools, model)
-    findings = validate(provider, body)
+    try:
+        body = _as_body(messages, provider, tools, model)
+    except RecursionError:
+        body = {_LIST_KEY[provider]: []}
+        deep = Finding("malformed", _LIST_KEY[provider], -1, "the history is nested too deeply to copy",
+                       "Invalid request: the JSON body is nested too deeply.")
+        return ([], [Change("dropped", _LIST_KEY[provider], deep.message)]) if fix else [deep]
+    findings, clean = _validate(provider, body, None)
     findings.sort(key=lambda f: (f.index, f.part if f.part is not None else -1))
     if not fix:
         return findings
-    items = body.get(_LIST_KEY[provider]) or []
+    items = clean.get(_LIST_KEY[provider])
+    if not isinstance(items, list):
+        return ([] if items is None else items), []
     changes = _FIXES[provider](items, findings)
+    for f in findings:
+        if f.code == "malformed":
+            changes.append(Change("dropped", f.position, f.message))
+    items[:] = [it for it in items if not it.get("malformed")]
     return items, changes

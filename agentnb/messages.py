@@ -28,8 +28,9 @@ from pydantic import Field, TypeAdapter
 
 Role = Literal["system", "user", "assistant", "tool"]
 ResultStatus = Literal["ok", "error", "denied", "skipped", "timeout", "duplicate"]
-FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other"]
-"""The normalized finish reason. Only ``stop`` is an explicit completion."""
+FinishReason = Literal["stop", "tool_calls", "length", "refusal", "content_filter", "error", "other", "pause"]
+"""The normalized finish reason. Only ``stop`` is an explicit completion; ``pause`` is a turn the provider
+paused (Anthropic's ``pause_turn``): the conversation goes back to it so the model continues."""
 
 # Core records are slotted dataclasses: a run makes thousands of them, and a dataclass is several times
 # cheaper to build than a validating model (see bench/loop_overhead.py). Pydantic validates and serializes

@@ -37,8 +37,13 @@ counting retried requests, as :class:`~agentnb.ScriptedModel` counts) and ``ms``
 ==================  ==============================================================================
 
 Secrets never reach the file: every line passes through :func:`agentnb.redact.redact` before it is written
-(keys named like credentials, strings shaped like provider keys or bearer tokens, the client's own key and
-the usual ``*_API_KEY`` environment variables). Transport headers are never recorded at all.
+(keys named like credentials, strings shaped like provider keys or bearer tokens, every credential the
+wrapped model declares and the usual ``*_API_KEY`` environment variables). The secret parameters of the tools
+offered (``SecretStr``, ``secret=[...]``) are masked in turns and in streamed fragments, which are held back
+while they could still be the start of a secret (:class:`agentnb.redact.StreamRedactor`). Raw stream events
+of a request are written when its turn is complete, so that pieces of a secret split across events are
+masked too (:func:`agentnb.redact.redact_pieces`). Transport headers are never recorded at all. A cassette
+therefore replays masked values: a tool that needs a secret argument gets ``[REDACTED]`` on replay.
 """
 
 from __future__ import annotations
@@ -61,7 +66,15 @@ from .exceptions import ModelError, StreamInterrupted
 from .messages import MESSAGE_ADAPTER, ModelTurn
 from .providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 from .providers.scripted import ScriptedModel
-from .redact import redact, register_secret
+from .redact import (
+    HoldsCredentials,
+    RunSecrets,
+    redact,
+    redact_pieces,
+    register_credentials,
+    register_secret,
+    shaped_values,
+)
 
 __all__ = ["CASSETTE_VERSION", "Cassette", "RecordedRequest", "Recorder", "ReplayedModel", "read_cassette"]
 
@@ -96,13 +109,6 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _client_keys(model: Any) -> list[str]:
-    """The API keys held by a provider model's SDK client (OpenAI, Anthropic, google-genai)."""
-    client = getattr(model, "client", None)
-    found = [getattr(client, "api_key", None), getattr(getattr(client, "_api_client", None), "api_key", None)]
-    return [k for k in found if isinstance(k, str)]
-
-
 class Recorder:
     """A model wrapper that records every request, stream item, final turn and error into a cassette.
 
@@ -135,8 +141,12 @@ class Recorder:
         self.path = Path(path)
         self.provider: str = getattr(model, "provider", "?")
         self.name: str = getattr(model, "name", "?")
-        for secret in [*secrets, *_client_keys(model)]:
+        self.secrets = [s for s in secrets if s]
+        for secret in self.secrets:
             register_secret(secret)
+        register_credentials(model)
+        self._masks: dict[int, RunSecrets] = {}
+        self._pending: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._count = 0
         self._current: tuple[int, float] = (-1, 0.0)
@@ -175,10 +185,17 @@ class Recorder:
         if self._tapped:
             vars(self.model).pop("_send", None)
             self._tapped = False
+        for k in list(self._pending):
+            self._flush(k, secret=True)
         with self._lock:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+
+    def credentials(self) -> list[str]:
+        """The wrapped model's credentials and the extra ``secrets`` given (a loop registers them)."""
+        held = self.model.credentials() if isinstance(self.model, HoldsCredentials) else []
+        return list(dict.fromkeys([*held, *self.secrets]))
 
     def seek(self, run_id: str, position: int) -> None:
         """Pass a fork's or a resume's position on to the wrapped model, when it has one (a scripted model)."""
@@ -195,6 +212,7 @@ class Recorder:
             self._count += 1
         t0 = time.perf_counter()
         self._current = (k, t0)
+        self._masks[k] = RunSecrets.for_tools(request.tools)
         # A run's history only grows (HistoryView over one list) until compression replaces it: write only the
         # messages that are new since this run's previous request, so a long run's cassette stays linear.
         msgs = request.messages
@@ -232,26 +250,61 @@ class Recorder:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()
+            self._flush(k, secret=True)
+            self._masks.pop(k, None)
 
     def _item(self, k: int, t0: float, item: StreamItem) -> None:
         ms = _ms(t0)
         if isinstance(item, TextDelta):
-            self._write({"type": "text", "turn": k, "ms": ms, "fragment": item.fragment})
+            self._hold(k, {"type": "text", "turn": k, "ms": ms, "fragment": item.fragment})
         elif isinstance(item, ArgumentsDelta):
-            self._write({"type": "arguments", "turn": k, "ms": ms, "index": item.index, "fragment": item.fragment,
-                         "call_id": item.call_id, "name": item.name})
+            self._hold(k, {"type": "arguments", "turn": k, "ms": ms, "index": item.index, "fragment": item.fragment,
+                           "call_id": item.call_id, "name": item.name})
         elif isinstance(item, ModelTurn):
-            turn = dataclasses.replace(item, raw=_jsonable(item.raw))
+            # The copy written is masked; the turn the caller gets keeps its values (its run masks them itself).
+            masks = self._masks.get(k) or RunSecrets({})
+            shaped = [v for p in item.message.parts for v in shaped_values(_part_text(p))]
+            message = masks.turn(item.message)
+            self._flush(k, secret=bool(shaped) or message is not item.message, shaped=shaped)
+            turn = dataclasses.replace(item, message=message, raw=redact(_jsonable(item.raw), masks.names(None)))
             self._write({"type": "turn", "turn": k, "ms": ms, "response": _TURN_ADAPTER.dump_python(turn, mode="json")})
         else:
             self._write({"type": "unknown", "turn": k, "ms": ms, "repr": repr(item)})
 
+    def _hold(self, k: int, line: dict[str, Any]) -> None:
+        """Keep a streamed line until its turn is complete (and its secrets are known)."""
+        self._pending.setdefault(k, []).append(line)
+
+    def _flush(self, k: int, *, secret: bool, shaped: list[str] | None = None) -> None:
+        """Write the held lines of request ``k`` in the order they came.
+
+        When the request's turn held no secret they go as received, so a replay streams exactly the same
+        fragments. Otherwise (or when the turn never completed) the fragments go through a stream redactor and
+        the raw events are masked wherever they hold a piece of a secret.
+        """
+        lines = self._pending.pop(k, None)
+        if not lines:
+            return
+        masks = self._masks.get(k) or RunSecrets({})
+        masks.restart_streams()
+        for line in lines:
+            kind = line["type"]
+            if secret and kind == "wire_event":
+                line = redact_pieces(line, shaped or ())
+            elif secret and kind == "text":
+                line = {**line, "fragment": masks.fragment("text", None, line["fragment"])}
+            elif secret and kind == "arguments":
+                line = {**line, "fragment": masks.fragment(line["index"], line["name"], line["fragment"])}
+            self._write(line)
+
     def _error(self, k: int, t0: float, exc: BaseException) -> None:
+        self._flush(k, secret=True)
         self._write({
             "type": "error", "turn": k, "ms": _ms(t0), "error": type(exc).__name__,
             "interrupted": isinstance(exc, StreamInterrupted), "message": str(exc),
             "status": getattr(exc, "status", None), "retryable": getattr(exc, "retryable", None),
         })
+        self._masks.pop(k, None)
 
     # -- the wire tap (SDK models) ------------------------------------------------------------------------
 
@@ -262,14 +315,17 @@ class Recorder:
         if inspect.isawaitable(result):  # an async client: the raw events are awaited elsewhere; not tapped
             return result
         if not getattr(self.model, "stream", False):
-            self._write({"type": "wire_response", "turn": k, "ms": _ms(t0), "body": _jsonable(result)})
+            names = self._masks[k].names(None) if k in self._masks else frozenset()
+            self._write({"type": "wire_response", "turn": k, "ms": _ms(t0), "body": redact(_jsonable(result), names)})
             return result
         return self._wire_events(k, t0, result)
 
     def _wire_events(self, k: int, t0: float, events: Any) -> Iterator[Any]:
+        names = self._masks[k].names(None) if k in self._masks else frozenset()
         try:
-            for event in events:
-                self._write({"type": "wire_event", "turn": k, "ms": _ms(t0), "event": _jsonable(event)})
+            for event in events:  # written with the turn, once its secrets are known
+                line = {"type": "wire_event", "turn": k, "ms": _ms(t0), "event": redact(_jsonable(event), names)}
+                self._hold(k, line)
                 yield event
         finally:
             close = getattr(events, "close", None)
@@ -283,6 +339,16 @@ class Recorder:
                 raise ValueError(f"the recorder for {self.path} is closed; make a new Recorder to record again")
             self._fh.write(text + "\n")
             self._fh.flush()
+
+
+def _part_text(part: Any) -> str:
+    """The text of a part that can carry a secret by its shape (text, refusal, call arguments)."""
+    kind = getattr(part, "kind", "")
+    if kind in ("text", "refusal"):
+        return str(part.text)
+    if kind == "tool_call":
+        return str(part.arguments_raw)
+    return ""
 
 
 def _ms(t0: float) -> float:

@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ValidationError
+
 from . import binding
 from .engine import (
     FINALIZE_PROMPT,
@@ -35,6 +37,7 @@ from .engine import (
     RunTool,
     Wait,
     arguments_digest,
+    check_tool_choice,
     decide,
     prune_step,
     request_hash,
@@ -45,6 +48,8 @@ from .events import (
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
+    CallRejected,
+    CallValidated,
     CompressionApplied,
     ModelRequested,
     ModelRetried,
@@ -52,6 +57,7 @@ from .events import (
     RunStarted,
     TextMerged,
     ToolFinished,
+    ToolInfo,
     TurnCompleted,
 )
 from .exceptions import (
@@ -67,11 +73,22 @@ from .exceptions import (
 )
 from .guards import Budget, estimate_tokens, prune
 from .messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, coerce_messages
+from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import ArgumentsDelta, HistoryView, Model, ModelRequest, StreamItem, TextDelta
-from .redact import redact, redact_text, register_secret
-from .states import TERMINAL, LoopState, S, check_transition
+from .redact import RunSecrets, redact, redact_outcome, redact_text, register_credentials
+from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .store import LEASE_TTL, Effect, EffectDone, Lease, Store, as_store
-from .tools import Outcome, Tool, ToolContext, ToolRegistry, as_registry, jsonable, render_value, timeout_outcome
+from .tools import (
+    Outcome,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    as_registry,
+    describe_errors,
+    jsonable,
+    render_value,
+    timeout_outcome,
+)
 from .transcript import Transcript
 
 _now = datetime.now
@@ -104,10 +121,20 @@ class Loop:
             recorded as an ``approval_override`` guard event.
         approval_ttl: seconds an approval request stays valid (default: no expiry).
         lease_ttl: seconds the run's lease lasts without renewal (one driver at a time; see :class:`Run`).
+        output_type: the type the final answer must have (a pydantic model, a TypedDict, a dataclass, a list of
+            them, or a JSON schema as a dict); the model answers by calling the output tool ``final_result``,
+            ``run.output`` is then the typed object (see :mod:`agentnb.output`).
+        output_retries: correction turns allowed for final answers that do not fit ``output_type``.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"name": "tool"}``, rendered as each wire API
+            expects; or a per-turn policy ``callable(state) -> choice`` (e.g. force ``lookup_order`` on the first
+            turn, then ``"auto"``), recorded on every ``ModelRequested`` event.
+        parallel_tool_calls: False asks the model for at most one call per turn (None: the provider's default).
         budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.
         summarizer: a model (or ``callable(messages) -> str``) that summarizes older history when the context
             passes its threshold (tier 1); without one, compression prunes (tier 2).
+        tracer_provider: an OpenTelemetry tracer provider (or an :class:`agentnb.otel.Tracing`): every run
+            is written as GenAI spans as it happens.
 
     Example:
         >>> import agentnb as anb
@@ -138,11 +165,27 @@ class Loop:
         budget: Budget | None = None,
         summarizer: Any = None,
         lease_ttl: float = LEASE_TTL,
+        output_type: Any = None,
+        output_retries: int = 2,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise TypeError(f"model must have a respond(request) method, got {type(model).__name__}")
         if on_max_turns not in ("finalize", "stop"):
             raise ValueError(f"on_max_turns must be 'finalize' or 'stop', got {on_max_turns!r}")
+        settings = dict(settings or {})
+        policy: Callable[[Any], Any] | None = None
+        if callable(tool_choice):
+            policy = tool_choice
+        elif tool_choice is not None:
+            if "tool_choice" in settings:
+                raise ValueError("give tool_choice= or settings['tool_choice'], not both")
+            names = [*as_registry(tools).names, *([OUTPUT_TOOL] if output_type is not None else [])]
+            settings["tool_choice"] = check_tool_choice(tool_choice, names)
+        if parallel_tool_calls is not None:
+            settings["parallel_tool_calls"] = bool(parallel_tool_calls)
         if budget is None:
             budget = Budget(max_turns=max_turns, on_exhausted=on_max_turns)
         elif (max_turns, on_max_turns) != (25, "finalize"):
@@ -156,24 +199,35 @@ class Loop:
         self.config = EngineConfig(
             registry=self.registry,
             budget=budget,
-            settings=dict(settings or {}),
+            settings=settings,
             finalize_prompt=finalize_prompt,
             headless=headless,
             approval=approval,
             override_tool_approval=override_tool_approval,
             approval_ttl=approval_ttl,
             summarizer=summarizer,
+            output=None if output_type is None else OutputSpec.of(output_type, retries=output_retries),
+            tool_choice=policy,
         )
+        if self.config.output is not None and self.registry.get(self.config.output.name) is not None:
+            raise ValueError(f"a tool is named {self.config.output.name!r}, the output tool's name; rename it")
         self.lease_ttl = lease_ttl
         self.store = as_store(store)
         self.event_settings = redact(self.config.settings)
-        register_secret(getattr(getattr(model, "client", None), "api_key", None))
+        register_credentials(model)  # every key the model (or the models it wraps) holds, whatever its shape
         self.policy_revision = policy_revision(self.registry, approval, headless, override_tool_approval)
+        self.tracer_provider = tracer_provider  # OpenTelemetry export of every run: agentnb.otel.Tracing
 
     @property
     def tools(self) -> list[Tool]:
         """The loop's tools."""
         return list(self.registry)
+
+    @property
+    def tool_infos(self) -> list[ToolInfo]:
+        """The tools as offered to the model: the registry's, plus the output tool of an ``output_type`` loop."""
+        output = self.config.output
+        return self.registry.infos if output is None else [*self.registry.infos, output.info()]
 
     def start(
         self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
@@ -184,7 +238,12 @@ class Loop:
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
         derive from it, so two runs of one operation never repeat each other's writes.
         """
-        return Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
+            from .otel.export import as_tracing
+
+            as_tracing(self.tracer_provider).attach(run)
+        return run
 
     def __repr__(self) -> str:
         model = f"{getattr(self.model, 'provider', '?')}:{getattr(self.model, 'name', '?')}"
@@ -217,12 +276,17 @@ class Run:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this driver is, in the run's lease."""
         self._lease: Lease | None = None
+        self._half_ttl = loop.lease_ttl / 2
         self._drive = threading.RLock()
         """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
         self._cancel_reason: str | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._unsaved: dict[str, tuple[Outcome, dict[str, Any], EffectDone | None]] = {}
         """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""
+        self._held_item: StreamItem | None = None
+        """A stream item pulled from the model whose event a store fault kept out (written next step)."""
+        self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
+        self._call_ids: tuple[list[Message], int, set[str]] = ([], 0, set())  # ids in the conversation so far
         self._listeners: list[Callable[[BaseEvent], None]] = []
         self._stream: Iterator[StreamItem] | None = None
         self._t0 = 0.0
@@ -242,8 +306,11 @@ class Run:
         return self._rs.state
 
     @property
-    def output(self) -> str | None:
-        """The final answer text (None until the run finishes with one)."""
+    def output(self) -> Any:
+        """The final answer: its text, or for a loop with ``output_type`` the typed object (None until then)."""
+        spec = self.loop.config.output
+        if spec is not None:
+            return spec.typed(self._rs.final_output) if self._rs.output_ok and self._rs.state is S.COMPLETED else None
         return self._rs.output
 
     @property
@@ -307,7 +374,7 @@ class Run:
             return self._append(RunStarted, S.READY, {
                 "messages": self._initial,
                 "model": f"{getattr(self.loop.model, 'provider', '?')}:{getattr(self.loop.model, 'name', '?')}",
-                "tools": self.loop.registry.infos,
+                "tools": self.loop.tool_infos,
                 "settings": {
                     "max_turns": self.loop.config.max_turns,
                     "on_max_turns": self.loop.config.budget.on_exhausted,
@@ -385,7 +452,11 @@ class Run:
     def _cancel_now(self, reason: str) -> BaseEvent:
         self._close_stream()
         for c in [c for c in self._rs.calls.values() if c.status == "running"]:  # started, never executed
-            self._finished(c, _skipped(f"the run was cancelled ({reason}) before this call ran"))
+            if c.call_id in self._unsaved:  # it did run: record what happened, never "skipped"
+                out, extra, effect = self._unsaved.pop(c.call_id)
+                self._finished(c, out, effect=effect, **extra)
+            else:
+                self._finished(c, _skipped(f"the run was cancelled ({reason}) before this call ran"))
         return self._append(RunFinished, S.CANCELLED, {"final": S.CANCELLED, "reason": reason, "output": None})
 
     # -- approvals -----------------------------------------------------------------------------------
@@ -511,7 +582,7 @@ class Run:
         """
         call = self._pending(call_id)
         self._check_request(call, None, for_approval=False)
-        content, audit = render_value(value), jsonable(value)
+        content, audit = redact_text(render_value(value)), redact(jsonable(value))  # the ledger is stored too
         tool = self.loop.registry.get(call.name)
         key = call.idempotency_key
         effect = None
@@ -553,8 +624,12 @@ class Run:
         rs = self._rs
         turn = rs.turn + 1 if cls is ModelRequested else rs.turn
         event = cls(seq=rs.seq, ts=_now(UTC), run_id=self.run_id, turn=turn, state=state, **fields)
-        check_transition(rs.state, event.type, state)  # an illegal event is refused before it is stored
-        self._hold()
+        allowed = TRANSITIONS[rs.state].get(event.type)
+        if allowed is None or state not in allowed:  # an illegal event is refused before it is stored
+            check_transition(rs.state, event.type, state)
+        lease = self._lease
+        if lease is None or lease.expires - time.time() <= self._half_ttl:
+            self._hold()
         self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
         rs.apply(event)
         self._events.append(event)
@@ -568,12 +643,15 @@ class Run:
     def _hold(self) -> None:
         """Take or renew the run's lease when it is missing or half spent (one store write per half-TTL)."""
         lease = self._lease
-        if lease is not None and lease.expires - time.time() > self.loop.lease_ttl / 2:
+        if lease is not None and lease.expires - time.time() > self._half_ttl:
             return
         self._lease = self.store.acquire_lease(self.run_id, self._owner, self.loop.lease_ttl, seq=self._rs.seq)
 
     def _let_go(self) -> None:
         """Release the lease when the run pauses for a person or ends: another process may take it then."""
+        if self._executor is not None and self._rs.state in TERMINAL:
+            self._executor.shutdown(wait=False)  # idle threads go now, not when the Run is collected
+            self._executor = None
         if self._lease is None:
             return
         self._lease = None
@@ -584,6 +662,16 @@ class Run:
 
     def _scrub(self, cls: type[BaseEvent], fields: dict[str, Any]) -> dict[str, Any]:
         """Redact credentials at the source, before an event exists (see :mod:`agentnb.redact`)."""
+        secrets = self._secrets
+        if cls is ArgumentsMerged:  # a fragment shows what is decided; lengths count what is shown
+            shown = secrets.fragment(fields["index"], fields["name"], fields["fragment"])
+            length = self._rs.argument_lengths.get(fields["index"], 0) + len(shown.encode())
+            return {**fields, "fragment": shown, "length": length}
+        if cls is TextMerged:
+            shown = secrets.fragment("text", None, fields["fragment"])
+            return {**fields, "fragment": shown, "length": self._rs.text_length + len(shown)}
+        if cls is ModelRequested or cls is ModelRetried:
+            secrets.restart_streams()
         settings = fields.get("settings")
         if settings is self.loop.config.settings and len(fields) <= 3:  # a plain request: the common case
             return {**fields, "settings": self.loop.event_settings}  # redacted once per loop, not per turn
@@ -595,21 +683,42 @@ class Run:
                 fields["settings"] = redact(settings)
         if cls is TurnCompleted:
             resp = fields["response"]
-            if resp.raw is not None and resp.provider != "scripted":
-                fields["response"] = replace(resp, raw=redact(resp.raw))
-        for key in ("error", "reason", "error_message"):
+            message = secrets.turn(resp.message)
+            raw = resp.raw
+            if raw is not None and (resp.provider != "scripted" or message is not resp.message):
+                raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
+            fields["response"] = replace(resp, message=message, raw=raw)
+        elif cls is CallValidated or cls is ApprovalResolved:
+            fields["arguments"] = secrets.arguments(fields["call_id"], self._call_name(fields["call_id"]),
+                                                    fields.get("arguments"), edited=cls is ApprovalResolved)
+            if fields.get("value") is not None:
+                fields["value"] = redact(fields["value"])
+        for key in ("error", "reason", "error_message", "message", "note", "content"):
             if isinstance(fields.get(key), str):
                 fields[key] = redact_text(fields[key])
         return fields
+
+    def _call_name(self, call_id: str) -> str:
+        call = self._rs.calls.get(call_id)
+        return call.name if call is not None else ""
 
     def _request(self) -> ModelRequest:
         rs = self._rs
         finalize = rs.finalizing
         offered = [] if finalize else rs.tools
+        settings = self.loop.config.settings
+        output = self.loop.config.output
+        if finalize and output is not None:  # the tools-free last turn still owes the typed answer: force it
+            offered = [output.info()]
+            settings = {**settings, "tool_choice": {"name": output.name}}
+        elif finalize:
+            settings = {**settings, "tool_choice": "none"}
+        elif rs.tool_choice is not None:
+            settings = {**settings, "tool_choice": rs.tool_choice}
         return ModelRequest(
             messages=HistoryView(rs.messages),
             tools=offered,
-            settings=({**self.loop.config.settings, "tool_choice": "none"} if finalize else self.loop.config.settings),
+            settings=settings,
             finalize=finalize,
             run_id=self.run_id,
             turn=rs.turn,
@@ -625,6 +734,21 @@ class Run:
                 pass
 
     def _pull(self) -> BaseEvent:
+        item = self._held_item
+        if item is None:
+            return self._pull_new()
+        self._held_item = None
+        return self._record(item)
+
+    def _record(self, item: StreamItem) -> BaseEvent:
+        """Append the event of a pulled item; if the store refuses it, keep the item for the next step."""
+        try:
+            return self._item_event(item)
+        except CheckpointError:
+            self._held_item = item  # the model's answer is not lost: the next step writes it (never asks again)
+            raise
+
+    def _pull_new(self) -> BaseEvent:
         rs = self._rs
         try:
             if self._stream is None:
@@ -668,6 +792,10 @@ class Run:
             self._close_stream()
             where = traceback.format_exception_only(type(exc), exc)[-1].strip()
             return self._finish(S.FAILED, f"the model raised {where}")
+        return self._record(item)
+
+    def _item_event(self, item: StreamItem) -> BaseEvent:
+        rs = self._rs
         if isinstance(item, ModelTurn):
             self._close_stream()
             latency = round(time.perf_counter() - self._t0, 6)
@@ -686,15 +814,29 @@ class Run:
         return self._finish(S.FAILED, f"the model yielded {type(item).__name__}, not a stream item or a turn")
 
     def _prepare(self, turn: ModelTurn) -> ModelTurn:
-        """Give every call a unique id: generated where missing or repeated, and used on both sides."""
-        seen: set[str] = set()
+        """Give every call an id unique in the conversation: generated where missing or already used, on both sides.
+
+        The conversation includes the history a follow-up run starts from, so a model that numbers its calls
+        per run (a script, a replayed cassette) never repeats an id the provider has seen in this conversation.
+        """
+        if not turn.message.tool_calls:
+            return turn
+        msgs, known, seen = self._call_ids
+        if msgs is not self._rs.messages or known > len(msgs):  # compressed or rebuilt: count again
+            msgs, known, seen = self._rs.messages, 0, set()
+        seen.update(c.call_id for m in msgs[known:] if m.role == "assistant" for c in m.tool_calls)
+        self._call_ids = (msgs, len(msgs), seen)  # this turn's ids join the set: they are in the conversation next
         parts = list(turn.message.parts)
         changed = False
         for i, p in enumerate(parts):
             if not isinstance(p, ToolCallPart):
                 continue
             if not p.call_id or p.call_id in seen:
-                p = parts[i] = replace(p, call_id=f"call_{self.run_id[4:]}_{self._rs.turn}_{i}")
+                fresh, n = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}", 0
+                while fresh in seen:
+                    n += 1
+                    fresh = f"call_{self.run_id[4:]}_{self._rs.turn}_{i}_{n}"
+                p = parts[i] = replace(p, call_id=fresh)
                 changed = True
             seen.add(p.call_id)
         return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
@@ -781,8 +923,10 @@ class Run:
                 outcomes[cid] = (_duplicate(batch[cid], outcomes[first][0], first), {"duplicate_of": first}, None)
             else:
                 outcomes[cid] = (_duplicate_unknown(batch[cid], first), {"duplicate_of": first}, None)
-        for c, _tool, _ in runnable:
-            if c.call_id in outcomes and outcomes[c.call_id][0].error_type == "KeyboardInterrupt":
+        for c, _tool, _ in runnable:  # a tool raised KeyboardInterrupt in a worker: record, then raise it here
+            hit = (c.call_id in outcomes and outcomes[c.call_id][0].error_type == "KeyboardInterrupt") or (
+                "KeyboardInterrupt" in unknown.get(c.call_id, ""))
+            if hit:
                 interrupted = interrupted or KeyboardInterrupt()
         self._unsaved.update(outcomes)
         last: BaseEvent | None = None
@@ -938,22 +1082,37 @@ class Run:
     def _call(self, call: CallState, tool: Tool, on_loop: Any = None) -> Outcome:
         """Run one call in this thread (errors become results; KeyboardInterrupt propagates)."""
         assert call.arguments is not None
-        validated = call.validated or tool.validate(call.arguments)
+        validated = self._unmasked(call, tool)  # the real secret arguments live in memory only
+        if isinstance(validated, Outcome):
+            return validated
         ctx = None
         if tool.context_param is not None:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=self._rs.turn,
                               idempotency_key=call.idempotency_key)
         out = self.loop.registry.run(tool, validated, ctx, on_loop)
-        out = _cap(out, self.loop.config.budget.max_result_chars)
-        if out.status != "ok":  # an error text can quote a URL or a header: redact it before it is hashed
-            message = redact_text(out.error_message) if out.error_message else out.error_message
-            out = replace(out, content=redact_text(out.content), error_message=message)
-        return out
+        # results and errors alike, before they are cut (a cut can halve a key), hashed, stored or shown
+        return _cap(redact_outcome(out), self.loop.config.budget.max_result_chars)
 
     @staticmethod
     def _done(call: CallState, out: Outcome) -> EffectDone:
         assert call.idempotency_key is not None
         return EffectDone(call.idempotency_key, out.content, out.value, out.status)
+
+    def _unmasked(self, call: CallState, tool: Tool) -> BaseModel | Outcome:
+        """The call's validated arguments with its real secrets, or the error result when they cannot be had.
+
+        Validation before this point saw the masked values; the real ones meet the schema here for the first time.
+        """
+        real = self._secrets.unmask(call.call_id, call.name, call.arguments or {})
+        if isinstance(real, str):
+            return Outcome(status="error", content=real, error_type="SecretUnavailable", error_message=real)
+        if real is call.arguments and call.validated is not None:
+            return call.validated
+        try:
+            return tool.validate(real)
+        except ValidationError as exc:
+            message, _ = describe_errors(call.name, exc)
+            return Outcome(status="error", content=message, error_type="ValidationError", error_message=message)
 
     def _unknown(self, call: CallState, why: str) -> BaseEvent:
         tool = self.loop.registry.get(call.name)
@@ -1160,7 +1319,8 @@ def _duplicate_unknown(call: CallState, first_call: str) -> Outcome:
     )
     return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": None})
 
-_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished})
+_SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished, TextMerged, ArgumentsMerged,
+                    CallValidated, CallRejected, ApprovalResolved})
 
 
 def _budget_settings(b: Budget) -> dict[str, Any]:

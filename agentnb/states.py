@@ -113,6 +113,8 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     ),
     S.RESPONDED: _row(
         CallParsed=frozenset({S.VALIDATING}),
+        OutputValidated=frozenset({S.RESPONDED, S.RESULTS_READY}),
+        ResultsBound=frozenset({S.RESULTS_READY}),  # a paused turn (finish "pause") goes back as it is
         GuardTripped=_STAY,
         RunFinished=_ABORT | {S.COMPLETED, S.REFUSED, S.INCOMPLETE},
     ),
@@ -123,9 +125,10 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
         ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
         ToolStarted=frozenset({S.EXECUTING}),
         ResultsBound=frozenset({S.RESULTS_READY}),
+        OutputValidated=_STAY,
         GuardTripped=_STAY,
         CompressionApplied=_STAY,
-        RunFinished=_ABORT,
+        RunFinished=_ABORT | {S.COMPLETED},
     ),
     S.WAITING_APPROVAL: _row(
         ApprovalRequested=_STAY,

@@ -189,20 +189,15 @@ class MemoryStore:
 
     def append(self, event: BaseEvent, *, effect: EffectDone | None = None) -> None:
         """Keep the event (and the effect's outcome)."""
-        with self._lock:
+        events = self._events.get(event.run_id)
+        if events is None:
             events = self._events.setdefault(event.run_id, [])
-            if events and events[-1] is event:  # a run attached by reference appended it already
-                pass
-            elif event.seq != len(events):
-                raise CheckpointError(f"run {event.run_id!r}: event seq {event.seq} does not follow {len(events) - 1}")
-            else:
-                events.append(event)
-            if effect is not None:
+        if event.seq != len(events):  # one driver per run (leases), so no lock is needed on this hot path
+            raise CheckpointError(f"run {event.run_id!r}: event seq {event.seq} does not follow {len(events) - 1}")
+        events.append(event)
+        if effect is not None:
+            with self._lock:
                 self._op(effect.key, "done", event.run_id, "", "", effect.content, effect.value, effect.result_status)
-
-    def attach(self, run_id: str, events: list[BaseEvent]) -> None:
-        """Share a run's own event list (the run then appends to it; nothing is copied)."""
-        self._events[run_id] = events
 
     def load(self, run_id: str) -> list[BaseEvent]:
         """The run's events."""

@@ -11,6 +11,9 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 - arguments that fail the schema -> an error naming each bad field;
 - a tool that raises -> an error with the exception type and message;
 - a tool past its timeout -> a ``timeout`` result.
+
+Tools need not be Python functions: a :class:`ToolSource` (an MCP server, see :mod:`agentnb.mcp`) hands the
+registry several :class:`Tool` objects at once, and from then on they are ordinary tools.
 """
 
 from __future__ import annotations
@@ -23,19 +26,22 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_type_hints, overload
+from typing import Any, Literal, Protocol, cast, get_type_hints, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.config import JsonDict
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
 from .messages import ResultStatus
+from .redact import is_mask, reveal, secret_names
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
 
 _PRIMITIVES = frozenset({str, int, float, bool})
+_WRITE_ONLY: JsonDict = {"writeOnly": True}
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
 _PARAM_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -124,6 +130,13 @@ class Tool:
     own effect (keyed by the call's identity)."""
     schema_version: str = ""
     """Short hash of the JSON schema; part of every binding hash."""
+    masked_model: type[BaseModel] | None = None
+    """``args_model`` with the top-level secret parameters accepting the mask (see :meth:`validate`)."""
+    secret: tuple[str, ...] = ()
+    """Names of secret parameters (``secret=[...]``, and ``SecretStr`` fields at any depth): the tool gets the
+    real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
+    server: str | None = None
+    """The name of the MCP server that runs the tool (None for a local function)."""
     _field_names: tuple[str, ...] = field(default=())
 
     @property
@@ -159,11 +172,19 @@ class Tool:
         return bool(self.approval(call, context))
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
-        """Validate arguments against the schema; raises pydantic's ``ValidationError``."""
+        """Validate arguments against the schema; raises pydantic's ``ValidationError``.
+
+        A secret parameter that holds the mask (``[REDACTED]``: what the log keeps) is not checked against
+        its type here; the call is checked again with the real value when it runs.
+        """
+        if self.masked_model is not None and any(is_mask(arguments.get(n)) for n in self.secret):
+            return self.masked_model.model_validate(arguments)
         return self.args_model.model_validate(arguments)
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
         """Validated arguments as JSON-safe data (defaults filled in, values coerced to their types)."""
+        if self.secret:  # written out whole: events mask secret values before they exist (agentnb.redact)
+            return cast(dict[str, Any], reveal(validated.model_dump()))
         data = validated.__dict__
         for v in data.values():
             if v is not None and type(v) not in _PRIMITIVES:
@@ -192,15 +213,18 @@ class Tool:
             loop.close()
 
     def info(self) -> dict[str, Any]:
-        """The tool as offered to a model (name, description, JSON schema, risk, approval)."""
+        """The tool as offered to a model (name, description, JSON schema, risk, approval; an MCP tool's server)."""
         approval: bool | str = "policy" if callable(self.approval) else self.needs_approval()
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
             "risk": self.risk,
             "approval": approval,
         }
+        if self.server is not None:
+            out["server"] = self.server
+        return out
 
     def __repr__(self) -> str:
         return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
@@ -218,6 +242,7 @@ def _build_tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -240,6 +265,7 @@ def _build_tool(
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    secrets = {secret} if isinstance(secret, str) else set(secret)
     for pname, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(
@@ -252,7 +278,11 @@ def _build_tool(
             context_param = pname
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname)))
+        extra = _WRITE_ONLY if pname in secrets else None  # JSON Schema's mark for a secret input
+        fields[pname] = (annotation, Field(default=default, description=doc_params.get(pname), json_schema_extra=extra))
+    if secrets - fields.keys():
+        raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "
+                                  f"{sorted(secrets - fields.keys())}; the parameters are {sorted(fields)}")
     model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name) if part) or "Args"
     try:
         args_model = create_model(
@@ -261,6 +291,12 @@ def _build_tool(
         schema = args_model.model_json_schema()
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    secret_fields = secrets | (secret_names(schema) & fields.keys())
+    masked_model = None
+    if secret_fields:  # the same fields; a secret one takes any value (the mask, in the log's copy)
+        relaxed: dict[str, Any] = {n: (Any, Field(default=f[1].default)) if n in secret_fields else f
+                                   for n, f in fields.items()}
+        masked_model = create_model(f"{model_name}Masked", __config__=ConfigDict(extra="forbid"), **relaxed)
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -280,6 +316,8 @@ def _build_tool(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
         _field_names=tuple(fields),
+        secret=tuple(sorted(secrets | secret_names(schema))),
+        masked_model=masked_model,
     )
 
 
@@ -299,6 +337,7 @@ def tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -315,6 +354,7 @@ def tool(
     idempotent: bool = False,
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
+    secret: Iterable[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -336,6 +376,8 @@ def tool(
             same key gets a ``duplicate`` result naming the call that did it.
         idempotency: ``"intent"`` (default: identical calls of one operation are one effect, keyed by the
             canonical arguments) or ``"call"`` (identical calls are distinct effects, keyed by the call).
+        secret: parameters whose values are secret (as a ``pydantic.SecretStr`` parameter is): the tool gets
+            the real value; events, artifacts and the debugger show ``[REDACTED]``.
 
     Example:
         >>> @tool
@@ -351,7 +393,7 @@ def tool(
     def wrap(f: Callable[..., Any]) -> Tool:
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
-            idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency,
+            idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency, secret=secret,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -409,6 +451,18 @@ def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dic
     return f"Invalid arguments for tool '{tool_name}':\n" + "\n".join(lines), errors
 
 
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that provides several tools at once, such as an :class:`agentnb.MCPServer`.
+
+    ``Loop(tools=[source, my_tool])`` registers every tool of the source.
+    """
+
+    def as_tools(self) -> list[Tool]:
+        """The tools to register."""
+        ...
+
+
 class ToolRegistry:
     """The tools of one loop, looked up by name only.
 
@@ -421,13 +475,15 @@ class ToolRegistry:
         ['ping']
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | ToolSource | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for t in tools:
-            t = t if isinstance(t, Tool) else tool(t)
-            if t.name in self._tools:
-                raise ToolDefinitionError(f"two tools are named {t.name!r}; give one of them name=...")
-            self._tools[t.name] = t
+        for item in tools:
+            for t in item.as_tools() if isinstance(item, ToolSource) else [item]:
+                t = t if isinstance(t, Tool) else tool(t)
+                if t.name in self._tools:
+                    hint = "give one of the servers prefix=..." if t.server else "give one of them name=..."
+                    raise ToolDefinitionError(f"two tools are named {t.name!r}; {hint}")
+                self._tools[t.name] = t
         self._infos = [ToolInfo(**t.info()) for t in self._tools.values()]
 
     @property
@@ -481,6 +537,6 @@ class ToolRegistry:
         return Outcome(status="ok", content=render_value(value), value=jsonable(value), duration_s=duration)
 
 
-def as_registry(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:
+def as_registry(tools: ToolRegistry | Iterable[Tool | ToolSource | Callable[..., Any]]) -> ToolRegistry:
     """A registry from a registry or a list of tools/functions."""
     return tools if isinstance(tools, ToolRegistry) else ToolRegistry(cast(Iterable[Any], tools))

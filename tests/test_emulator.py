@@ -115,7 +115,7 @@ ANTHROPIC_CASES: dict[str, tuple[list[dict[str, Any]], list[Any] | None, str]] =
                                                              "signature": "Zm9yZ2Vk"}, TOOL_USE]},
                           {"role": "user", "content": [RESULT]}], A_TOOLS, "Invalid `signature` in `thinking` block"),
     "system_role": ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], A_TOOLS,
-                    'Unexpected role "system"'),
+                    "role 'system' is not supported on this model"),
 }
 
 

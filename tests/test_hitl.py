@@ -220,3 +220,33 @@ def test_resume_from_the_in_memory_store_of_the_loop() -> None:
     assert again.state is S.WAITING_APPROVAL and len(again.events) == len(run.events)
     again.approve(again.pending_approvals()[0].call_id)
     assert again.run().state is S.COMPLETED
+
+
+def _boom(call: Any, state: Any) -> bool:
+    raise RuntimeError("policy bug")
+
+
+@pytest.mark.parametrize(("tool_opts", "loop_opts", "waits", "waived"), [
+    ({"approval": True}, {"approval": False}, True, False),  # a loop policy cannot lower a tool's own rule
+    ({"risk": "write"}, {"approval": lambda call, state: False}, True, False),
+    ({"risk": "dangerous"}, {"approval": False, "override_tool_approval": True}, False, True),  # visible waiver
+    ({"approval": True}, {"approval": False, "override_tool_approval": True}, False, True),
+    ({}, {"approval": True}, True, False),  # a read tool: the loop may ask
+    ({}, {"approval": lambda call, state: True, "override_tool_approval": True}, True, False),
+    ({"client": True}, {"approval": False, "override_tool_approval": True}, True, False),  # the client must answer
+    ({"approval": _boom}, {}, True, False),  # a tool policy that raises: a person decides
+    ({}, {"approval": _boom}, True, False),
+    ({"risk": "write", "approval": False}, {}, False, False),  # the tool's author waived it: no loop involved
+])
+def test_the_approval_precedence_table(tool_opts: dict[str, Any], loop_opts: dict[str, Any], waits: bool,
+                                       waived: bool) -> None:
+    @anb.tool(**tool_opts)
+    def act(x: int) -> str:
+        """Act."""
+        return "done"
+
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "act", "arguments": {"x": 1}}]}, {"text": "ok"}])
+    run = anb.Loop(model=model, tools=[act], **loop_opts).start("go").run()
+    assert (run.state is S.WAITING_APPROVAL) is waits, run.reason
+    notes = [e for e in run.events if e.type == "GuardTripped" and e.guard == "approval_override"]
+    assert bool(notes) is waived

@@ -74,11 +74,13 @@ def test_anthropic() -> None:
     assert codes(found) == [
         ("tools_undefined", "tools"), ("missing_signature", "messages[1].content[0]"),
         ("results_not_first", "messages[2]"), ("unanswered_call", "messages[3].content[0]"),
-        ("orphan_result", "messages[4].content[0]"), ("system_not_first", "messages[5].role")]
+        ("orphan_result", "messages[4].content[0]")]
+    # a system entry inside messages: refused by older models, taken by the newest (see test_lint_conformance)
+    assert [(f.code, f.severity) for f in found if f.index == 5] == [("system_not_first", "warning")]
     fixed, changes = anb.lint(history, "anthropic", fix=True)
     assert {c.action for c in changes} == {"dropped", "moved", "added"}
     left = codes(anb.lint(fixed, "anthropic"))
-    assert left == [("missing_signature", "messages[1].content[0]"), ("system_not_first", "messages[5].role")]
+    assert left == [("missing_signature", "messages[1].content[0]")]
     assert fixed[2]["content"][0]["type"] == "tool_result"
     assert fixed[4]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_2", "content": INTERRUPTED,
                                       "is_error": True}

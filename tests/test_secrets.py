@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr
 
 import agentnb as anb
 from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
@@ -12,11 +15,7 @@ from agentnb.providers.base import ModelRequest
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 GOOGLE = "AIzaSyA-SECRET-1234567890abcdefgh"
-ODD = "no-pattern-SECRET-but-registered-42"  # a key of no known shape, known because the client holds it
-
-
-class _Client:
-    api_key = ODD
+ODD = "no-pattern-SECRET-but-registered-42"  # a key of no known shape, known because the model declares it
 
 
 class LeakyModel:
@@ -24,10 +23,12 @@ class LeakyModel:
 
     provider = "openai_chat"
     name = "leaky"
-    client = _Client()
 
     def __init__(self) -> None:
         self.calls = 0
+
+    def credentials(self) -> list[str]:
+        return [ODD]
 
     def respond(self, request: ModelRequest) -> Iterator[Any]:
         self.calls += 1
@@ -72,3 +73,111 @@ def test_no_artifact_holds_a_secret(tmp_path: Path) -> None:
     assert "[REDACTED]" in retried.error
     settings = next(e for e in run.events if e.type == "ModelRequested").settings
     assert settings == {"extra_headers": {"Authorization": "[REDACTED]"}, "temperature": 0}
+
+
+# -- secret tool arguments: what a tool gets, what the log keeps, and what a resume can do ----------------
+
+TOKEN = "zq9-deploy-token-55ab19"
+received: list[tuple[str, str]] = []
+
+
+@anb.tool(risk="write")
+def deploy(target: str, token: SecretStr) -> str:
+    """Deploy to a target with a token."""
+    received.append((target, token.get_secret_value()))
+    return f"deployed to {target}"
+
+
+def deploy_loop(store: anb.SqliteStore) -> anb.Loop:
+    script = [{"tool_calls": [{"name": "deploy", "arguments": {"target": "prod", "token": TOKEN}}]},
+              lambda messages: {"text": "Result: " + messages[-1].tool_results[0].content}]
+    return anb.Loop(model=anb.ScriptedModel(script), tools=[deploy], store=store)
+
+
+def test_approval_in_the_same_process_runs_the_tool_with_the_real_secret(tmp_path: Path) -> None:
+    received.clear()
+    run = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="secrets-test-key")).start("Deploy", run_id="d1").run()
+    assert run.state is anb.LoopState.WAITING_APPROVAL
+    waiting = run.pending_approvals()[0]
+    assert waiting.arguments == {"target": "prod", "token": "[REDACTED]"}  # what the approver sees
+    run.approve(waiting.call_id)
+    assert run.run().output == "Result: deployed to prod"
+    assert received == [("prod", TOKEN)]
+    run.transcript.save(tmp_path / "run.jsonl")
+    for path in (tmp_path / "run.jsonl", tmp_path / "runs.db"):
+        assert TOKEN.encode() not in path.read_bytes()
+
+
+def test_approval_edits_keep_the_secret_they_leave_masked_and_take_one_typed_anew(tmp_path: Path) -> None:
+    received.clear()
+    loop = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="secrets-test-key"))
+    kept = loop.start("Deploy", run_id="e1").run()
+    kept.approve(kept.pending_approvals()[0].call_id, arguments={"target": "staging", "token": "[REDACTED]"})
+    kept.run()
+    typed = loop.start("Deploy", run_id="e2").run()
+    typed.approve(typed.pending_approvals()[0].call_id, arguments={"target": "prod", "token": "zq9-typed-by-ops-77"})
+    typed.run()
+    assert received == [("staging", TOKEN), ("prod", "zq9-typed-by-ops-77")]
+    resolved = next(e for e in typed.events if e.type == "ApprovalResolved")
+    assert resolved.arguments == {"target": "prod", "token": "[REDACTED]"}
+    kept.transcript.save(tmp_path / "kept.jsonl")
+    typed.transcript.save(tmp_path / "typed.jsonl")
+    for path in tmp_path.iterdir():
+        data = path.read_bytes()
+        assert TOKEN.encode() not in data and b"zq9-typed-by-ops-77" not in data, path.name
+
+
+def test_a_resumed_call_whose_secret_was_masked_ends_with_an_error_and_never_runs(tmp_path: Path) -> None:
+    received.clear()
+    deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="secrets-test-key")).start("Deploy", run_id="r1").run()
+    # another process: the store holds the events, never the token
+    loop = deploy_loop(anb.SqliteStore(tmp_path / "runs.db", key="secrets-test-key"))
+    resumed = anb.Run.resume("r1", loop=loop)
+    assert resumed.state is anb.LoopState.WAITING_APPROVAL
+    resumed.approve(resumed.pending_approvals()[0].call_id)
+    resumed.run()
+    assert received == []
+    finished = next(e for e in resumed.events if e.type == "ToolFinished")
+    assert finished.status == "error" and finished.error_type == "SecretUnavailable"
+    assert "'token'" in finished.content and "deploy" in finished.content
+    assert resumed.state is anb.LoopState.COMPLETED and "not available" in (resumed.output or "")
+    assert TOKEN.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_a_result_cut_at_the_size_limit_never_keeps_half_a_key() -> None:
+    key = "sk-proj-" + "K" * 40
+
+    @anb.tool
+    def dump_env() -> str:
+        """Print the environment."""
+        return "x" * 95 + f" OPENAI_API_KEY={key} and more"
+
+    script = [{"tool_calls": [{"name": "dump_env", "arguments": {}}]}, {"text": "ok"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[dump_env],
+                   budget=anb.Budget(max_result_chars=120)).start("env").run()
+    finished = next(e for e in run.events if e.type == "ToolFinished")
+    assert finished.truncated and "sk-proj" not in finished.content and "KKKK" not in finished.content
+    assert key not in json.dumps(finished.value)
+
+
+def test_a_secret_parameter_of_any_type_and_constraint_is_checked_with_its_real_value(tmp_path: Path) -> None:
+    got: list[int] = []
+
+    @anb.tool(secret=["pin"])
+    def unlock(door: str, pin: Annotated[int, Field(ge=1000, le=9999)]) -> str:
+        """Unlock a door."""
+        got.append(pin)
+        return f"{door} open"
+
+    script = [{"tool_calls": [{"name": "unlock", "arguments": {"door": "front", "pin": 4821}},
+                              {"name": "unlock", "arguments": {"door": "back", "pin": 12}}]},
+              {"text": "done"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[unlock]).start("open").run()
+    assert got == [4821]
+    validated = [e.arguments for e in run.events if e.type == "CallValidated"]
+    assert validated == [{"door": "front", "pin": "[REDACTED]"}, {"door": "back", "pin": "[REDACTED]"}]
+    results = [(e.status, e.content) for e in run.events if e.type == "ToolFinished"]
+    assert results[0] == ("ok", "front open")
+    assert results[1][0] == "error" and "pin" in results[1][1] and "12" not in results[1][1]
+    run.transcript.save(tmp_path / "run.jsonl")
+    assert b"4821" not in (tmp_path / "run.jsonl").read_bytes()

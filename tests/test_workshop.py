@@ -50,7 +50,7 @@ def refund(order_id: str, amount_cents: int) -> dict[str, Any]:
         order_id: The order id.
         amount_cents: The amount, in cents.
     """
-    if amount_cents > ORDERS[order_id]["amount_cents"]:
+    if order_id not in ORDERS or amount_cents > ORDERS[order_id]["amount_cents"]:
         raise ValueError(f"order {order_id} cost less than {amount_cents} cents")
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
@@ -114,9 +114,10 @@ def test_a_tool_that_is_wrong_or_raises() -> None:
         """
         return len(text.split(" "))
 
-    report = workshop.check("tool", by_space)
-    assert fixes(report) == ["by_space(text='')", "by_space(text='  spaced   out  ')"]
-    assert "returned 1, expected 0" in str(report)
+    report = workshop.check("tool", by_space, seed=7)
+    assert "0 and 1 words (empty, blank, one word): by_space('')" in fixes(report)
+    assert "returned 1 (an int), expected 0" in str(report)
+    assert report.kinds[0] == "split-one-space"
 
     @anb.tool
     def broken(text: str) -> int:
@@ -127,35 +128,73 @@ def test_a_tool_that_is_wrong_or_raises() -> None:
         """
         raise RuntimeError("oops")
 
-    report = workshop.check("tool", broken)
-    assert len(report.failures) == 4 and "RuntimeError: oops" in str(report)
+    report = workshop.check("tool", broken, seed=7)
+    assert len(report.failures) == 5 and "RuntimeError: oops" in str(report)
     assert "Traceback" not in str(report)
 
 
+def test_the_same_seed_draws_the_same_inputs_and_a_fresh_check_new_ones() -> None:
+    @anb.tool
+    def off(text: str) -> int:
+        """Count.
+
+        Args:
+            text: The text.
+        """
+        return len(text.split()) + 1
+
+    first, again = workshop.check("tool", off, seed=11), workshop.check("tool", off, seed=11)
+    assert [line.detail for line in first.lines] == [line.detail for line in again.lines]
+    assert "check(..., seed=11) draws the same ones" in str(first)
+    fresh = {str(workshop.check("tool", off).failures[0].what) for _ in range(5)}
+    assert len(fresh) > 1  # fresh texts every check
+
+
+def test_hints_are_graduated_and_never_the_answer() -> None:
+    workshop.reset_hints()
+    policy = lambda call, state: call.name == "create_refund" and call.arguments["amount_cents"] > 5000  # noqa: E731
+    first = workshop.check("policy", policy, seed=3)
+    line = first.failures[0]
+    assert line.kind == "off-by-one" and len(line.hints) == 1
+    second = workshop.check("policy", policy, seed=4)
+    assert len(second.failures[0].hints) == 2 and "more:" in str(second)
+    for text in (str(first), str(second)):
+        assert ">=" not in text and "5000 or more" not in text.replace("$", "")
+    workshop.reset_hints()
+    assert len(workshop.check("policy", policy, seed=5).failures[0].hints) == 1
+
+
 def test_predicates_that_crash_stop_early_or_never() -> None:
-    report = workshop.check("stop_at", lambda e: e.name == "create_refund")
-    assert "AttributeError" in str(report) and "getattr(event, 'name', None)" in str(report)
-    assert "too early" in str(workshop.check("stop_at", lambda e: e.type == "CallValidated"))
-    assert "late" in str(workshop.check("stop_at", lambda e: e.type == "ApprovalRequested"))
-    assert "never stopped" in str(workshop.check("stop_at", lambda e: False))
+    report = workshop.check("stop_at", lambda e: e.name == "create_refund", seed=1)
+    assert "AttributeError" in str(report) and report.kinds == ["crash"]
+    assert "too early" in str(workshop.check("stop_at", lambda e: e.type == "CallValidated", seed=1))
+    assert "late" in str(workshop.check("stop_at", lambda e: e.type == "ApprovalRequested", seed=1))
+    assert "never stopped" in str(workshop.check("stop_at", lambda e: False, seed=1))
+    report = workshop.check("stop_at", lambda e: e.seq == 28, seed=1)
+    assert "it stops right in the notebook's run, but in another run" in str(report)
 
 
 def test_policies_that_crash_or_miss_the_edge() -> None:
-    report = workshop.check("policy", lambda call, state: call.arguments["amount_cents"] >= 5000)
-    assert fixes(report) == ["a read (get_order)"]
-    assert "check call.name first" in str(report)
+    report = workshop.check("policy", lambda call, state: call.arguments["amount_cents"] >= 5000, seed=2)
+    assert report.kinds == ["crash"] and "KeyError" in str(report)
     report = workshop.check("policy", lambda call, state: call.name == "create_refund"
-                            and call.arguments["amount_cents"] > 5000)
-    assert fixes(report) == ["a refund of exactly $50.00"]
-    assert len(workshop.check("policy", lambda call, state: True).failures) == 2
+                            and call.arguments["amount_cents"] > 5000, seed=2)
+    assert fixes(report) == ["exactly the limit ($50.00) waits"]
+    starter = workshop.check("policy", lambda call, state: True, seed=2)
+    assert starter.kinds == ["pauses-all"] and not any(line.passed for line in starter.lines)  # no vacuous PASS
+    upper = workshop.check("policy", lambda c, s: c.name == "create_refund" and 5000 <= c.arguments["amount_cents"]
+                           <= 20_000, seed=2)
+    assert "refunds far beyond the limit wait" in fixes(upper)
 
 
 def test_budgets_that_stop_or_allow_too_much() -> None:
-    report = workshop.check("budget", anb.Budget(max_tool_calls=4, on_exhausted="stop"))
-    assert fixes(report) == ["it answers when the budget runs out", "a model that keeps fetching"]
-    report = workshop.check("budget", anb.Budget(max_tool_calls=10))
-    assert "ended COMPLETED after 10 tool calls" in str(report)
-    assert "got dict" in str(workshop.check("budget", {"max_tool_calls": 4}))
+    report = workshop.check("budget", anb.Budget(max_tool_calls=4, on_exhausted="stop"), seed=1)
+    assert report.kinds == ["stops"]
+    report = workshop.check("budget", anb.Budget(max_tool_calls=10), seed=1)
+    assert "it let the model make 10 calls" in str(report)
+    report = workshop.check("budget", anb.Budget(max_tool_calls=1), seed=1)
+    assert "it stopped after 1 call (the max_tool_calls limit ran out); 4 are allowed" in str(report)
+    assert "(a dict)" in str(workshop.check("budget", {"max_tool_calls": 4}))
 
 
 def test_capstone_mistakes() -> None:
@@ -165,11 +204,9 @@ def test_capstone_mistakes() -> None:
         return {"refund_id": "x"}
 
     report = workshop.check("capstone", tools=[lookup_order, lax_refund], policy=lambda c, s: False,
-                            budget=anb.Budget())
-    assert fixes(report) == [
-        "refund is marked as a write", "a big refund (B200, $129.00)", "refunding more than was paid (C300, $25.00)",
-        "a conversation that never ends",
-    ]
+                            budget=anb.Budget(), seed=1)
+    assert fixes(report)[0] == "refund is marked as a write"
+    assert {"policy-through", "refund-unchecked", "too-loose"} <= set(report.kinds)
 
     @anb.tool
     def silent_lookup(order_id: str) -> Any:
@@ -177,11 +214,12 @@ def test_capstone_mistakes() -> None:
         return ORDERS.get(order_id)
 
     silent = anb.tool(name="lookup_order")(silent_lookup.fn)
-    report = workshop.check("capstone", tools=[silent, refund], policy=policy, budget=anb.Budget(max_tool_calls=6))
+    report = workshop.check("capstone", tools=[silent, refund], policy=policy, budget=anb.Budget(max_tool_calls=6),
+                            seed=1)
     assert fixes(report) == ["an order that does not exist"]
-    assert "names the order" in str(report)
     report = workshop.check("capstone", tools=[word_count], policy=policy, budget=anb.Budget())
     assert "no tool has that name" in str(report)
+    assert set(ORDERS) == {"A100", "B200", "C300"}
 
 
 def test_bad_calls_of_check_itself() -> None:

@@ -230,7 +230,8 @@ def _plural(n: int, word: str) -> str:
 _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "RunStarted": lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
     "ModelRequested": lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
-    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools"),
+    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools")
+    + _choice_label(ev),
     "TextMerged": lambda ev: f"+{ev.fragment!r} ({ev.length} chars)",
     "ArgumentsMerged": lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
     f"({ev.length} bytes)",
@@ -252,9 +253,18 @@ _SUMMARIES: dict[str, Callable[[Any], str]] = {
     "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
     "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
     "CompressionApplied": lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
+    "OutputValidated": lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
+                                   f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
     "RunFinished": lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}",
 }
 """One summary per event kind (a test checks every kind has one)."""
+
+
+def _choice_label(ev: Any) -> str:
+    choice = getattr(ev, "tool_choice", None) or (ev.settings or {}).get("tool_choice")
+    if choice is None or ev.finalize:
+        return ""
+    return f" · tool_choice {choice['name'] if isinstance(choice, dict) and 'name' in choice else choice}"
 
 
 def summary_text(ev: Any) -> str:
@@ -451,6 +461,17 @@ def _b_guard_tripped(ev: Any, ctx: CardContext) -> str:
                ("action", esc(ev.action))]) + pre(ev.message)
 
 
+def _b_output_validated(ev: Any, ctx: CardContext) -> str:
+    rows = [("verdict", '<span class="agentnb-k-ok">fits the output type</span>' if ev.ok else
+             '<span class="agentnb-k-bad">does not fit: a correction goes back to the model</span>'),
+            ("from", f"call <code>{esc(ev.call_id)}</code>" if ev.call_id else "the answer's text"),
+            ("attempt", esc(ev.attempt))]
+    errors = "".join(f"<li><code>{esc(e.get('loc') or '(answer)')}</code>: {esc(e.get('msg'))}</li>"
+                     for e in ev.errors)
+    detail = f"<ul>{errors}</ul>" if errors else pre(json.dumps(ev.output, indent=2, ensure_ascii=False))
+    return kv(rows) + detail
+
+
 def _b_compression_applied(ev: Any, ctx: CardContext) -> str:
     before = ctx.timeline.messages_at(ev.seq - 1) if ev.seq else []
     if ctx.light:
@@ -477,6 +498,7 @@ _BODIES: dict[str, Callable[[Any, CardContext], str]] = {
     "ApprovalRequested": _b_approval_requested, "ApprovalResolved": _b_approval_resolved,
     "ToolStarted": _b_tool_started, "ToolFinished": _b_tool_finished, "ResultsBound": _b_results_bound,
     "GuardTripped": _b_guard_tripped, "CompressionApplied": _b_compression_applied, "RunFinished": _b_run_finished,
+    "OutputValidated": _b_output_validated,
 }
 """One body renderer per event kind (a test checks every kind has one)."""
 

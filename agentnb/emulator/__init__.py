@@ -23,8 +23,18 @@ in the middle of the arguments) or from :meth:`Emulator.fail` (a status with ``r
 times). A cut stream sends part of an event and closes the connection without the final chunk of the
 chunked body, which the clients report as a broken read.
 
+Whatever arrives is answered in the service's own error shape, never with a dropped connection or a 5xx
+it would not send: a body that is not JSON, or of the wrong shape anywhere, is a 400 (the validator turns
+any JSON value into findings); an invalid ``Content-Length`` is a 400; a body over ``MAX_BODY_BYTES``
+(32 MiB) is a 413 sent before reading it, and the connection is closed; a client silent for
+``READ_TIMEOUT`` seconds is answered 408 (or dropped, before its request line); a wrong path is a 404 and
+a wrong method a 405. The shapes the services tolerate are accepted (Gemini's ``tools`` as one object,
+snake_case or camelCase names, unknown fields). ``Emulator(verify_signatures=False)`` accepts continuation
+data it did not issue, to replay traffic recorded from the real services (see ``tests/test_conformance.py``).
+
 Use it as a context manager (or :meth:`~Emulator.start` / :meth:`~Emulator.stop`), from a script, a test
-or a notebook cell; :attr:`Emulator.requests` logs what came in and what went out.
+or a notebook cell; :attr:`Emulator.requests` logs what came in and what went out (the last ``log_size``
+requests, 1,000 by default).
 
 Example:
     >>> import agentnb as anb, openai

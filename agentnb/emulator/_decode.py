@@ -1,7 +1,10 @@
 """Requests read back into the canonical conversation, so a script's functions see what the client sent.
 
 Only what a script needs is kept: roles, text, calls (id, name, arguments) and results (id, name, content).
-Continuation data is the validator's business (:mod:`agentnb.lint`), not the script's.
+Continuation data is the validator's business (:mod:`agentnb.lint`), not the script's. The bodies come here
+after the validator and :func:`agentnb._shapes.normalize`, so messages, blocks and parts are objects; values
+the services leave free (a content, a tool's fields) are read with :func:`_obj` and :func:`_text`, which take
+any JSON value.
 """
 
 from __future__ import annotations
@@ -13,11 +16,19 @@ from ..events import ToolInfo
 from ..messages import Message, TextPart, ToolCallPart, ToolResultPart
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(c.get("text") or "") for c in content if isinstance(c, dict))
+        return "".join(_s(c.get("text")) for c in content if isinstance(c, dict))
     return ""
 
 
@@ -49,7 +60,7 @@ def chat(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
         elif role == "assistant":
             parts: list[Any] = [TextPart(text=_text(m.get("content")))] if m.get("content") else []
             for tc in m.get("tool_calls") or ():
-                fn = tc.get("function") or {}
+                fn = _obj(tc.get("function"))
                 names[tc.get("id") or ""] = fn.get("name") or ""
                 parts.append(_call(tc.get("id") or "", fn.get("name") or "", fn.get("arguments") or ""))
             out.append(Message(role="assistant", parts=tuple(parts)))
@@ -60,10 +71,7 @@ def chat(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
                 out[-1] = Message(role="tool", parts=(*out[-1].parts, part))
             else:
                 out.append(Message(role="tool", parts=(part,)))
-    tools = [ToolInfo(name=(t.get("function") or {}).get("name") or "",
-                      description=(t.get("function") or {}).get("description") or "",
-                      parameters=(t.get("function") or {}).get("parameters") or {})
-             for t in body.get("tools") or () if isinstance(t, dict)]
+    tools = [_tool(_obj(t.get("function")), "parameters") for t in body.get("tools") or ()]
     return out, tools
 
 
@@ -101,8 +109,7 @@ def responses(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
                 out[-1] = Message(role="tool", parts=(*out[-1].parts, rpart))
             else:
                 out.append(Message(role="tool", parts=(rpart,)))
-    tools = [ToolInfo(name=t.get("name") or "", description=t.get("description") or "",
-                      parameters=t.get("parameters") or {}) for t in body.get("tools") or () if isinstance(t, dict)]
+    tools = [_tool(t, "parameters") for t in body.get("tools") or ()]
     return out, tools
 
 
@@ -119,7 +126,7 @@ def anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
             parts: list[Any] = []
             for b in blocks:
                 if b.get("type") == "text":
-                    parts.append(TextPart(text=b.get("text") or ""))
+                    parts.append(TextPart(text=_s(b.get("text"))))
                 elif b.get("type") == "tool_use":
                     names[b.get("id") or ""] = b.get("name") or ""
                     parts.append(_call(b.get("id") or "", b.get("name") or "", b.get("input") or {}))
@@ -129,20 +136,19 @@ def anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
                            bool(b.get("is_error"))) for b in blocks if b.get("type") == "tool_result"]
         if results:
             out.append(Message(role="tool", parts=tuple(results)))
-        text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+        text = "".join(_s(b.get("text")) for b in blocks if b.get("type") == "text")
         if text:
             out.append(Message.user(text))
-    tools = [ToolInfo(name=t.get("name") or "", description=t.get("description") or "",
-                      parameters=t.get("input_schema") or {}) for t in body.get("tools") or () if isinstance(t, dict)]
+    tools = [_tool(t, "input_schema") for t in body.get("tools") or ()]
     return out, tools
 
 
 def gemini(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
     """``generateContent`` ``systemInstruction``, ``contents`` and ``tools``."""
     out: list[Message] = []
-    system = body.get("systemInstruction") or body.get("system_instruction")
+    system = body.get("systemInstruction")
     if system:
-        out.append(Message.system(_text(system.get("parts"))))
+        out.append(Message.system(system if isinstance(system, str) else _text(_obj(system).get("parts"))))
     n = 0
     for c in body.get("contents") or ():
         parts = c.get("parts") or ()
@@ -154,22 +160,30 @@ def gemini(body: dict[str, Any]) -> tuple[list[Message], list[ToolInfo]]:
                     n += 1
                     mparts.append(_call(fc.get("id") or f"gemini_{n}", fc.get("name") or "", fc.get("args") or {}))
                 elif "text" in p and not p.get("thought"):
-                    mparts.append(TextPart(text=p["text"]))
+                    mparts.append(TextPart(text=_s(p["text"])))
             out.append(Message(role="assistant", parts=tuple(mparts)))
             continue
         results = []
         for p in parts:
             if "functionResponse" in p:
                 fr = p["functionResponse"] or {}
-                response = fr.get("response") or {}
+                response = fr.get("response")
+                response = response if isinstance(response, dict) else {"output": response}
                 value = response.get("output", response.get("error", response))
                 results.append(_result(fr.get("id") or "", fr.get("name") or "", value, "error" in response))
         if results:
             out.append(Message(role="tool", parts=tuple(results)))
-        text = "".join(p.get("text") or "" for p in parts if "text" in p)
+        text = "".join(_s(p.get("text")) for p in parts)
         if text:
             out.append(Message.user(text))
-    tools = [ToolInfo(name=d.get("name") or "", description=d.get("description") or "",
-                      parameters=d.get("parameters") or d.get("parametersJsonSchema") or {})
-             for t in body.get("tools") or () for d in (t.get("functionDeclarations") or ())]
+    tools = [_tool({**d, "parameters": d.get("parameters") or d.get("parametersJsonSchema") or d.get(
+        "parameters_json_schema")}, "parameters") for t in body.get("tools") or () for d in t["functionDeclarations"]]
     return out, tools
+
+
+def _tool(d: dict[str, Any], schema_key: str) -> ToolInfo:
+    """A tool definition as a script sees it (a name and description that are not strings are left out)."""
+    name, description, schema = d.get("name"), d.get("description"), d.get(schema_key)
+    return ToolInfo(name=name if isinstance(name, str) else "",
+                    description=description if isinstance(description, str) else "",
+                    parameters=schema if isinstance(schema, dict) else {})

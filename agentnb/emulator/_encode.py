@@ -245,7 +245,7 @@ def responses(  # noqa: C901 -- the event sequence reads best in one place
 # -- Anthropic Messages -----------------------------------------------------------------------------------
 
 _ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "max_tokens": "max_tokens",
-                   "refusal": "refusal", "content_filter": "refusal"}
+                   "refusal": "refusal", "content_filter": "refusal", "pause_turn": "pause_turn"}
 
 
 def anthropic(turn: ModelTurn, model: str, ids: Ids, sign: Sign, *, stream: bool, size: int) -> Encoded:

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .._shapes import normalize
 from ..exceptions import ModelError, StreamInterrupted
 from ..lint import Context, Finding, validate
 from ..messages import ModelTurn
 from ..providers.base import ModelRequest
 from ..providers.scripted import ScriptedModel, ScriptStep
 from . import _decode, _encode
+from ._choice import honour_tool_choice, requested_choice
 
 _ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_responses": "/openai/v1",
            "anthropic": "/anthropic", "gemini": "/gemini", "google": "/gemini"}
@@ -28,8 +30,30 @@ _ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_response
 _DECODERS = {"openai_chat": _decode.chat, "openai_responses": _decode.responses, "anthropic": _decode.anthropic,
              "gemini": _decode.gemini}
 
-_STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+_STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+                408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",
                 500: "Internal Server Error", 503: "Service Unavailable", 529: "Overloaded"}
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Request bodies over this size (32 MiB, the Anthropic Messages API's limit) are answered 413 unread."""
+READ_TIMEOUT = 30.0
+"""Seconds a connection may stay silent while the emulator reads a request (then it is closed)."""
+LOG_SIZE = 1000
+"""How many requests :attr:`Emulator.requests` keeps (the oldest are dropped first)."""
+
+
+class RequestLog(list["Logged"]):
+    """The list of answered requests, bounded: past ``maxlen`` entries the oldest are dropped."""
+
+    def __init__(self, maxlen: int) -> None:
+        super().__init__()
+        self.maxlen = maxlen
+
+    def append(self, item: Logged) -> None:
+        """Log one request, dropping the oldest past ``maxlen``."""
+        super().append(item)
+        if len(self) > self.maxlen:
+            del self[: len(self) - self.maxlen]
 
 
 @dataclass(slots=True)
@@ -82,16 +106,28 @@ def error_body(provider: str, status: int, message: str, param: str | None = Non
     """The error body each service sends for ``status`` (the shapes of their API references)."""
     if provider == "anthropic":
         kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                405: "invalid_request_error", 408: "timeout_error", 413: "request_too_large",
                 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message},
                 "request_id": "req_emu" + secrets.token_hex(8)}
     if provider == "gemini":
-        state = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+        state = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 405: "INVALID_ARGUMENT",
+                 408: "DEADLINE_EXCEEDED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
                  503: "UNAVAILABLE"}.get(status, "INTERNAL")
         return {"error": {"code": status, "message": message, "status": state}}
-    kind = {400: "invalid_request_error", 429: "requests"}.get(status, "server_error")
-    code = {429: "rate_limit_exceeded"}.get(status)
+    kind = {400: "invalid_request_error", 404: "invalid_request_error", 405: "invalid_request_error",
+            408: "invalid_request_error", 413: "invalid_request_error", 429: "requests"}.get(status, "server_error")
+    code = {429: "rate_limit_exceeded", 404: "unknown_url", 405: "method_not_allowed"}.get(status)
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _provider_of(path: str) -> str:
+    """The wire API whose error shape a path gets (also for paths no route serves)."""
+    if path.startswith("/anthropic"):
+        return "anthropic"
+    if path.startswith("/gemini"):
+        return "gemini"
+    return "openai_responses" if "/responses" in path else "openai_chat"
 
 
 class _Request(Exception):
@@ -116,6 +152,10 @@ class Emulator:
         port: a port to listen on (default: a free one).
         require_thought_signatures: Gemini: require signatures on function calls (default: for
             ``gemini-3*`` models, as the service does).
+        verify_signatures: check that thinking signatures, thought signatures and encrypted reasoning are
+            the ones this emulator issued (False: accept any, e.g. to replay traffic recorded from the real
+            services, whose signatures only they can verify).
+        log_size: how many requests :attr:`requests` keeps.
 
     Example:
         >>> with Emulator([{"text": "ok"}]) as emu:
@@ -124,11 +164,13 @@ class Emulator:
     """
 
     def __init__(self, script: Sequence[ScriptStep] | ScriptedModel = (), *, chunk_size: int = 8, port: int = 0,
-                 require_thought_signatures: bool | None = None) -> None:
+                 require_thought_signatures: bool | None = None, verify_signatures: bool = True,
+                 log_size: int = LOG_SIZE) -> None:
         self.chunk_size = chunk_size
-        self.requests: list[Logged] = []
-        """Every request answered, in order."""
+        self.requests: RequestLog = RequestLog(log_size)
+        """The requests answered, in order (the last ``log_size`` of them)."""
         self.require_thought_signatures = require_thought_signatures
+        self.verify_signatures = verify_signatures
         self._port = port
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -254,7 +296,7 @@ class Emulator:
         return hmac.compare_digest(raw, hmac.new(self._secret, f"{kind}:{content}".encode(), hashlib.sha256).digest())
 
     def _context(self, provider: str) -> Context:
-        return Context(verify=self._verify, reasoning_for=dict(self._reasoning_for),
+        return Context(verify=self._verify if self.verify_signatures else None, reasoning_for=dict(self._reasoning_for),
                        reasoning_content_for=set(self._reasoning_content_for),
                        require_thought_signatures=self.require_thought_signatures)
 
@@ -281,7 +323,8 @@ class Emulator:
             errors = [f for f in findings if f.severity == "error"]
             if errors:
                 raise _Request(400, errors[0].provider_message, errors[0].param, findings=errors)
-            messages, tools = _DECODERS[provider](body)
+            clean, _ = normalize(provider, body)  # the shapes the service tolerates, in the documented form
+            messages, tools = _DECODERS[provider](clean)
             request = ModelRequest(messages=messages, tools=tools, settings={}, run_id="emulator")
             self._position += 1
             try:
@@ -295,9 +338,10 @@ class Emulator:
                 cut = True
             except ModelError as exc:
                 status = exc.status or 500
-                raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from None
+                raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from exc
             turn = items[-1]
             assert isinstance(turn, ModelTurn)
+            turn = honour_tool_choice(turn, requested_choice(provider, clean), tools)
             turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
             encoded = self._encode(provider, turn, model, body, stream)
             self._reasoning_for.update(encoded.issued.get("reasoning_for") or {})
@@ -308,8 +352,14 @@ class Emulator:
         if provider in ("openai_chat", "openai_responses", "anthropic") and not body.get("model"):
             raise _Request(400, "you must provide a model parameter" if provider != "anthropic" else
                            "model: Field required", "model")
+        if provider in ("openai_chat", "openai_responses", "anthropic") and not isinstance(body["model"], str):
+            raise _Request(400, "model: Input should be a valid string" if provider == "anthropic" else
+                           "Invalid type for 'model': expected a string.", "model")
         if provider == "anthropic" and not body.get("max_tokens"):
             raise _Request(400, "max_tokens: Field required")
+        if provider == "anthropic" and (isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"],
+                                                                                               int)):
+            raise _Request(400, "max_tokens: Input should be a valid integer")
         if provider == "openai_chat" and not isinstance(body.get("messages"), list):
             raise _Request(400, "Missing required parameter: 'messages'.", "messages")
 
@@ -333,6 +383,7 @@ class Emulator:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = READ_TIMEOUT  # socketserver sets it on the connection: a silent client cannot hold a thread
     emulator: Emulator
 
     def setup(self) -> None:
@@ -341,32 +392,115 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle(self) -> None:
-        """Serve the connection; a client that hangs up is not an error."""
+        """Serve the connection; a client that hangs up (or stays silent past the timeout) is not an error."""
         try:
             super().handle()
-        except (ConnectionResetError, BrokenPipeError):
+        except (ConnectionResetError, BrokenPipeError, TimeoutError):
             pass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass  # quiet: the emulator logs requests in Emulator.requests
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The stdlib's own errors (a bad request line, an unknown method) as JSON in the service's shape."""
+        self.close_connection = True
+        path = urllib.parse.urlsplit(getattr(self, "path", "") or "").path
+        if code == 501:  # an HTTP method the server has no handler for
+            code, message = 405, f"Method {getattr(self, 'command', '?')} is not allowed."
+        try:
+            self._json(code, error_body(_provider_of(path), code, message or _STATUS_TEXT.get(code, "Error")),
+                       {"connection": "close"})
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        """Every route takes POST only: 405 on a known route, 404 elsewhere, in the service's error shape."""
+        path = urllib.parse.urlsplit(self.path).path
+        provider = _provider_of(path)
+        if self._route(path) is None:
+            self._json(404, error_body(provider, 404, f"Unknown request URL: {self.command} {path}."))
+        else:
+            self._json(405, error_body(provider, 405, f"Method {self.command} is not allowed for {path}: use POST."),
+                       {"allow": "POST"})
+        self.close_connection = True  # a body the client may have sent is not read
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET  # noqa: N815 - the stdlib's names
+
+    def _read_body(self, provider: str) -> bytes | None:
+        """The request body within the cap, or None after answering 400/408/413 (the connection then closes)."""
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            return self._read_chunked(provider)
+        header = self.headers.get("content-length")
+        try:
+            length = int(header) if header is not None else 0
+            if length < 0 or (header is not None and not header.strip().isdigit()):
+                raise ValueError(header)
+        except ValueError:
+            self._refuse(provider, 400, f"Invalid Content-Length header: {header!r}.")
+            return None
+        if length > MAX_BODY_BYTES:
+            self._refuse(provider, 413, f"Request body of {length} bytes is over the {MAX_BODY_BYTES}-byte limit.")
+            return None
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self._refuse(provider, 408, f"The request body did not arrive within {self.timeout:g} s.")
+            return None
+        if len(raw) < length:  # the client hung up mid-body
+            self.close_connection = True
+            return None
+        return raw
+
+    def _read_chunked(self, provider: str) -> bytes | None:
+        body = bytearray()
+        try:
+            while True:
+                line = self.rfile.readline(100)
+                size = int(line.split(b";")[0].strip() or b"x", 16)
+                if size < 0:
+                    raise ValueError(line)
+                if len(body) + size > MAX_BODY_BYTES:
+                    self._refuse(provider, 413, f"Request body is over the {MAX_BODY_BYTES}-byte limit.")
+                    return None
+                if size == 0:
+                    while self.rfile.readline(1000).strip():  # trailers
+                        pass
+                    return bytes(body)
+                body += self.rfile.read(size)
+                self.rfile.readline(3)
+        except ValueError:
+            self._refuse(provider, 400, "Invalid chunked request body.")
+        except TimeoutError:
+            self._refuse(provider, 408, f"The request body did not arrive within {self.timeout:g} s.")
+        return None
+
+    def _refuse(self, provider: str, status: int, message: str) -> None:
+        """Answer an HTTP-level error and close: what is left of the body is never read."""
+        self.close_connection = True
+        path = urllib.parse.urlsplit(self.path).path
+        self.emulator.requests.append(Logged(provider, path, {}, status, False, message))
+        try:
+            self._json(status, error_body(provider, status, message), {"connection": "close"})
+        except OSError:
+            pass
+
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
         """Route a POST to the API it belongs to."""
         parsed = urllib.parse.urlsplit(self.path)
         path = parsed.path
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._read_body(_provider_of(path))
+        if raw is None:
+            return
         route = self._route(path)
         if route is None:
-            self._json(404, {"error": {"message": f"Unknown request URL: POST {path}.", "type": "invalid_request_error",
-                                       "param": None, "code": "unknown_url"}})
+            self._json(404, error_body(_provider_of(path), 404, f"Unknown request URL: POST {path}."))
             return
         provider, model_in_path, stream_path = route
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
             self._error(provider, path, {}, _Request(400, "We could not parse the JSON body of your request."), False)
             return
         stream = stream_path or bool(body.get("stream"))
@@ -379,6 +513,10 @@ class _Handler(BaseHTTPRequestHandler):
             encoded, cut = emu.answer(provider, body, model, stream)
         except _Request as exc:
             self._error(provider, path, body, exc, stream)
+            return
+        except RecursionError:
+            self._error(provider, path, body, _Request(400, "Invalid request: the JSON body is nested too deeply."),
+                        stream)
             return
         except Exception as exc:  # a bug in a script function: answer as the service does for its own errors
             self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}"), stream)
@@ -462,3 +600,4 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+

@@ -133,10 +133,23 @@ TURNS: tuple[Column, ...] = (
     Column("text_chars", "Int64", "TurnCompleted.response.message.text", "characters of answer text", value=len),
     Column("retries", "Int64", "retries", "retries of this request (ModelRetried events)"),
     Column("finalize", "boolean", "ModelRequested.finalize", "True for the tools-free finalization request"),
+    Column("tool_choice", "string", "ModelRequested", "the request's tool choice (a per-turn policy's, else the "
+           "loop's setting; null: the provider's default)", value=lambda ev: _choice_text(ev)),
     Column("message_count", "Int64", "ModelRequested.message_count", "messages in the request"),
     Column("tools_offered", "Int64", "ModelRequested.tools", "tools offered in the request", value=len),
     Column("outcome", "string", "outcome", "the RunFinished reason when the run ended during this turn"),
+    Column("output_ok", "boolean", "OutputValidated.ok", "``output_type`` runs: whether this turn's final answer "
+           "fit the type (null: no final answer checked)"),
+    Column("output", "string", "OutputValidated.output", "the validated output as compact JSON text", value=_json),
+    Column("output_errors", "Int64", "OutputValidated.errors", "validation errors of the final answer", value=len),
 )
+
+def _choice_text(ev: Any) -> str | None:
+    choice = ev.tool_choice if ev.tool_choice is not None else (ev.settings or {}).get("tool_choice")
+    if choice is None:
+        return None
+    return choice if isinstance(choice, str) else _json(choice)
+
 
 CALLS: tuple[Column, ...] = (
     *_key("anchor"),
@@ -145,6 +158,8 @@ CALLS: tuple[Column, ...] = (
     Column("index", "Int64", "position", "the call's position in its assistant message"),
     Column("call_id", "string", "call.call_id", "the call id (model's own, or generated)"),
     Column("tool", "category", "call.name", "the tool name as the model wrote it"),
+    Column("server", "category", "tool_info.server", "the MCP server that ran the tool (null: a local function "
+           "or an unknown tool)"),
     Column("arguments_raw", "string", "call.arguments_raw", "argument text exactly as received"),
     Column("arguments", "string", "arguments", "arguments the call ran with (edited > validated > parsed), as "
            "compact JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",

@@ -73,6 +73,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     completed: list[Any] = []
     retries: list[int] = []
     outcome: list[str | None] = []
+    output: list[Any] = []
     for r, events in enumerate(runs):
         open_row = -1
         for ev in events:
@@ -83,6 +84,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
                 completed.append(None)
                 retries.append(0)
                 outcome.append(None)
+                output.append(None)
                 open_row = len(requested) - 1
             elif open_row < 0:
                 continue
@@ -92,8 +94,11 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
                 retries[open_row] += 1
             elif t == "RunFinished":
                 outcome[open_row] = ev.reason  # type: ignore[attr-defined]
+            elif t == "OutputValidated":
+                output[open_row] = ev  # the turn's last check of a final answer
     return Rows(run_index, {
         "ModelRequested": requested, "TurnCompleted": completed, "retries": retries, "outcome": outcome,
+        "OutputValidated": output,
     })
 
 
@@ -195,6 +200,12 @@ def calls_rows(runs: Sequence[Run]) -> Rows:  # noqa: C901 -- one block per kind
     history.extend([None] * n_model)
     keys = list(zip(run_index, zip(map(_TURN, anchor), map(_CALL_ID, calls), strict=True), strict=True))
     fields: dict[str, list[Any]] = {"anchor": anchor, "call": calls, "origin": origin, "position": position}
+    # the tool as the run offered it (RunStarted.tools): where the call's server is recorded
+    offered: list[dict[str, Any]] = []
+    for events in runs:
+        started = events[0] if events and events[0].type == "RunStarted" else None
+        offered.append({t.name: t for t in started.tools} if started is not None else {})  # type: ignore[attr-defined]
+    fields["tool_info"] = [offered[r].get(c.name) for r, c in zip(run_index, calls, strict=True)]
     for t in _CALL_EVENTS:
         evs, rs = by.of(t)
         index = dict(zip(zip(rs, map(_TURN_CALL, evs), strict=True), evs, strict=True))

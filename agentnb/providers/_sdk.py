@@ -38,6 +38,7 @@ from .._aio import run_coroutine
 from ..events import ToolInfo
 from ..exceptions import AgentnbError, ModelError
 from ..messages import ModelTurn
+from ..redact import client_credentials
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
 from .base import ModelRequest, StreamItem
 
@@ -243,6 +244,17 @@ class SdkModel:
         self._not_before = 0.0
         self._lock = threading.Lock()
         self._tools: dict[str, list[ToolInfo]] = {}
+
+    def credentials(self) -> list[str]:
+        """The credentials the SDK client holds (its key or token), so a run can mask them wherever echoed.
+
+        Example:
+            >>> import openai
+            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> OpenAIChatModel(openai.OpenAI(api_key="zq9-plain-credential-7731"), model="m").credentials()
+            ['zq9-plain-credential-7731']
+        """
+        return client_credentials(self.client)
 
     def __repr__(self) -> str:
         mode = "async" if self.is_async else "sync"

@@ -60,9 +60,27 @@ def loads_object(raw: str) -> dict[str, Any] | None:
     """The parsed arguments when ``raw`` is a JSON object, else ``None`` (malformed text is never repaired)."""
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def wire_arguments(part: ToolCallPart) -> str:
+    """A call's argument text as it goes back to a provider: the model's own text when it is a JSON object.
+
+    Arguments that are not a JSON object (malformed text, ``[]``, ``"x"``) are sent as ``{}``: OpenAI-compatible
+    servers ``json.loads`` the arguments of every earlier call and refuse the whole request otherwise, so one
+    bad call would poison every later request of the conversation. The raw text stays in the transcript and
+    in the error result that tells the model what was wrong; only the wire copy changes.
+
+    Example:
+        >>> wire_arguments(ToolCallPart(call_id="c", name="f", arguments_raw='{"a": 1,'))
+        '{}'
+    """
+    raw = part.arguments_raw
+    if loads_object(raw) is not None:
+        return raw
+    return dumps(part.arguments) if part.arguments is not None else "{}"
 
 
 def dumps(value: Any) -> str:

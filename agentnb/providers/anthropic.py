@@ -75,6 +75,9 @@ _FINISH: dict[str, FinishReason] = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "refusal": "refusal",
+    # A long server-side tool turn paused by the service: sending the conversation back continues it
+    # (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool, "pause_turn").
+    "pause_turn": "pause",
 }
 _KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "stop", "stream")
 

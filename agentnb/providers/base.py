@@ -5,6 +5,10 @@ returns an iterator. A streaming model yields :class:`TextDelta` and :class:`Arg
 fragments arrive, then the final :class:`~agentnb.messages.ModelTurn`; a non-streaming model yields only the
 final turn. The driver pulls the iterator lazily, so one ``run.step()`` can be one merged fragment.
 
+A model that holds a credential (an API key, a token) declares it with ``credentials() -> list[str]``
+(:class:`~agentnb.redact.HoldsCredentials`); the loop registers what it returns, so a provider error that
+echoes the key is masked whatever the key's shape.
+
 Failures are exceptions: :class:`~agentnb.exceptions.ModelError` (with an HTTP status and whether a retry
 may help) and :class:`~agentnb.exceptions.StreamInterrupted` for a stream that broke before its done signal.
 """
@@ -17,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..events import ToolInfo
 from ..messages import Message, ModelTurn
+from ..redact import HoldsCredentials as HoldsCredentials  # the model side of the credentials contract
 
 
 @dataclass(slots=True)

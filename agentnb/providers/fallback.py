@@ -25,6 +25,7 @@ from typing import Any
 
 from ..exceptions import ModelError
 from ..messages import ModelTurn, ReasoningPart, TextPart, ToolCallPart
+from ..redact import HoldsCredentials
 from .base import Model, ModelRequest, StreamItem
 
 __all__ = ["FallbackModel"]
@@ -76,6 +77,14 @@ class FallbackModel:
 
     def __repr__(self) -> str:
         return f"FallbackModel([{self.name}])"
+
+    def credentials(self) -> list[str]:
+        """The credentials of every model in the chain (any of them may have its key echoed in an error)."""
+        found: list[str] = []
+        for model in self.models:
+            if isinstance(model, HoldsCredentials):
+                found.extend(model.credentials())
+        return list(dict.fromkeys(found))
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
         """Answer with the first model that does not fail before its first item."""

@@ -54,6 +54,7 @@ from ._wire import (
     own_reasoning,
     split_settings,
     tool_choice,
+    wire_arguments,
 )
 from .base import ArgumentsDelta, StreamItem, TextDelta
 
@@ -112,7 +113,7 @@ def _check_strict(name: str, node: Any, path: str) -> None:
 def _assistant(m: Message, send_reasoning: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": m.text or None}
     calls = [
-        {"id": p.call_id, "type": "function", "function": {"name": p.name, "arguments": p.arguments_raw}}
+        {"id": p.call_id, "type": "function", "function": {"name": p.name, "arguments": wire_arguments(p)}}
         for p in m.parts if isinstance(p, ToolCallPart)
     ]
     if calls:

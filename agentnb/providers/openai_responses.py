@@ -54,6 +54,7 @@ from ._wire import (
     split_settings,
     system_and_rest,
     tool_choice,
+    wire_arguments,
 )
 from .base import ArgumentsDelta, StreamItem, TextDelta
 from .openai_chat import _check_strict
@@ -100,7 +101,7 @@ def _assistant_items(m: Message) -> Iterator[dict[str, Any]]:
         elif isinstance(p, RefusalPart):
             yield {"role": "assistant", "content": p.text}
         elif isinstance(p, ToolCallPart):
-            item = {"type": "function_call", "call_id": p.call_id, "name": p.name, "arguments": p.arguments_raw}
+            item = {"type": "function_call", "call_id": p.call_id, "name": p.name, "arguments": wire_arguments(p)}
             if p.provider_id:
                 item["id"] = p.provider_id
             yield item
@@ -296,13 +297,22 @@ class _Turn:
             parts.extend(self._parts(self.items[index], complete))
         calls = any(isinstance(p, ToolCallPart) for p in parts)
         finish = self._finish(calls, any(isinstance(p, RefusalPart) for p in parts)) if complete else "other"
+        raw_finish = self.status
+        waiting = [e for e in self.items.values() if isinstance(e, dict) and e.get("execution") == "client"]
+        if complete and waiting and not calls:
+            # A server-side item run by the client (``tool_search_call`` with ``execution: "client"``): the
+            # service waits for its result, which agentnb cannot produce. Not an answer: the run ends
+            # INCOMPLETE with a reason that names the item, never an empty COMPLETED.
+            finish = "other"
+            raw_finish = ", ".join(f"{e.get('type')} {e.get('id') or e.get('call_id') or ''}".strip()
+                                   for e in waiting) + " waits for a client-side action agentnb cannot perform"
         usage = self.response.get("usage") or {}
         return ModelTurn(
             message=Message(role="assistant", parts=tuple(parts)),
             provider=PROVIDER,
             model=self.model,
             response_id=self.response_id,
-            finish_reason_raw=self.status,
+            finish_reason_raw=raw_finish,
             finish_reason=finish,
             usage=Usage(input_tokens=usage.get("input_tokens") or 0, output_tokens=usage.get("output_tokens") or 0),
             complete=complete,

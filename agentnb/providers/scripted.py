@@ -12,9 +12,16 @@ function of the conversation so far that returns such data (so a script can use 
     {"text": "partial", "interrupt": True}                  # a stream that breaks before its done signal
 
 Optional keys: ``"usage": {"input_tokens": .., "output_tokens": ..}`` (otherwise estimated at four characters
-a token), ``"reasoning": "..."`` (an opaque reasoning part tagged ``scripted``). The model answers the
-*k*-th request of a run with the *k*-th turn, counting retried requests, so ``[{"error": {"status": 500}},
-{"text": "ok"}]`` fails once and then answers. One instance can serve many runs; each run has its own place.
+a token), ``"reasoning": "..."`` (an opaque reasoning part tagged ``scripted``).
+
+Where a run is in the script. Within a run the model answers the *k*-th request with the next turn, counting
+retried requests, so ``[{"error": {"status": 500}}, {"text": "ok"}]`` fails once and then answers. Where a
+run *begins* is a function of the conversation it is given: every text and call part the model makes carries
+its script position (``provider_data={"scripted": {"turn": k}}``, which no wire adapter sends), and a run's
+first request continues after the last position in its history. So ``run.follow_up(...)`` goes on with the
+next turn of the script instead of playing the first conversation again, while a fresh start, or a fork of a
+history without later turns, replays from where that history stands (from the start for a new prompt). One
+instance can serve many runs at once; each run has its own place.
 """
 
 from __future__ import annotations
@@ -78,13 +85,40 @@ def _chars(m: Message) -> int:
     return n
 
 
-def _compile(spec: TurnSpec, pos: int, provider: str) -> tuple[Message, str, int]:
+_MARK = "scripted"
+"""The ``provider_data`` key of the script position a scripted part carries."""
+
+
+def continues_at(messages: Sequence[Message], name: str | None = None) -> int:
+    """The script position after the last scripted turn in ``messages`` (0 when there is none).
+
+    ``name``: count only the turns of the scripted model of that name (a fallback chain may hold two).
+
+    Example:
+        >>> first = ScriptedModel([{"text": "one"}, {"text": "two"}])
+        >>> run = __import__("agentnb").Loop(model=first).start("Hi").run()
+        >>> continues_at(run.messages)
+        1
+    """
+    for m in reversed(messages):
+        if m.role != "assistant":
+            continue
+        for p in m.parts:
+            data = getattr(p, "provider_data", None)
+            mark = data.get(_MARK) if data else None
+            if isinstance(mark, dict) and isinstance(mark.get("turn"), int) and name in (None, mark.get("model")):
+                return int(mark["turn"]) + 1
+    return 0
+
+
+def _compile(spec: TurnSpec, pos: int, provider: str, name: str) -> tuple[Message, str, int]:
     """The assistant message, raw finish reason and output size of a turn spec (built once per static turn)."""
     parts: list[Any] = []
+    mark = {_MARK: {"turn": pos, "model": name}}
     if spec.get("reasoning"):
         parts.append(ReasoningPart(provider=provider, text=str(spec["reasoning"])))
     if spec.get("text"):
-        parts.append(TextPart(text=str(spec["text"])))
+        parts.append(TextPart(text=str(spec["text"]), provider_data=mark))
     if spec.get("refusal"):
         parts.append(RefusalPart(text=str(spec["refusal"])))
     calls = spec.get("tool_calls") or []
@@ -99,7 +133,8 @@ def _compile(spec: TurnSpec, pos: int, provider: str) -> tuple[Message, str, int
             parsed = None
         call_id = call["id"] if "id" in call else f"call_{pos + 1}_{i + 1}"
         parts.append(
-            ToolCallPart(call_id=call_id or "", name=call["name"], arguments_raw=raw, arguments=parsed, index=i)
+            ToolCallPart(call_id=call_id or "", name=call["name"], arguments_raw=raw, arguments=parsed, index=i,
+                         provider_data=mark)
         )
     finish_raw = spec.get("finish") or ("tool_calls" if calls else "refusal" if spec.get("refusal") else "stop")
     message = Message(role="assistant", parts=tuple(parts))
@@ -153,8 +188,9 @@ class ScriptedModel:
         self.latency = latency
         self.chunk_delay = chunk_delay
         self.name = name
-        self._compiled = {i: _compile(s, i, self.provider) for i, s in enumerate(self.script) if not callable(s)}
+        self._compiled = {i: _compile(s, i, self.provider, name) for i, s in enumerate(self.script) if not callable(s)}
         self._position: dict[str, int] = {}
+        self._seeked: set[str] = set()
         self._token_cache: dict[str, tuple[int, int, int]] = {}
         self._tools_seen: object = None
         self._tools_chars = 0
@@ -208,15 +244,34 @@ class ScriptedModel:
         return ReplayedModel(path, timing=timing, speed=speed, run=run)
 
     def seek(self, run_id: str, position: int) -> None:
-        """Make run ``run_id`` continue from script turn ``position`` (0-based); used when a run is forked."""
+        """Make run ``run_id`` continue from script turn ``position`` (0-based); used when a run is forked.
+
+        The run never goes back before the position its conversation has reached (see the module docs).
+        """
         self._position[run_id] = position
+        self._seeked.add(run_id)
+
+    def credentials(self) -> list[str]:
+        """None: a scripted model holds no key."""
+        return []
+
+    def _next(self, request: ModelRequest) -> int:
+        """The script position of this request: the run's next one, or where its conversation stands."""
+        run_id = request.run_id
+        pos = self._position.get(run_id)
+        if pos is None:
+            pos = continues_at(request.messages, self.name)
+        elif run_id in self._seeked:
+            self._seeked.discard(run_id)
+            pos = max(pos, continues_at(request.messages, self.name))
+        self._position[run_id] = pos + 1
+        return pos
 
     # -- the seam ---------------------------------------------------------------------------------------
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
         """Answer the run's next request with the next turn of the script."""
-        pos = self._position.get(request.run_id, 0)
-        self._position[request.run_id] = pos + 1
+        pos = self._next(request)
         if pos >= len(self.script):
             raise ModelError(
                 f"ScriptedModel has no turn {pos + 1}: the script has {len(self.script)} turn(s)",
@@ -265,7 +320,7 @@ class ScriptedModel:
     def _turn(self, spec: TurnSpec, request: ModelRequest, pos: int) -> ModelTurn:
         compiled = self._compiled.get(pos) if spec is self.script[pos] else None
         if compiled is None:
-            compiled = _compile(spec, pos, self.provider)
+            compiled = _compile(spec, pos, self.provider, self.name)
         message, finish_raw, out_chars = compiled
         usage = spec.get("usage")
         return ModelTurn(

@@ -25,13 +25,27 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ._report import Line, Report, describe_exception
-from .exercises import EXERCISES, SHOP_ORDERS
+from ._common import rng_for
+from ._guard import LIMIT_S, CheckTimeout, Leash
+from ._report import Line, Report, describe_exception, reset_hints
+from .capstone import SHOP_ORDERS, check_capstone
+from .exercises import check_budget, check_policy, check_stop_at, check_tool
 from .switch import KEY_VARIABLES, course_model
 
-__all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "Line", "Report", "check", "course_model", "exercises"]
+__all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
+           "exercises", "reset_hints"]
+
+EXERCISES: dict[str, tuple[Callable[..., None], str]] = {
+    "tool": (check_tool, "01 · write a tool: word_count(text) -> int"),
+    "stop_at": (check_stop_at, "02 · a breakpoint predicate: stop where the refund call is validated"),
+    "policy": (check_policy, "03 · an approval policy: refunds of $50 or more need a person"),
+    "budget": (check_budget, "04 · a budget: 4 tool calls, then an answer"),
+    "capstone": (check_capstone, "07 · a support agent: two tools, a policy and a budget"),
+}
+"""Every exercise by name: the check and one line on what it asks."""
 
 
 def exercises() -> dict[str, str]:
@@ -44,13 +58,19 @@ def exercises() -> dict[str, str]:
     return {name: text for name, (_, text) in EXERCISES.items()}
 
 
-def check(exercise: str, *args: Any, **kwargs: Any) -> Report:
+def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float = LIMIT_S, **kwargs: Any) -> Report:
     """Run an exercise's scenarios against what the student wrote; returns a :class:`Report` (shown as text).
+
+    Every check draws fresh random inputs (boundaries included) and runs the student's code with a time limit
+    per call, so neither a table of answers nor an endless loop gets through. A mistake seen again on a later
+    check of the same exercise gets a more explicit hint.
 
     Args:
         exercise: the exercise name (see :func:`exercises`): ``"tool"``, ``"stop_at"``, ``"policy"``,
             ``"budget"`` or ``"capstone"``.
         *args: what the exercise asks for, e.g. ``check("tool", word_count)``.
+        seed: draw the same random inputs as an earlier check (its report names its seed when something failed).
+        time_limit: seconds one call of the student's code may take.
         **kwargs: the same by name, e.g. ``check("capstone", tools=[lookup_order, refund], policy=policy,
             budget=budget)``.
 
@@ -63,20 +83,25 @@ def check(exercise: str, *args: Any, **kwargs: Any) -> Report:
     if entry is None:
         report = Report(str(exercise))
         report.fix("the exercise name", f"there is no exercise {exercise!r}",
-                   f"the exercises are: {', '.join(EXERCISES)}")
+                   f"the exercises are: {', '.join(EXERCISES)}", kind="name")
         return report
     fn, _ = entry
+    rng, used = rng_for(seed)
+    before = rng.getstate()
     report = Report(exercise)
     try:
-        fn(report, *args, **kwargs)
+        fn(report, *args, rng=rng, leash=Leash(time_limit), **kwargs)
     except TypeError as exc:
         if not report.lines and ("argument" in str(exc)):
             report.fix("how check() was called", describe_exception(exc),
-                       f"see anb.workshop.exercises()[{exercise!r}] and the exercise text")
+                       f"see anb.workshop.exercises()[{exercise!r}] and the exercise text", kind="call")
         else:
             report.fix("the scenarios", f"stopped with {describe_exception(exc)}",
-                       "this came from your code; read the message above")
+                       "this came from your code; read the message above", kind="crash")
     except Exception as exc:
         report.fix("the scenarios", f"stopped with {describe_exception(exc)}",
-                   "this came from your code; read the message above")
+                   "this came from your code; read the message above", kind="crash")
+    if rng.getstate() != before:  # random inputs were drawn: say how to draw them again
+        report.seed = used
+    report.done()
     return report

@@ -1,273 +1,536 @@
-"""The course's exercises: each runs what a student wrote against scripted scenarios and fills a Report.
+"""The course's exercises: each runs what a student wrote against fresh random scenarios and fills a Report.
 
-A student's code is an expected input, broken or not: every call into it is guarded, and whatever it does
-(raises, returns the wrong thing, is still ``...``) becomes a FIX line that says what happened and what to
-try. The scenarios are offline :class:`~agentnb.ScriptedModel` runs, so checks are fast and deterministic.
+Theory of operation. A check must not be foolable by an answer that fits a fixed table, so every check draws
+its inputs at random (a fresh seed each time; ``check(..., seed=n)`` draws the same ones again) and tests
+*properties* that every right answer has and wrong answers lack:
+
+- inputs at every boundary (just below, at and just above each threshold) and far beyond it;
+- a case that produced no result (a pause for a person, a client-side wait, a rejected call, a crash, a
+  timeout) is a FIX line with its diagnosis, never a silent skip;
+- a student's code runs on a leash (:mod:`._guard`): an endless loop costs one time limit and a FIX line;
+- FIX lines carry a *kind* and graduated hints (:mod:`._report`), from a nudge to a more explicit one, never
+  the answer.
+
+The scenarios are offline :class:`~agentnb.ScriptedModel` runs, so checks are fast (a few milliseconds per
+scenario). The capstone (notebook 07) is in :mod:`.capstone`.
 """
 
 from __future__ import annotations
 
-import json
+import inspect
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..events import ApprovalRequested, BaseEvent
+from ..events import BaseEvent, GuardTripped
 from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..run import Loop, Run
 from ..states import LoopState
 from ..stories import create_refund, get_order
-from ..tools import Tool
+from ..tools import Tool, tool
+from ._common import (
+    TIMEOUT_HINTS,
+    WORDS,
+    Hints,
+    calls,
+    declaration,
+    event_label,
+    finished,
+    is_placeholder,
+    no_result,
+    policy_crash,
+    reply,
+    safe_run,
+    short,
+    shown,
+)
+from ._guard import CheckTimeout, Leash
 from ._report import Report, describe_exception
 
-__all__ = ["EXERCISES", "SHOP_ORDERS", "check_budget", "check_capstone", "check_policy", "check_stop_at", "check_tool"]
+__all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money",
+           "need_tool", "takes"]
 
-SHOP_ORDERS: dict[str, dict[str, Any]] = {
-    "A100": {"order_id": "A100", "item": "Blue kettle", "amount_cents": 1999, "status": "shipped"},
-    "B200": {"order_id": "B200", "item": "Espresso machine", "amount_cents": 12900, "status": "delivered"},
-    "C300": {"order_id": "C300", "item": "Tea towels (3)", "amount_cents": 1250, "status": "processing"},
-}
-"""The shop of the capstone (notebook 07): the orders the student's ``lookup_order`` reads."""
+SCENARIO_BUDGET = Budget(max_turns=80, max_repeats=1000, max_no_progress=None)
+"""The budget of a check's own scenarios: room for every case, and no guard that would end them early."""
 
 
-def _last_result(messages: Sequence[Message]) -> Any:
-    for m in reversed(messages):
-        if m.role == "tool":
-            return m.tool_results[0]
-    return None
-
-
-def _reply(messages: Sequence[Message]) -> dict[str, Any]:
-    """A model turn that answers from the last tool result (whatever it was)."""
-    r = _last_result(messages)
-    return {"text": f"Tool said ({r.status}): {r.content}" if r is not None else "Done."}
-
-
-def _calls(name: str, *arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": a} for a in arguments]}
-
-
-def _endless(tool: str, arguments: list[dict[str, Any]], answer: str) -> ScriptStep:
-    """A model turn that calls ``tool`` again with the next arguments, and answers only when made to finalize."""
-
-    def step(messages: Sequence[Message]) -> dict[str, Any]:
-        done = sum(m.role == "tool" for m in messages)
-        if messages[-1].role == "user" and done:  # the loop's finalization instruction
-            return {"text": answer}
-        return _calls(tool, arguments[done % len(arguments)])
-
-    return step
-
-
-def _finished(run: Run) -> list[Any]:
-    return [e for e in run.events if e.type == "ToolFinished"]
-
-
-def _safe_run(report: Report, what: str, loop: Loop, prompt: str) -> Run | None:
-    """Run a scenario to its end or its first pause; a crash in the student's code becomes a FIX line."""
-    try:
-        run = loop.start(prompt).run()
-    except Exception as exc:
-        hint = "this came from your code (a policy or a budget); read the message above"
-        if isinstance(exc, KeyError | TypeError):
-            hint = ("your policy is asked about every call, of every tool: check call.name first, or use "
-                    "call.arguments.get(...)")
-        report.fix(what, f"the run stopped with {describe_exception(exc)}", hint)
-        return None
-    raised = [e.note for e in run.events if isinstance(e, ApprovalRequested) and e.note and "policy raised" in e.note]
-    if raised:  # a policy that raises fails closed (the call waits for a person): tell the student why
-        report.fix(what, f"your policy crashed ({raised[0].split('raised ', 1)[1]}), so the call waited for a person",
-                   "your policy is asked about every call, of every tool: check call.name first, or use "
-                   "call.arguments.get(...)")
-        return None
-    return run
-
-
-def _short(value: Any, n: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _is_placeholder(obj: Any) -> bool:
-    return obj is None or obj is Ellipsis
-
-
-def _need_tool(report: Report, obj: Any, expected: str) -> Tool | None:
-    if _is_placeholder(obj):
+def need_tool(report: Report, obj: Any, expected: str) -> Tool | None:
+    """The student's tool, or None after a FIX line saying what it is instead."""
+    if is_placeholder(obj):
         report.fix(f"a tool {expected!r}", "not written yet (it is still None or ...)",
-                   f"write `@anb.tool` then `def {expected}(...)` in the exercise cell and run it")
+                   f"write `@anb.tool` then `def {expected}(...)` in the exercise cell and run it", kind="missing")
         return None
     if not isinstance(obj, Tool):
         if callable(obj):
             report.fix(f"a tool {expected!r}", f"{getattr(obj, '__name__', obj)!r} is a plain function",
-                       "put `@anb.tool` on the line above `def` so agentnb builds its schema")
+                       "put `@anb.tool` on the line above `def` so agentnb builds its schema", kind="not-a-tool")
         else:
-            report.fix(f"a tool {expected!r}", f"got {type(obj).__name__} {_short(repr(obj), 40)}",
-                       "pass the function you decorated with @anb.tool")
+            report.fix(f"a tool {expected!r}", f"got {shown(obj)}", "pass the function you decorated with @anb.tool",
+                       kind="not-a-tool")
         return None
     return obj
+
+
+def _signature(t: Tool) -> str:
+    props = t.parameters.get("properties", {})
+    return "(" + ", ".join(f"{k}: {v.get('type', '?')}" for k, v in props.items()) + ")"
 
 
 # -- 01: write a tool ---------------------------------------------------------------------------------------
 
 
-def check_tool(report: Report, word_count: Any = None) -> None:
+def _blank(rng: random.Random, lo: int = 1, hi: int = 6) -> str:
+    return "".join(rng.choice(" \t\n") for _ in range(rng.randint(lo, hi)))
+
+
+def sentence(rng: random.Random, n: int, seps: Sequence[str] = (" ",)) -> str:
+    words = [rng.choice(WORDS) for _ in range(n)]
+    out = words[0] if words else ""
+    for w in words[1:]:
+        out += rng.choice(seps) + w
+    return out
+
+
+def _texts(rng: random.Random) -> list[tuple[str, list[str]]]:
+    """Groups of random texts, each group a property of word counting (boundaries: 0 and 1 word, far beyond)."""
+    runs = ("  ", "\t", "\n", " \t ", "   \n", "\n\n", " " * rng.randint(3, 9))
+    return [
+        ("words separated by single spaces", [sentence(rng, rng.randint(2, 12)) for _ in range(3)]),
+        ("0 and 1 words (empty, blank, one word)",
+         ["", _blank(rng), rng.choice(WORDS), _blank(rng) + rng.choice(WORDS) + _blank(rng)]),
+        ("any run of whitespace separates words (spaces, tabs, newlines)",
+         [sentence(rng, rng.randint(2, 9), runs) for _ in range(3)]),
+        ("whitespace before and after adds no word",
+         [_blank(rng) + sentence(rng, rng.randint(2, 7)) + _blank(rng) for _ in range(2)]),
+        ("a long text (1000 to 3000 words)", [sentence(rng, rng.randint(1000, 3000), (" ", " ", "\n", "  "))]),
+    ]
+
+
+def _as_count(value: Any) -> int | None:
+    """What a student's result counts, forgiving the type (the type has its own check)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _count_hints(text: str, got: int | None, expected: int) -> tuple[Hints, str]:
+    if got is not None and got == len(text.split(" ")):
+        return (("look at a text with two spaces in a row, or with nothing in it: what does your split give?",
+                 "splitting on exactly one space character leaves empty pieces between consecutive spaces and at "
+                 "the ends, and keeps tabs and newlines inside words: split on any run of whitespace instead"),
+                "split-one-space")
+    if got is not None and got == len(text):
+        return (("your tool counts something smaller than words", "len() of a string counts its characters; "
+                 "count the pieces the text splits into instead"), "characters")
+    if got is not None and abs(got - expected) == 1:
+        return (("almost: your count is off by one", "count the words of an empty text and of a one-word text by "
+                 "hand, then compare with your tool"), "off-by-one")
+    return (("count the words of the text you are given; try your tool on that very text",
+             "words are separated by any run of whitespace (spaces, tabs, newlines); a table of answers, a counter "
+             "or a guess cannot know a new text"), "wrong-count")
+
+
+def _judge_count(call: str, text: str, ev: Any) -> tuple[str, str, Hints, str] | None:
+    """What is wrong with one counted text, or None."""
+    if ev.status != "ok":
+        if ev.error_type == "CheckTimeout":
+            return call, f"it did not finish ({ev.error_message})", TIMEOUT_HINTS, "timeout"
+        return (call, f"your tool failed: {ev.error_type}: {ev.error_message}",
+                ("the model gets this error as the result; make the tool work for this input",
+                 "try your function on this very text (word_count.fn(text)) and read the error"), "crash")
+    expected = len(text.split())
+    got = _as_count(ev.value)
+    if got == expected:
+        return None
+    hints, kind = _count_hints(text, got, expected)
+    return call, f"returned {shown(ev.value)}, expected {expected}", hints, kind
+
+
+def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, leash: Leash) -> None:
     """Notebook 01: ``word_count(text: str) -> int``, a tool with a docstring the model can read."""
-    tool = _need_tool(report, word_count, "word_count")
-    if tool is None:
+    t = need_tool(report, word_count, "word_count")
+    if t is None:
         return
-    report.ok("it is a tool", f"{tool.name}{_signature(tool)}")
-    if tool.description.strip() and tool.description.strip() != tool.name:  # without a docstring it is the name
-        report.ok("it has a description", _short(tool.description, 60))
+    report.ok("it is a tool", f"{t.name}{_signature(t)}")
+    if t.description.strip() and t.description.strip() != t.name:  # without a docstring it is the name
+        report.ok("it has a description", short(t.description, 60))
     else:
         report.fix("it has a description", "the model sees no description",
-                   "add a docstring: the model reads it to decide when to call your tool")
-    props = tool.parameters.get("properties", {})
+                   ("the model reads the description to decide when to call your tool: where does it come from?",
+                    "the first lines of the function's docstring become the description"), kind="description")
+    props = t.parameters.get("properties", {})
+    required = list(t.parameters.get("required", []))
     strings = [k for k, v in props.items() if v.get("type") == "string"]
     if not strings:
-        report.fix("a text parameter", f"the parameters are {sorted(props) or 'none'}; none is a string",
-                   "declare it as `text: str`")
+        report.fix("a text parameter", f"the parameters are {_signature(t)}; none is a string",
+                   ("the model sends a text: what type is the parameter that receives it?",
+                    "the type hint of the parameter makes the schema: `text: str` is a string"), kind="type")
         return
     param = strings[0]
     if props[param].get("description"):
-        report.ok("the argument is described", f"{param}: {_short(props[param]['description'], 50)}")
+        report.ok("the argument is described", f"{param}: {short(props[param]['description'], 50)}")
     else:
         report.fix("the argument is described", f"{param!r} has no description",
-                   f"add an `Args:` section to the docstring with a line `{param}: what it is`")
-    cases = [("the quick brown fox jumps", 5), ("", 0), ("  spaced   out  ", 2), ("one", 1)]
-    script: list[ScriptStep] = [_calls(tool.name, {param: text}) for text, _ in cases] + [_reply]
-    run = _safe_run(report, "the model can call it", Loop(model=ScriptedModel(script), tools=[tool]), "Count words")
+                   ("the model also reads a description of each argument: where do those come from?",
+                    f"add an `Args:` section to the docstring with a line `{param}: what it is`"), kind="args-doc")
+    extra = [k for k in required if k != param]
+    if extra:
+        report.fix("one argument", f"{t.name}{_signature(t)} needs {len(required)} arguments; the model sends one, "
+                   "the text", ("look at the signature: how many arguments must a caller give?",
+                                f"every parameter without a default is required; {', '.join(extra)} has none"),
+                   kind="arity")
+    if t.risk != "read" or t.approval not in (None, False) or t.client:
+        report.fix("declared as a read", f"it is declared {declaration(t)}",
+                   ("counting words changes nothing in the world: does it need a person, or a client?",
+                    "risk='write' and approval=True make every call wait for approval; client=True means agentnb "
+                    "never runs it. A tool that only computes is declared with bare @anb.tool"), kind="declared")
+    _tool_behaviour(report, t, param, rng, leash)
+
+
+def _tool_behaviour(report: Report, t: Tool, param: str, rng: random.Random, leash: Leash) -> None:
+    """Random texts in groups (one property each), through a real loop; every call must get a result."""
+    groups = _texts(rng)
+    cases = [(g, text) for g, texts in groups for text in texts]
+    script: list[ScriptStep] = [calls(t.name, {param: text}) for _, text in cases] + [reply]
+    run = safe_run(report, "the model calls it", Loop(model=ScriptedModel(script), tools=[leash.tool(t)],
+                                                       budget=SCENARIO_BUDGET), "Count words")
     if run is None:
         return
-    for (text, expected), ev in zip(cases, _finished(run), strict=False):
-        call = f"{tool.name}({param}={text!r})"
-        if ev.status != "ok":
-            report.fix(call, f"your tool failed: {ev.error_type}: {ev.error_message}",
-                       "the model gets this error as the result; make the tool work for this input")
-        elif ev.value != expected:
-            report.fix(call, f"returned {_short(ev.value, 40)}, expected {expected}",
-                       "text.split() splits on any run of spaces; len() counts the pieces")
+    results = finished(run)
+    if len(results) < len(cases):
+        detail, hints, kind = no_result(run, [t])
+        report.fix("every call gets a result", f"{len(cases) - len(results)} of {len(cases)} calls got no result: "
+                   f"{detail}", hints, kind=kind)
+    values: list[tuple[str, Any]] = []
+    for group, _ in groups:
+        mine = [(text, ev) for (g, text), ev in zip(cases, results, strict=False) if g == group]
+        n = len(mine)
+        bad = None
+        for text, ev in mine:
+            call = f"{t.name}({short(repr(text), 50)})"
+            if ev.status == "ok":
+                values.append((call, ev.value))
+            bad = bad or _judge_count(call, text, ev)
+        if n == 0:
+            continue
+        if bad is None:
+            report.ok(group, f"{n} random text{'s' if n > 1 else ''}, all counted right")
         else:
-            report.ok(call, f"returned {expected}")
-    if run.state is LoopState.COMPLETED:
-        report.ok("the run completes", run.output or "")
-
-
-def _signature(tool: Tool) -> str:
-    props = tool.parameters.get("properties", {})
-    return "(" + ", ".join(f"{k}: {v.get('type', '?')}" for k, v in props.items()) + ")"
+            report.fix(f"{group}: {bad[0]}", bad[1], bad[2], kind=bad[3])
+    wrong_type = [(call, v) for call, v in values if type(v) is not int]
+    if values and not wrong_type:
+        report.ok("it returns an int", f"{len(values)} results")
+    elif wrong_type:
+        call, v = wrong_type[0]
+        report.fix("it returns an int", f"{call} returned {shown(v)}",
+                   ("`-> int` promises a number: what type is the value you return?",
+                    "a count is a whole number; return it as an int, not as text, a float or True/False"), kind="type")
+    if run.state is LoopState.COMPLETED and len(results) == len(cases):
+        report.ok("the run completes", "the model read every result")
 
 
 # -- 02: a breakpoint predicate -------------------------------------------------------------------------------
 
 
-def check_stop_at(report: Report, predicate: Any = None) -> None:
-    """Notebook 02: ``stop_at(event) -> bool``, true at the event where the refund call is validated."""
-    if _is_placeholder(predicate) or not callable(predicate):
-        got = "not written yet" if _is_placeholder(predicate) else f"got {type(predicate).__name__}"
-        report.fix("a predicate", got, "write `def stop_at(event): return ...` returning True or False")
-        return
-    def refund_run() -> Run:
-        model = ScriptedModel.story("refund", stream=True, chunk_size=6)
-        return Loop(model=model, tools=[get_order, create_refund]).start("Please refund order 42", run_id="refund")
+def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: bool = False) -> tuple[Loop, str]:
+    """A run shaped like the refund story, with a random number of lookups, texts and stream chunks."""
+    script: list[ScriptStep] = []
+    parts = []
+    for _ in range(rng.randint(0 if refund else 1, 3)):
+        ids = [{"order_id": "42"} for _ in range(rng.choice((1, 1, 2)))]
+        script.append(calls("get_order", *ids, text=rng.choice(("", "Let me look.", "Checking the order first."))))
+    parts.append(f"{len(script)} lookup turn{'s' if len(script) != 1 else ''}")
+    if reject_first:
+        script.append(calls("create_refund", {"order_id": "42", "amount_cents": "all of it"}))
+        parts.append("a refund call with bad arguments")
+    if refund:
+        script.append(calls("create_refund", {"order_id": "42", "amount_cents": rng.randint(100, 1999)},
+                            text=sentence(rng, rng.randint(0, 12))))
+    script.append(reply)
+    stream = rng.random() < 0.7
+    chunk = rng.randint(2, 12)
+    parts.append(f"streamed in chunks of {chunk}" if stream else "not streamed")
+    model = ScriptedModel(script, stream=stream, chunk_size=chunk)
+    return Loop(model=model, tools=[get_order, create_refund], budget=SCENARIO_BUDGET), ", ".join(parts)
 
-    run = refund_run()
-    stopped: BaseEvent | None = None
+
+def _is_target(e: BaseEvent) -> bool:
+    return e.type == "CallValidated" and getattr(e, "name", None) == "create_refund"
+
+
+def _stop_scenarios(rng: random.Random) -> list[tuple[str, Loop, str]]:
+    story = Loop(model=ScriptedModel.story("refund", stream=True, chunk_size=6), tools=[get_order, create_refund])
+    out = [("the refund story", story, "the notebook's run")]
+    seqs = {28}
+    while len(out) < 5:  # runs whose validation comes at other event numbers than the story's (and each other's)
+        loop, how = _refund_scenario(rng)
+        target = loop.start("Please refund order 42").run_until(_is_target)
+        if target is not None and target.seq not in seqs:
+            seqs.add(target.seq)
+            out.append(("another refund run", loop, how))
+    out.append(("a refund after one with bad arguments", *_refund_scenario(rng, reject_first=True)))
+    for _ in range(2):
+        out.append(("a run with no refund", *_refund_scenario(rng, refund=False)))
+    return out
+
+
+def check_stop_at(report: Report, predicate: Any = None, *, rng: random.Random, leash: Leash) -> None:
+    """Notebook 02: ``stop_at(event) -> bool``, true at the event where the refund call is validated."""
+    if is_placeholder(predicate) or not callable(predicate):
+        got = "not written yet" if is_placeholder(predicate) else f"got {shown(predicate)}"
+        report.fix("a predicate", got, "write `def stop_at(event): return ...` returning True or False", kind="missing")
+        return
     try:
-        stopped = run.run_until(predicate)
-    except Exception as exc:
-        report.fix("it works on every event", f"it raised {describe_exception(exc)} on event {len(run.events) - 1} "
-                   f"({run.events[-1].type})",
-                   "not every event has every field: check event.type first, or use getattr(event, 'name', None)")
-        return
-    report.ok("it works on every event", "no errors")
-    target = refund_run().run_until(lambda e: e.type == "CallValidated" and getattr(e, "name", "") == "create_refund")
-    assert target is not None
-    if stopped is None:
-        report.fix("it stops the run", "run_until never stopped: your predicate was False for every event",
-                   "the event you want has type 'CallValidated' and name 'create_refund'")
-        return
-    name = getattr(stopped, "name", None)
-    where = f"event {stopped.seq} ({stopped.type}{', ' + str(name) if name else ''})"
-    if stopped.type == "CallValidated" and getattr(stopped, "name", None) == "create_refund":
-        report.ok("it stops at the refund's validation", where)
-        report.ok("nothing was refunded yet", f"state {run.state.value}")
-    elif stopped.seq < target.seq:
-        report.fix("it stops at the refund's validation", f"it stopped too early, at {where}",
-                   "match both the type ('CallValidated') and the tool name ('create_refund')")
+        inspect.signature(predicate).bind(None)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, TypeError):
+            report.fix("a predicate", f"it cannot be called with one event ({exc})",
+                       ("run_until calls your predicate with one argument: the event",
+                        "a predicate is `def stop_at(event): ...`, one parameter, returning True or False"),
+                       kind="arity")
+            return
+    seen: list[tuple[tuple[Any, ...], Any]] = []
+    pred = leash.wrap(predicate, seen)
+    results: list[tuple[str, str, BaseEvent | None, BaseEvent | None]] = []
+    for what, loop, how in _stop_scenarios(rng):
+        run = loop.start("Please refund order 42")
+        try:
+            stopped = run.run_until(pred)
+        except CheckTimeout as exc:
+            report.fix("it works on every event", f"on {event_label(run.events[-1])} it {exc}", TIMEOUT_HINTS,
+                       kind="timeout")
+            return
+        except Exception as exc:
+            report.fix("it works on every event", f"it raised {describe_exception(exc)} on "
+                       f"{event_label(run.events[-1])}",
+                       ("your predicate is called with every event, of every type: not every event has every field",
+                        "check event.type first, or read a field that may be missing with getattr(event, 'name', "
+                        "None)"), kind="crash")
+            return
+        results.append((what, how, stopped, loop.start("Please refund order 42").run_until(_is_target)))
+    report.ok("it works on every event", f"every event of {len(results)} runs, no errors")
+    non_bool = [out for _, out in seen if not isinstance(out, bool)]
+    story = results[0]
+    _judge_stop(report, "it stops at the refund's validation", [story], non_bool)
+    _judge_stop(report, "in runs of other lengths (streamed or not)", results[1:5], non_bool, story=story)
+    _judge_stop(report, "a refund after one that was rejected", results[5:6], non_bool)
+    quiet = [r for r in results[6:] if r[2] is not None]
+    if not quiet:
+        report.ok("it never stops a run with no refund", f"{len(results) - 6} runs")
     else:
-        report.fix("it stops at the refund's validation", f"it stopped late, at {where}",
-                   "the refund is validated before it waits for approval")
+        _, how, stopped, _ = quiet[0]
+        assert stopped is not None
+        report.fix("it never stops a run with no refund", f"in a run with no refund ({how}) it stopped at "
+                   f"{event_label(stopped)}", _early_hints(stopped, non_bool)[0], kind="no-refund")
+
+
+def _early_hints(stopped: BaseEvent, non_bool: list[Any]) -> tuple[Hints, str]:
+    if non_bool:
+        return ((f"your predicate returned {shown(non_bool[0])}, which counts as true or false by itself: return "
+                 "a comparison", "run_until stops at the first event for which the predicate's value is true; "
+                 "a non-empty string or a number other than 0 is true"), "type")
+    if stopped.type == "CallValidated":
+        return (("you found the right kind of event; is it about the right tool?",
+                 "every call is validated, the lookups too: the event's name says which tool"), "too-early")
+    if getattr(stopped, "name", None) == "create_refund":
+        return (("this event is about the refund, but it comes before its arguments were checked",
+                 "look at the event types of a refund call in order: which one says the arguments fit the schema?"),
+                "too-early")
+    return (("it stopped before the refund call was even made: which two things describe the event you want?",
+             "the event you want has a type and a tool name; match both"), "too-early")
+
+
+_Stop = tuple[str, str, BaseEvent | None, BaseEvent | None]
+"""One stop_at scenario: what it is, how it was drawn, where the predicate stopped, where it should have."""
+
+
+def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any], *,
+                story: _Stop | None = None) -> None:
+    for _, how, stopped, target in runs:
+        assert target is not None
+        if stopped is not None and stopped.seq == target.seq and _is_target(stopped):
+            continue
+        where = f" ({how})" if story is not None else ""
+        story_ok = story is not None and story[2] is not None and story[3] is not None \
+            and story[2].seq == story[3].seq and _is_target(story[2])
+        if story_ok:  # right in the notebook's run, wrong in another: it describes *where*, not *what*
+            happened = "it never stopped" if stopped is None else f"it stopped at {event_label(stopped)}"
+            report.fix(what, f"it stops right in the notebook's run, but in another run{where} {happened}; the "
+                       f"validation was event {target.seq}",
+                       ("event numbers change from run to run: describe the event by what it is, not where it comes",
+                        "a predicate reads the event's type and its tool's name; a number or a counter only fits "
+                        "one run"), kind="seq")
+        elif stopped is None:
+            report.fix(what, f"it never stopped{where}: your predicate was false for every event up to the pause",
+                       ("which event comes when the refund's arguments have been checked, before anything is refunded?",
+                        "the run pauses for approval right after that event, so an event after it never comes "
+                        "before a person approves"), kind="never")
+        elif stopped.seq > target.seq:
+            report.fix(what, f"it stopped late{where}, at {event_label(stopped)}; the validation was event "
+                       f"{target.seq}", ("you are one step too far: what happens just before this event?",
+                                         "the refund is validated, then it waits for approval"), kind="late")
+        else:
+            hints, kind = _early_hints(stopped, non_bool)
+            report.fix(what, f"it stopped too early{where}, at {event_label(stopped)}; the validation was event "
+                       f"{target.seq}", hints, kind=kind)
+        return
+    n = len(runs)
+    report.ok(what, "stopped at the validation" + (f" in {n} runs" if n > 1 else "") + ", before any refund")
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
 
 
-def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000) -> None:
+def money(cents: int) -> str:
+    """Cents as dollars: ``money(5000) == '$50.00'``."""
+    return f"${cents / 100:,.2f}"
+
+
+def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000, rng: random.Random,
+                 leash: Leash) -> None:
     """Notebook 03: ``needs_approval(call, state) -> bool``: refunds of ``limit_cents`` or more need a person."""
-    if _is_placeholder(policy) or not callable(policy):
-        got = "not written yet" if _is_placeholder(policy) else f"got {type(policy).__name__}"
-        report.fix("a policy", got, "write `def needs_approval(call, state): return ...` returning True or False")
+    if is_placeholder(policy) or not callable(policy):
+        got = "not written yet" if is_placeholder(policy) else f"got {shown(policy)}"
+        report.fix("a policy", got, "write `def needs_approval(call, state): return ...` returning True or False",
+                   kind="missing")
         return
-    cases = [
-        ("a read (get_order)", _calls("get_order", {"order_id": "42"}), False),
-        ("a small refund ($19.99)", _calls("create_refund", {"order_id": "42", "amount_cents": 1999}), False),
-        (f"a refund of exactly ${limit_cents / 100:.2f}",
-         _calls("create_refund", {"order_id": "42", "amount_cents": limit_cents}), True),
-        ("a big refund ($120.00)", _calls("create_refund", {"order_id": "42", "amount_cents": 12000}), True),
+    if not takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state"):
+        return
+    lim = limit_cents
+
+    def order() -> str:  # a fresh order id for every case: a rule about one order cannot pass
+        return str(rng.randint(100, 99_999))
+
+    groups: list[tuple[str, str, list[tuple[str, dict[str, Any]]], bool]] = [
+        ("reads", "every read goes through", [("get_order", {"order_id": order()}) for _ in range(3)], False),
+        ("small", f"small refunds go through (under {money(lim)})",
+         [("create_refund", {"order_id": order(), "amount_cents": a})
+          for a in (1, rng.randint(2, lim // 2), rng.randint(lim // 2, lim - 2))], False),
+        ("below", f"just below the limit ({money(lim - 1)}) goes through",
+         [("create_refund", {"order_id": order(), "amount_cents": lim - 1})], False),
+        ("at", f"exactly the limit ({money(lim)}) waits", [("create_refund", {"order_id": order(),
+                                                                                "amount_cents": lim})], True),
+        ("above", f"just above the limit ({money(lim + 1)}) waits",
+         [("create_refund", {"order_id": order(), "amount_cents": lim + 1})], True),
+        ("big", "big refunds wait", [("create_refund", {"order_id": order(), "amount_cents": a})
+                                     for a in (rng.randint(lim + 2, 10 * lim), rng.randint(10 * lim, 100 * lim))],
+         True),
+        ("far", "refunds far beyond the limit wait",
+         [("create_refund", {"order_id": order(), "amount_cents": rng.randint(10**6, 10**9)})], True),
     ]
-    for what, turn, should_pause in cases:
-        loop = Loop(model=ScriptedModel([turn, _reply]), tools=[get_order, create_refund], approval=policy,
-                    override_tool_approval=True)
-        run = _safe_run(report, what, loop, "Help with order 42")
-        if run is None:
-            continue
-        paused = run.state is LoopState.WAITING_APPROVAL
-        if paused == should_pause:
-            report.ok(what, "waits for a person" if paused else "goes through")
-        elif should_pause:
-            report.fix(what, "it went through without a person",
-                       f"return True when call.name == 'create_refund' and call.arguments['amount_cents'] >= "
-                       f"{limit_cents}")
+    seen: list[tuple[tuple[Any, ...], Any]] = []
+    wrapped = leash.wrap(policy, seen)
+    outcome: dict[str, list[tuple[dict[str, Any], bool, Any]]] = {}
+    for key, _, cases, _ in groups:
+        for name, args in cases:
+            loop = Loop(model=ScriptedModel([calls(name, args), reply]), tools=[get_order, create_refund],
+                        approval=wrapped, override_tool_approval=True, headless=False)
+            run = loop.start("Help with this order").run()
+            if leash.timed_out:
+                report.fix("your policy answers in time", f"asked about {name}({args}), it did not finish",
+                           TIMEOUT_HINTS, kind="timeout")
+                return
+            crash = policy_crash(run)
+            if crash is not None:
+                detail, hints, kind = no_result(run, [get_order, create_refund])
+                report.fix(f"a {name} call", f"{detail} (asked about {name}({args}))", hints, kind=kind)
+                return
+            raw = seen[-1][1] if seen else None
+            outcome.setdefault(key, []).append((args, run.state is LoopState.WAITING_APPROVAL, raw))
+    paused = {k: [p for _, p, _ in v] for k, v in outcome.items()}
+    everything = all(all(v) for v in paused.values())
+    n_cases = sum(len(v) for v in paused.values())
+    if everything or not any(any(v) for v in paused.values()):  # the same answer for every call: no line passes
+        raws = [raw for v in outcome.values() for _, _, raw in v if raw is not None and not isinstance(raw, bool)]
+        if everything:
+            hints, kind = _policy_hints("reads", paused, True, lim)
+            detail = f"all {n_cases} calls waited for a person, lookups and refunds of any amount"
         else:
-            report.fix(what, "it waits for a person, but it should go through",
-                       "reads and small refunds need no approval: return False for them")
+            hints, kind = (("your policy never says yes: which calls must wait for a person?",
+                            f"refunds of {money(lim)} or more must wait: look at which tool is called and at the "
+                            "amount in its arguments"), "pauses-none")
+            far = outcome["far"][0][0]["amount_cents"]
+            detail = f"none of the {n_cases} calls waited, not even a refund of {money(far)}"
+        if raws:
+            detail += f" (your policy returned {shown(raws[0])})"
+            hints, kind = (("a policy answers a yes/no question: what does your function return?",
+                            "any non-zero number or non-empty text counts as 'yes, ask a person'; return a "
+                            "comparison"), "type")
+        report.fix("it tells calls apart", detail, hints, kind=kind)
+        return
+    for key, what, _, should in groups:
+        wrong = [(args, p, raw) for args, p, raw in outcome[key] if p != should]
+        if not wrong:
+            n = len(outcome[key])
+            report.ok(what, f"{n} case{'s' if n > 1 else ''}")
+            continue
+        args, p, raw = wrong[0]
+        subject = "a lookup" if key == "reads" else f"a refund of {money(args['amount_cents'])}"
+        detail = f"{subject} {'waited for a person' if p else 'went through without a person'}"
+        if raw is not None and not isinstance(raw, bool):
+            report.fix(what, f"{detail}: your policy returned {shown(raw)}",
+                       ("a policy answers a yes/no question: what does your function return?",
+                        "any non-zero number or non-empty text counts as 'yes, ask a person'; return a comparison"),
+                       kind="type")
+            continue
+        hints, kind = _policy_hints(key, paused, everything, lim)
+        report.fix(what, detail, hints, kind=kind)
+
+
+def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim: int) -> tuple[Hints, str]:
+    limit_text = money(lim)
+    if everything:
+        return (("it pauses every call, even a lookup: which calls move money?",
+                 "the call says which tool is asked for; only the refund tool moves money, and only some refunds "
+                 "need a person"), "pauses-all")
+    if key == "reads":
+        return (("a lookup changes nothing: why would it need a person?",
+                 "the policy is asked about every call of every tool; look at which tool a call is for"),
+                "pauses-read")
+    small_paused = any(paused["small"]) or any(paused["below"])
+    big_through = not all(paused["big"] + paused["far"])
+    if small_paused and big_through:
+        return (("small refunds wait and big ones go through: your comparison points the wrong way",
+                 f"read your rule aloud: it should be true for {lim}, {lim + 1} and 1,000,000 cents and false for "
+                 f"{lim - 1}"), "threshold-direction")
+    if key in ("small", "below"):
+        return ((f"a refund under {limit_text} waited: where does your rule start?",
+                 f"amounts are in cents: {limit_text} is {lim} cents, and {lim - 1} cents must go through"),
+                "threshold-low")
+    if key == "at" and all(paused["above"]):
+        return ((f"look at the exact boundary: a refund of exactly {limit_text} must wait",
+                 f"'{limit_text} or more' includes {limit_text} itself: which comparison includes the limit?"),
+                "off-by-one")
+    if key in ("big", "far") and all(paused["at"] + paused["above"]):
+        return (("a very big refund went through: does your rule stop somewhere?",
+                 "the rule has no upper end: every amount at or above the limit waits, however big"), "upper-bound")
+    return ((f"a refund of {limit_text} or more went through: your limit is higher than {limit_text}",
+             f"find the smallest amount your rule stops, and compare it with {lim} cents"), "threshold-high")
+
+
+def takes(fn: Callable[..., Any], n: int, report: Report, what: str, shape: str, args: str) -> bool:
+    """True when ``fn`` can be called with ``n`` positional arguments; a FIX line (kind ``arity``) otherwise."""
+    try:
+        inspect.signature(fn).bind(*([None] * n))
+    except TypeError as exc:
+        report.fix(what, f"it cannot be called with {n} arguments ({exc})",
+                   (f"agentnb calls it with {n} arguments: {args}",
+                    f"write it as `{shape}: ...`, even if it does not use every argument"), kind="arity")
+        return False
+    except ValueError:  # a builtin without a signature: try it
+        pass
+    return True
 
 
 # -- 04: a budget ---------------------------------------------------------------------------------------------
-
-
-def check_budget(report: Report, budget: Any = None) -> None:
-    """Notebook 04: a Budget that allows at most 4 tool calls, then asks for an answer (finalize)."""
-    if _is_placeholder(budget):
-        report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`")
-        return
-    if not isinstance(budget, Budget):
-        report.fix("a budget", f"got {type(budget).__name__}", "make it with anb.Budget(max_tool_calls=..., ...)")
-        return
-    report.ok("it is a Budget")
-    if budget.max_tool_calls is not None and budget.max_tool_calls <= 4:
-        report.ok("at most 4 tool calls", f"max_tool_calls={budget.max_tool_calls}")
-    else:
-        report.fix("at most 4 tool calls", f"max_tool_calls={budget.max_tool_calls}", "set max_tool_calls=4")
-    if budget.on_exhausted == "finalize":
-        report.ok("it answers when the budget runs out", "on_exhausted='finalize'")
-    else:
-        report.fix("it answers when the budget runs out", f"on_exhausted={budget.on_exhausted!r}",
-                   "'finalize' asks the model for an answer without tools; 'stop' ends with no answer")
-    model = ScriptedModel([_endless("fetch_page", [{"n": i} for i in range(1, 40)], "From what I read: 40 results.")]
-                          * 40)
-    run = _safe_run(report, "a model that keeps fetching", Loop(model=model, tools=[_fetch_page], budget=budget),
-                    "Find everything")
-    if run is None:
-        return
-    calls = run.view.tool_calls
-    if run.state is LoopState.COMPLETED and calls <= 4:
-        report.ok("a model that keeps fetching", f"stopped after {calls} calls with an answer: {run.output}")
-    else:
-        report.fix("a model that keeps fetching", f"ended {run.state.value} after {calls} tool calls",
-                   "with max_tool_calls=4 and on_exhausted='finalize' it ends COMPLETED after 4 calls")
 
 
 def _fetch_page_fn(n: int) -> str:
@@ -276,144 +539,138 @@ def _fetch_page_fn(n: int) -> str:
     Args:
         n: The page number.
     """
-    return f"page {n}: 10 results"
+    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(10))
 
 
-def _make_fetch_page() -> Tool:
-    from ..tools import tool
-
-    return tool(name="fetch_page")(_fetch_page_fn)
+_fetch_page = tool(name="fetch_page")(_fetch_page_fn)
 
 
-_fetch_page = _make_fetch_page()
+def _usage(rng: random.Random, scale: int) -> dict[str, int]:
+    return {"input_tokens": rng.randint(scale, 4 * scale), "output_tokens": rng.randint(scale // 10 + 1, scale)}
 
 
-# -- 07: the capstone --------------------------------------------------------------------------------------------
+def _fetcher(rng: random.Random, per_turn: int, scale: int) -> ScriptStep:
+    """A model that fetches page after page (``per_turn`` at a time) and answers only when made to finalize."""
+
+    def step(messages: Sequence[Message]) -> dict[str, Any]:
+        done = sum(len(m.tool_results) for m in messages if m.role == "tool")
+        if messages[-1].role == "user" and done:  # the loop's finalization instruction
+            return {"text": f"From the {done} pages I read: enough to answer.", "usage": _usage(rng, scale)}
+        pages = [{"n": done + i + 1} for i in range(per_turn)]
+        return {**calls("fetch_page", *pages), "usage": _usage(rng, scale)}
+
+    return step
 
 
-def check_capstone(
-    report: Report, tools: Any = None, policy: Any = None, budget: Any = None, *, limit_cents: int = 5000
-) -> None:
-    """Notebook 07: a support agent: ``lookup_order`` and ``refund`` tools, an approval policy and a budget."""
-    named = _capstone_tools(report, tools)
-    if named is None:
+def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> list[ScriptStep]:
+    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself."""
+    out: list[ScriptStep] = []
+    page = 0
+    for k in shape:
+        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": _usage(rng, scale)})
+        page += k
+    out.append({"text": answer, "usage": _usage(rng, scale)})
+    return out
+
+
+def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, rng: random.Random,
+                 leash: Leash) -> None:
+    """Notebook 04: a Budget that lets the model make ``calls_allowed`` tool calls, then asks for an answer."""
+    del leash  # a Budget is data: nothing of the student's runs
+    if is_placeholder(budget):
+        report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`", kind="missing")
         return
     if not isinstance(budget, Budget):
-        report.fix("a budget", "not written yet" if _is_placeholder(budget) else f"got {type(budget).__name__}",
-                   "budget = anb.Budget(max_tool_calls=6, on_exhausted='finalize')")
+        report.fix("a budget", f"got {shown(budget)}",
+                   ("a budget is an object agentnb reads: which class makes one?",
+                    "make it with anb.Budget(...), with the limits as keyword arguments"), kind="type")
         return
-    if _is_placeholder(policy) or not callable(policy):
-        report.fix("a policy", "not written yet", "def policy(call, state): return True when a person must approve")
-        return
-
-    def loop(script: list[ScriptStep]) -> Loop:
-        return Loop(model=ScriptedModel(script), tools=named, approval=policy, override_tool_approval=True,
-                    budget=budget, system="You are the support agent of a small shop.")
-
-    _capstone_lookups(report, loop)
-    _capstone_refunds(report, loop, limit_cents)
-    ids = [{"order_id": oid} for oid in ("A100", "B200", "C300", "D400", "E500", "F600", "G700", "H800")]
-    script: list[ScriptStep] = [_endless("lookup_order", ids, "Here is what I found.")] * 30
-    run = _safe_run(report, "a conversation that never ends", loop(script), "Tell me everything")
-    if run is not None:
-        calls = run.view.tool_calls
-        if run.state is LoopState.COMPLETED and calls <= 6:
-            report.ok("a conversation that never ends", f"the budget stopped it after {calls} calls, with an answer")
-        else:
-            report.fix("a conversation that never ends", f"ended {run.state.value} after {calls} tool calls",
-                       "a budget with max_tool_calls of 6 or less and on_exhausted='finalize'")
+    report.ok("it is a Budget")
+    budget_runs(report, budget, calls_allowed, rng, "")
 
 
-def _capstone_tools(report: Report, tools: Any) -> list[Tool] | None:
-    """``[lookup_order, refund]`` from what the student passed, or None after saying what is missing."""
-    if _is_placeholder(tools) or not isinstance(tools, list | tuple):
-        report.fix("the tools", "pass them as a list: tools=[lookup_order, refund]", "")
-        return None
-    named: dict[str, Tool] = {}
-    for expected in ("lookup_order", "refund"):
-        found = [t for t in tools if isinstance(t, Tool) and t.name == expected]
-        if found:
-            named[expected] = found[0]
-        elif any(callable(t) and getattr(t, "__name__", "") == expected for t in tools):
-            report.fix(f"a tool {expected!r}", "it is a plain function", "put @anb.tool (with options) above def")
-        else:
-            names = [getattr(t, "name", getattr(t, "__name__", repr(t))) for t in tools]
-            report.fix(f"a tool {expected!r}", f"no tool has that name (you passed {names})",
-                       "the scripted customer asks for these exact names")
-    if len(named) < 2:
-        return None
-    report.ok("two tools", "lookup_order and refund")
-    if named["refund"].risk == "write":
-        report.ok("refund is marked as a write", "its calls go through the effect ledger")
-    else:
-        report.fix("refund is marked as a write", f"risk={named['refund'].risk!r}", "use @anb.tool(risk='write')")
-    return [named["lookup_order"], named["refund"]]
-
-
-def _capstone_lookups(report: Report, loop: Callable[[list[ScriptStep]], Loop]) -> None:
-    what = "where is order A100?"
-    run = _safe_run(report, what, loop([_calls("lookup_order", {"order_id": "A100"}), _reply]), "Where is A100?")
-    if run is not None:
-        ev = _finished(run)
-        if ev and ev[0].status == "ok" and "shipped" in ev[0].content:
-            report.ok(what, f"lookup_order returned {_short(ev[0].content, 60)}")
-        elif ev and ev[0].status != "ok":
-            report.fix(what, f"lookup_order failed: {ev[0].error_type}: {ev[0].error_message}",
-                       "read the order from anb.workshop.SHOP_ORDERS[order_id]")
-        else:
-            report.fix(what, f"lookup_order returned {_short(ev[0].content if ev else None, 60)}",
-                       "return the whole order (a dict): the model needs its status")
-    what = "an order that does not exist"
-    run = _safe_run(report, what, loop([_calls("lookup_order", {"order_id": "Z999"}), _reply]), "Where is Z999?")
-    if run is not None:
-        ev = _finished(run)
-        if ev and ev[0].status == "error" and "Z999" in ev[0].content:
-            report.ok(what, f"the model reads: {_short(ev[0].content, 70)}")
-        else:
-            got = f"{ev[0].status} {_short(ev[0].content, 50)}" if ev else "nothing"
-            report.fix(what, f"lookup_order('Z999') gave {got}",
-                       "raise an error that names the order (raise KeyError(f'no order {order_id}')): the model "
-                       "reads the message and can tell the customer")
-
-
-def _capstone_refunds(report: Report, loop: Callable[[list[ScriptStep]], Loop], limit_cents: int) -> None:
-    cases = [
-        ("a small refund (A100, $19.99)", {"order_id": "A100", "amount_cents": 1999}, "ok"),
-        ("a big refund (B200, $129.00)", {"order_id": "B200", "amount_cents": 12900}, "pause"),
-        ("refunding more than was paid (C300, $25.00)", {"order_id": "C300", "amount_cents": 2500}, "error"),
-    ]
-    for what, args, expected in cases:
-        run = _safe_run(report, what, loop([_calls("refund", args), _reply]), "Refund please")
+def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who: str,
+                 tools: Sequence[Tool] | None = None, endless: Callable[[int, int], ScriptStep] | None = None,
+                 finishing: Callable[[list[int], str, int], list[ScriptStep]] | None = None,
+                 exact: bool = True, loop_options: dict[str, Any] | None = None) -> None:
+    """The budget's properties: endless models stop after ``n`` calls with an answer; a task within it finishes."""
+    tools = list(tools or [_fetch_page])
+    endless = endless or (lambda per, scale: _fetcher(rng, per, scale))
+    finishing = finishing or (lambda shape, answer, scale: _finisher(rng, shape, answer, scale))
+    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000)]  # tokens per turn: a short and a long context
+    for per, what in ((1, f"{who}a model that never stops calling"), (2, f"{who}a model that calls two at a time")):
+        scale = rng.choice(scales)
+        model = ScriptedModel([endless(per, scale)] * 60)
+        run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})),
+                       "Find everything")
         if run is None:
             continue
-        paused = run.state is LoopState.WAITING_APPROVAL
-        if expected == "pause":
-            if paused:
-                report.ok(what, "waits for a person")
-            else:
-                report.fix(what, f"it did not wait for approval (the run is {run.state.value})",
-                           f"your policy should return True for refunds of {limit_cents} cents or more")
-            continue
-        if paused:
-            report.fix(what, "it waits for a person", f"refunds under {limit_cents} cents go through: return False")
-            continue
-        ev = _finished(run)
-        status = ev[0].status if ev else "none"
-        if status == expected:
-            report.ok(what, "refunded" if expected == "ok" else f"refused: {_short(ev[0].content, 60)}")
-        elif expected == "error":
-            report.fix(what, "the refund went through", "check the amount against the order's amount_cents "
-                       "and raise ValueError when it is more")
+        got = run.view.tool_calls
+        trip = _trip(run)
+        ok_count = got == n if exact else (n // 2 <= got <= n)
+        if run.state is LoopState.COMPLETED and ok_count and trip is not None:
+            report.ok(what, f"stopped after {_calls_text(got)}, with an answer")
         else:
-            report.fix(what, f"the refund failed: {_short(ev[0].content if ev else '', 70)}",
-                       "return a dict like {'refund_id': ..., 'order_id': ..., 'amount_cents': ...}")
+            _budget_fix(report, what, run, got, n, trip, per)
+    k = n - 1 if exact else max(2, n // 2)
+    shape = [1] * k if rng.random() < 0.5 else ([2] + [1] * (k - 2) if k >= 2 else [1])
+    answer = f"Done: {sentence(rng, rng.randint(3, 8))}."
+    what = f"{who}a task that needs {k} calls"
+    model = ScriptedModel(finishing(shape, answer, rng.choice(scales)))
+    run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})), "Find it")
+    if run is None:
+        return
+    trip = _trip(run)
+    # a tool's own error is not the budget's doing (the capstone's tools are the student's); a cut result, a
+    # timeout or a skipped call is
+    bad = [e for e in finished(run) if e.status in ("timeout", "skipped") or e.truncated]
+    if run.state is LoopState.COMPLETED and run.output == answer and trip is None and not bad:
+        report.ok(what, f"the model made its {k} calls and answered by itself")
+    elif bad:
+        e = bad[0]
+        why = f"a result was cut to fit ({e.truncated} characters removed)" if e.truncated else \
+            f"a call ended {e.status}: {short(e.content, 60)}"
+        report.fix(what, why, ("the budget limits more than calls: which of its limits touched a result?",
+                               "max_result_chars cuts results and tool_timeout / deadline_s end calls; leave them at "
+                               "their defaults for this exercise"), kind="other-limit")
+    else:
+        _budget_fix(report, what, run, run.view.tool_calls, k, trip, 1, finishing=True)
 
 
-EXERCISES: dict[str, tuple[Callable[..., None], str]] = {
-    "tool": (check_tool, "01 · write a tool: word_count(text) -> int"),
-    "stop_at": (check_stop_at, "02 · a breakpoint predicate: stop where the refund call is validated"),
-    "policy": (check_policy, "03 · an approval policy: refunds of $50 or more need a person"),
-    "budget": (check_budget, "04 · a budget: at most 4 tool calls, then an answer"),
-    "capstone": (check_capstone, "07 · a support agent: two tools, a policy and a budget"),
-}
-"""Every exercise by name: the check and one line on what it asks."""
+def _trip(run: Run) -> GuardTripped | None:
+    """The first budget or guard that ran out (an approval waiver is recorded as a GuardTripped too: not that)."""
+    return next((e for e in run.events if isinstance(e, GuardTripped) and e.guard != "approval_override"), None)
+
+
+def _calls_text(n: int) -> str:
+    return f"{n} call{'' if n == 1 else 's'}"
+
+
+def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: GuardTripped | None, per: int,
+                finishing: bool = False) -> None:
+    guard = trip.guard if trip is not None else None
+    if run.state is LoopState.BUDGET_EXHAUSTED and trip is not None and trip.action == "stop":
+        report.fix(what, f"it ended BUDGET_EXHAUSTED after {_calls_text(got)}, with no answer",
+                   ("when the budget runs out, the run can stop, ask a person, or ask the model for an answer: which "
+                    "one did you choose?", "on_exhausted='stop' ends with no answer; 'finalize' makes one more call, "
+                    "without tools, asking the model to answer from what it has"), kind="stops")
+    elif run.state is LoopState.WAITING_APPROVAL:
+        report.fix(what, f"it waits for a person after {_calls_text(got)}",
+                   ("nobody is there to approve more calls: what else can the run do when the budget runs out?",
+                    "on_exhausted='escalate' asks a person; 'finalize' asks the model for an answer"), kind="escalates")
+    elif finishing or (run.state is LoopState.BUDGET_EXHAUSTED and got == 0):
+        report.fix(what, f"the {guard or 'budget'} limit ran out after {_calls_text(got)}, before the model could "
+                   "answer by itself", ("your budget is too tight: which limit ran out?",
+                              f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not "
+                              "turns, tokens or dollars"), kind="too-tight")
+    elif got < n:
+        report.fix(what, f"it stopped after {_calls_text(got)} (the {guard or '?'} limit ran out); {n} are allowed",
+                   (f"your budget is too tight: it must let the model make {n} calls",
+                    f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not turns, tokens "
+                    "or dollars"), kind="too-tight")
+    else:
+        hints: Hints = (f"your budget lets the model make {got} calls: at most {n} are allowed",
+                        "which limit counts tool calls? max_turns counts model turns, and one turn can ask for several "
+                        "calls" if per > 1 or guard == "max_turns" else "which limit counts tool calls?")
+        report.fix(what, f"it let the model make {_calls_text(got)}" + (f" ({per} per turn)" if per > 1 else ""), hints,
+                   kind="too-loose")

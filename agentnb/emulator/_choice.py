@@ -1,0 +1,99 @@
+"""The emulator honours ``tool_choice`` as the services do: ``none`` drops calls, a forced tool gets called.
+
+A scripted turn is what the test wanted the model to say; the request's tool choice is what the service would
+enforce. So a turn with calls under ``tool_choice="none"`` loses them, and a turn without the required call under
+``required`` or ``{"name": ...}`` gets one, with the smallest arguments the tool's schema accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..messages import ModelTurn, TextPart, ToolCallPart
+
+
+def requested_choice(provider: str, body: dict[str, Any]) -> str | dict[str, str] | None:
+    """The request's tool choice in canonical form (``auto``, ``none``, ``required``, ``{"name": ...}``)."""
+    if provider == "gemini":
+        config = body.get("toolConfig") or body.get("tool_config") or {}
+        fcc = config.get("functionCallingConfig") or config.get("function_calling_config") or {}
+        mode = str(fcc.get("mode", "AUTO")).upper()
+        names = fcc.get("allowedFunctionNames") or fcc.get("allowed_function_names") or []
+        if mode == "NONE":
+            return "none"
+        if mode in ("ANY", "VALIDATED") and len(names) == 1:
+            return {"name": str(names[0])}
+        return "required" if mode == "ANY" else None
+    choice = body.get("tool_choice")
+    if isinstance(choice, str):
+        return {"any": "required"}.get(choice, choice)
+    if not isinstance(choice, dict):
+        return None
+    kind = choice.get("type")
+    if provider == "anthropic":
+        if kind == "tool":
+            return {"name": str(choice.get("name"))}
+        return {"any": "required", "none": "none", "auto": "auto"}.get(str(kind))
+    name = choice.get("name") or (choice.get("function") or {}).get("name")
+    return {"name": str(name)} if kind == "function" and name else None
+
+
+def honour_tool_choice(turn: ModelTurn, choice: str | dict[str, str] | None, tools: Sequence[Any]) -> ModelTurn:
+    """Make a scripted turn obey the request's tool choice, as the service would.
+
+    ``none``: the turn's calls are dropped (the text stays). ``required``/``{"name": ...}``: a turn without a
+    call of the required tool gets one, with the smallest arguments the tool's schema accepts.
+    """
+    calls = turn.message.tool_calls
+    if choice == "none" and calls:
+        parts = tuple(p for p in turn.message.parts if not isinstance(p, ToolCallPart))
+        text = () if turn.message.text else (TextPart(text="(no tools: tool_choice is none)"),)
+        return replace(turn, message=replace(turn.message, parts=(*parts, *text)), finish_reason="stop",
+                       finish_reason_raw="stop")
+    if choice == "required" and not calls and tools:
+        wanted = tools[0]
+    elif isinstance(choice, dict) and not any(c.name == choice["name"] for c in calls):
+        wanted = next((t for t in tools if t.name == choice["name"]), None)
+        if wanted is None:
+            return turn
+    else:
+        return turn
+    args = minimal_instance(wanted.parameters)
+    call = ToolCallPart(call_id=f"call_forced_{wanted.name}", name=wanted.name, arguments=args,
+                        arguments_raw=json.dumps(args))
+    return replace(turn, message=replace(turn.message, parts=(call,)), finish_reason="tool_calls",
+                   finish_reason_raw="tool_calls")
+
+
+def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """The smallest value a JSON schema accepts (required properties only; the first enum value)."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        return minimal_instance(defs.get(str(schema["$ref"]).split("/")[-1], {}), defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return minimal_instance(schema[key][0], defs)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if str(k).lower() != "null"), "null")
+    kind = str(kind).lower() if kind is not None else None  # Gemini's schemas say STRING, OBJECT, ...
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: minimal_instance(props.get(k, {}), defs) for k in schema.get("required", [])}
+    if kind == "array":
+        return [minimal_instance(schema.get("items", {}), defs) for _ in range(int(schema.get("minItems", 0)))]
+    if kind == "string":
+        return "x" * int(schema.get("minLength", 1))
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        return int(low) + (1 if "exclusiveMinimum" in schema else 0) if kind == "integer" else float(low)
+    if kind == "boolean":
+        return False
+    return None

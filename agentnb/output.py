@@ -1,0 +1,146 @@
+"""Typed final outputs: ``Loop(output_type=Invoice)`` makes a run end with a validated object, not just text.
+
+The run offers the model one more tool, the **output tool** (``final_result``), whose parameters are the output
+type's JSON schema; calling it is how the model answers. Its arguments are validated by pydantic against the
+type (a ``BaseModel``, a ``TypedDict``, a dataclass, a list of them, any type pydantic validates) or, for a plain
+JSON schema given as a dict, by ``jsonschema``. A valid answer ends the run ``COMPLETED`` with ``run.output`` as
+the typed object; an invalid one goes back to the model as an error result carrying the validation errors, for
+at most ``output_retries`` correction turns, after which the run ends ``FAILED`` naming the last error. A model
+that answers with text instead is held to the same rule: text that parses as JSON and fits counts as the answer;
+anything else gets a correction turn. Every check is an ``OutputValidated`` event.
+
+This mechanism works with every wire API (it is an ordinary tool call), and in streaming mode the debugger shows
+the output's JSON growing fragment by fragment; it is validated only once the call is complete.
+
+Example:
+    >>> import agentnb as anb, pydantic
+    >>> class Weather(pydantic.BaseModel):
+    ...     city: str
+    ...     temp_c: int
+    >>> model = anb.ScriptedModel([
+    ...     {"tool_calls": [{"name": "final_result", "arguments": {"city": "Paris", "temp_c": "hot"}}]},
+    ...     {"tool_calls": [{"name": "final_result", "arguments": {"city": "Paris", "temp_c": 18}}]},
+    ... ])
+    >>> run = anb.Loop(model=model, output_type=Weather).start("Weather in Paris?").run()
+    >>> run.state.value, run.output
+    ('COMPLETED', Weather(city='Paris', temp_c=18))
+    >>> [e.ok for e in run.events if e.type == "OutputValidated"]
+    [False, True]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from .events import ToolInfo
+from .exceptions import ToolDefinitionError
+
+OUTPUT_TOOL = "final_result"
+"""The output tool's default name."""
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """How a run's final output is asked for and checked. Build one with :meth:`of`."""
+
+    output_type: Any
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """The output tool's JSON schema (always an object: other types are wrapped in ``{"result": ...}``)."""
+    wrapped: bool
+    retries: int
+    adapter: TypeAdapter[Any] | None
+
+    @classmethod
+    def of(cls, output_type: Any, *, retries: int = 2, name: str = OUTPUT_TOOL) -> OutputSpec:
+        """The spec of an output type (a type pydantic validates, or a JSON schema as a dict).
+
+        Raises:
+            ToolDefinitionError: the type has no JSON schema.
+        """
+        if retries < 0:
+            raise ValueError(f"output_retries must be 0 or more, got {retries}")
+        adapter: TypeAdapter[Any] | None = None
+        if isinstance(output_type, dict):
+            schema = dict(output_type)
+        else:
+            try:
+                adapter = TypeAdapter(output_type)
+                schema = adapter.json_schema()
+            except Exception as exc:
+                raise ToolDefinitionError(f"output_type {output_type!r} has no JSON schema: {exc}") from exc
+        wrapped = schema.get("type") != "object"
+        if wrapped:
+            defs = schema.pop("$defs", None)
+            schema = {"type": "object", "properties": {"result": schema}, "required": ["result"],
+                      **({"$defs": defs} if defs else {})}
+        title = getattr(output_type, "__name__", None) or schema.get("title") or "the answer"
+        description = (f"Give your final answer ({title}) by calling this tool; the run ends when the arguments fit "
+                       "the schema.")
+        return cls(output_type, name, description, schema, wrapped, retries, adapter)
+
+    def info(self) -> ToolInfo:
+        """The output tool as offered to the model."""
+        return ToolInfo(name=self.name, description=self.description, parameters=self.parameters, risk="read",
+                        approval=False)
+
+    def check(self, arguments: dict[str, Any] | None) -> tuple[bool, Any, list[dict[str, Any]]]:
+        """Validate the output tool's arguments: ``(ok, output as JSON-safe data, errors)``."""
+        if arguments is None:
+            return False, None, [{"loc": "", "msg": "the arguments are not a JSON object", "type": "json"}]
+        value: Any = arguments
+        if self.wrapped:
+            if "result" not in arguments:
+                return False, None, [{"loc": "result", "msg": "Field required", "type": "missing"}]
+            value = arguments["result"]
+        return self._validate(value)
+
+    def check_text(self, text: str) -> tuple[bool, Any, list[dict[str, Any]]]:
+        """Validate an answer given as text (JSON, optionally in a code fence)."""
+        fenced = _FENCE.match(text or "")
+        try:
+            value = json.loads(fenced.group(1) if fenced else text)
+        except ValueError as exc:
+            return False, None, [{"loc": "", "msg": f"the answer is not JSON ({exc}); call {self.name} with it",
+                                  "type": "json"}]
+        if self.wrapped and isinstance(value, dict) and set(value) == {"result"}:
+            value = value["result"]
+        return self._validate(value)
+
+    def _validate(self, value: Any) -> tuple[bool, Any, list[dict[str, Any]]]:
+        if self.adapter is None:
+            return self._validate_schema(value)
+        try:
+            obj = self.adapter.validate_python(value)
+        except ValidationError as exc:
+            return False, None, [
+                {"loc": ".".join(str(x) for x in e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False)
+            ]
+        except Exception as exc:  # a validator that raised something else: still the answer's fault
+            return False, None, [{"loc": "", "msg": f"{type(exc).__name__}: {exc}", "type": "validator_error"}]
+        return True, self.adapter.dump_python(obj, mode="json"), []
+
+    def _validate_schema(self, value: Any) -> tuple[bool, Any, list[dict[str, Any]]]:
+        try:
+            import jsonschema
+        except ImportError as exc:  # pragma: no cover - jsonschema ships with Jupyter
+            raise ToolDefinitionError("a JSON-schema output_type needs the jsonschema package") from exc
+        schema = self.output_type
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))
+        if errors:
+            return False, None, [{"loc": ".".join(str(p) for p in e.path), "msg": e.message, "type": e.validator}
+                                 for e in errors]
+        return True, value, []
+
+    def typed(self, value: Any) -> Any:
+        """The typed output from its JSON-safe form (what ``run.output`` returns)."""
+        return value if self.adapter is None else self.adapter.validate_python(value)

@@ -1,0 +1,335 @@
+"""The capstone check (notebook 07): a shop's support agent, tried on a shop that changes every check.
+
+Theory of operation. The student's tools read :data:`SHOP_ORDERS`. For the time of one check, fresh orders
+with random ids, prices and statuses are added to that very dict (and removed afterwards), so a tool that
+answers from a table written by hand, or refuses refunds above a hard-coded amount, fails on orders it has
+never seen. Each property is tried at its boundaries: a refund just under, at and just over what the order
+cost, and far beyond it; just under, at and just over the approval limit, and far beyond it. Calls that wait
+for a person are approved by the check, so the refund tool's own rule is tried for big amounts too. The budget
+is tried on its own (with a policy that asks nobody): endless customers must be stopped with an answer, and a
+customer who needs a lookup, another lookup and a refund must be served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..events import ApprovalRequested
+from ..guards import Budget
+from ..messages import Message
+from ..providers.scripted import ScriptedModel, ScriptStep
+from ..run import Loop, Run
+from ..states import LoopState
+from ..tools import Tool
+from ._common import (
+    TIMEOUT_HINTS,
+    WORDS,
+    Hints,
+    calls,
+    declaration,
+    finished,
+    is_placeholder,
+    no_result,
+    policy_crash,
+    reply,
+    short,
+)
+from ._common import shown as _shown
+from ._guard import Leash
+from ._report import Report
+from .exercises import SCENARIO_BUDGET, budget_runs, money, takes
+
+__all__ = ["SHOP_ORDERS", "check_capstone"]
+
+SHOP_ORDERS: dict[str, dict[str, Any]] = {
+    "A100": {"order_id": "A100", "item": "Blue kettle", "amount_cents": 1999, "status": "shipped"},
+    "B200": {"order_id": "B200", "item": "Espresso machine", "amount_cents": 12900, "status": "delivered"},
+    "C300": {"order_id": "C300", "item": "Tea towels (3)", "amount_cents": 1250, "status": "processing"},
+}
+"""The shop of the capstone (notebook 07): the orders the student's ``lookup_order`` reads.
+
+During a check, fresh orders are added here and removed afterwards: read this dict when a tool is called.
+"""
+
+_STALE: Hints = ("the check adds fresh orders to anb.workshop.SHOP_ORDERS while it runs: does your tool read the "
+                 "shop each time it is called?",
+                 "read anb.workshop.SHOP_ORDERS (ORDERS in the notebook is that same dict) inside the function; a "
+                 "copy, or a table of answers written by hand, cannot know an order added later")
+
+
+@contextlib.contextmanager
+def _fresh_orders(rng: random.Random, limit: int) -> Iterator[dict[str, dict[str, Any]]]:
+    """Add fresh random orders to the shop for the time of a check: two cheap (under the limit), one dear."""
+    fresh: dict[str, dict[str, Any]] = {}
+    prices = [rng.randint(600, limit - 700), rng.randint(600, limit - 700), rng.randint(limit + 1000, 60 * limit)]
+    for price in prices:
+        while True:
+            oid = f"{rng.choice('KMNPRSTVW')}{rng.randint(100, 999)}"
+            if oid not in SHOP_ORDERS and oid not in fresh:
+                break
+        fresh[oid] = {"order_id": oid, "item": f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)}",
+                      "amount_cents": price, "status": rng.choice(("shipped", "delivered", "processing", "returned"))}
+    SHOP_ORDERS.update(fresh)
+    try:
+        yield fresh
+    finally:
+        for oid in fresh:
+            SHOP_ORDERS.pop(oid, None)
+
+
+def _unknown_id(rng: random.Random) -> str:
+    while True:
+        oid = f"Z{rng.randint(1000, 99_999)}"
+        if oid not in SHOP_ORDERS:
+            return oid
+
+
+def check_capstone(report: Report, tools: Any = None, policy: Any = None, budget: Any = None, *,
+                   limit_cents: int = 5000, calls_allowed: int = 6, rng: random.Random, leash: Leash) -> None:
+    """Notebook 07: a support agent: ``lookup_order`` and ``refund`` tools, an approval policy and a budget."""
+    named = _capstone_tools(report, tools)
+    if named is None:
+        return
+    if not isinstance(budget, Budget):
+        report.fix("a budget", "not written yet" if is_placeholder(budget) else f"got {_shown(budget)}",
+                   ("Step 4 asks for a budget: which class makes one?", "budget = anb.Budget(...) with the limit "
+                    "of Step 4 as a keyword argument"), kind="missing")
+        return
+    if is_placeholder(policy) or not callable(policy):
+        report.fix("a policy", "not written yet" if is_placeholder(policy) else f"got {_shown(policy)}",
+                   "def policy(call, state): return True when a person must approve", kind="missing")
+        return
+    if not takes(policy, 2, report, "the policy", "def policy(call, state)", "the call and the run's state"):
+        return
+    lookup, refund = (leash.tool(t) for t in named)
+
+    def loop(script: list[ScriptStep]) -> Loop:
+        return Loop(model=ScriptedModel(script), tools=[lookup, refund], approval=leash.wrap(policy),
+                    override_tool_approval=True, budget=SCENARIO_BUDGET,
+                    system="You are the support agent of a small shop.")
+
+    with _fresh_orders(rng, limit_cents) as fresh:
+        if _lookups(report, loop, fresh, rng, named):
+            _refunds(report, loop, fresh, rng, named, limit_cents)
+        _capstone_budget(report, budget, fresh, rng, lookup, refund, calls_allowed)
+
+
+def _capstone_tools(report: Report, tools: Any) -> list[Tool] | None:
+    """``[lookup_order, refund]`` from what the student passed, or None after saying what is missing."""
+    if is_placeholder(tools) or not isinstance(tools, list | tuple):
+        report.fix("the tools", "pass them as a list: tools=[lookup_order, refund]", "", kind="missing")
+        return None
+    named: dict[str, Tool] = {}
+    for expected in ("lookup_order", "refund"):
+        found = [t for t in tools if isinstance(t, Tool) and t.name == expected]
+        if found:
+            named[expected] = found[0]
+        elif any(callable(t) and getattr(t, "__name__", "") == expected for t in tools):
+            report.fix(f"a tool {expected!r}", "it is a plain function", "put @anb.tool (with options) above def",
+                       kind="not-a-tool")
+        else:
+            names = [getattr(t, "name", getattr(t, "__name__", repr(t))) for t in tools]
+            report.fix(f"a tool {expected!r}", f"no tool has that name (you passed {names})",
+                       "the scripted customers ask for these exact names", kind="names")
+    if len(named) < 2:
+        return None
+    report.ok("two tools", "lookup_order and refund")
+    look, ref = named["lookup_order"], named["refund"]
+    if look.risk == "read" and look.approval in (None, False) and not look.client:
+        report.ok("lookup_order is a read", "it runs at once")
+    else:
+        report.fix("lookup_order is a read", f"it is declared {declaration(look)}",
+                   ("looking an order up changes nothing: does it need a person, a ledger or a client?",
+                    "risk='write' and approval=True are for tools that change something; client=True means agentnb "
+                    "never runs it"), kind="declared")
+    if ref.risk in ("write", "dangerous") and not ref.client:
+        report.ok("refund is marked as a write", "its calls go through the effect ledger")
+    else:
+        report.fix("refund is marked as a write", f"it is declared {declaration(ref)}",
+                   ("a refund moves money: how does agentnb know a tool changes something?",
+                    "the risk option of @anb.tool says it; a write goes through the effect ledger (notebook 03)"),
+                   kind="declared")
+    return [look, ref]
+
+
+def _lookups(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: random.Random,
+             tools: Sequence[Tool]) -> bool:
+    """Every order of the shop, the fresh ones too, is looked up whole; an unknown one is an error naming it."""
+    ids = [*fresh, rng.choice(["A100", "B200", "C300"])]
+    rng.shuffle(ids)
+    what = "looking up orders (fresh ones too)"
+    for oid in ids:
+        run = loop([calls("lookup_order", {"order_id": oid}), reply]).start(f"Where is {oid}?").run()
+        ev = finished(run, "lookup_order")
+        order = SHOP_ORDERS[oid]
+        if not ev:
+            detail, hints, kind = no_result(run, tools)
+            report.fix(what, f"lookup_order({oid!r}) got no result: {detail}", hints, kind=kind)
+            return False
+        e = ev[0]
+        if e.status != "ok" and e.error_type == "CheckTimeout":
+            report.fix(what, f"lookup_order({oid!r}) {e.error_message}", TIMEOUT_HINTS, kind="timeout")
+            return False
+        if e.status != "ok":
+            hints, kind = (_STALE, "stale") if oid in fresh else (("the model gets this error as the result; make "
+                                                                   "the tool work for an order that exists",
+                                                                   "try lookup_order.fn('A100') in a cell"), "crash")
+            report.fix(what, f"lookup_order({oid!r}) failed: {e.error_type}: {short(e.error_message, 60)}", hints,
+                       kind=kind)
+            return True
+        if not isinstance(e.value, dict):
+            report.fix(what, f"lookup_order({oid!r}) returned {_shown(e.value)}",
+                       ("the model reads the order's fields: what type holds fields and their values?",
+                        "return the order as a dict, as it is in the shop"), kind="type")
+            return True
+        missing = [k for k, v in order.items() if e.value.get(k) != v]
+        if missing:
+            stale = oid in fresh and "order_id" in e.value and e.value["order_id"] != oid
+            report.fix(what, f"lookup_order({oid!r}) returned {short(e.value, 70)}; "
+                       f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not the order's",
+                       _STALE if stale else ("the model only knows what your tool returns: return the whole order",
+                                             "return every field of the order (item, amount_cents, status)"),
+                       kind="stale" if stale else "partial")
+            return True
+    report.ok(what, f"{len(ids)} orders, each returned whole")
+    oid = _unknown_id(rng)
+    what = "an order that does not exist"
+    run = loop([calls("lookup_order", {"order_id": oid}), reply]).start(f"Where is {oid}?").run()
+    ev = finished(run, "lookup_order")
+    if ev and ev[0].status == "error" and oid in ev[0].content:
+        report.ok(what, "the model reads an error that names the order")
+    else:
+        got = f"{ev[0].status} {short(ev[0].content, 50)}" if ev else "no result"
+        report.fix(what, f"lookup_order({oid!r}) gave {got}",
+                   ("the model must be able to tell the customer the order does not exist: what does it read?",
+                    "raise an error whose message names the order: agentnb sends the message to the model as an "
+                    "error result"), kind="unknown-order")
+    return True
+
+
+def _approve_all(run: Run) -> tuple[Run, bool]:
+    """Approve what waits (as the shop's manager would) and run on; returns whether anything waited."""
+    waited = False
+    for _ in range(3):
+        pending = list(run.pending_approvals())
+        if run.state is not LoopState.WAITING_APPROVAL or not pending or policy_crash(run):
+            break
+        kinds = {e.call_id: e.kind for e in run.events if isinstance(e, ApprovalRequested)}
+        if any(kinds.get(c.call_id) != "approval" for c in pending):
+            break
+        waited = True
+        for c in pending:
+            run.approve(c.call_id, by="the check")
+        run.run()
+    return run, waited
+
+
+def _refunds(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: random.Random,
+             tools: Sequence[Tool], lim: int) -> None:
+    cheap, cheap2, dear = fresh
+    pc, pc2, pd = (fresh[o]["amount_cents"] for o in (cheap, cheap2, dear))
+    unknown = _unknown_id(rng)
+    groups: list[tuple[str, list[tuple[str, int, str]]]] = [
+        ("a small refund goes through, and is done", [(cheap, rng.randint(1, pc - 1), "ok"),
+                                                       (dear, rng.randint(1, lim - 2), "ok")]),
+        ("refunding exactly what was paid is done", [(cheap2, pc2, "ok")]),
+        ("a refund just over what was paid is refused", [(cheap, pc + 1, "error")]),
+        ("refunds far beyond what was paid are refused", [(cheap2, pc2 * rng.randint(100, 10_000), "error"),
+                                                          (dear, pd + 1, "error")]),
+        (f"the approval limit: {money(lim - 1)} goes through", [(dear, lim - 1, "ok")]),
+        (f"the approval limit: {money(lim)} and {money(lim + 1)} wait", [(dear, lim, "ok"), (dear, lim + 1, "ok")]),
+        ("refunding an order that does not exist is refused", [(unknown, rng.randint(1, lim - 1), "error")]),
+    ]
+    for what, cases in groups:
+        problem = None
+        for oid, amount, expected in cases:
+            problem = _one_refund(loop, tools, oid, amount, expected, lim, oid in fresh)
+            if problem is not None:
+                break
+        if problem is None:
+            report.ok(what, f"{len(cases)} case{'s' if len(cases) > 1 else ''}")
+        else:
+            detail, hints, kind = problem
+            report.fix(what, detail, hints, kind=kind)
+
+
+def _one_refund(loop: Any, tools: Sequence[Tool], oid: str, amount: int, expected: str, lim: int,
+                fresh: bool) -> tuple[str, Hints, str] | None:
+    """One refund through the agent; None when it behaved, else (what happened, hints, kind)."""
+    call = f"refund({oid!r}, {amount})"
+    run = loop([calls("refund", {"order_id": oid, "amount_cents": amount}), reply]).start("Refund please").run()
+    crash = policy_crash(run)
+    if crash is not None:
+        detail, hints, kind = no_result(run, tools)
+        return f"{call}: {detail}", hints, kind
+    run, waited = _approve_all(run)
+    if amount >= lim and not waited and SHOP_ORDERS.get(oid) is not None:
+        return (f"{call} went through without a person",
+                (f"refunds of {money(lim)} or more must wait: where does your policy's rule start, and does it end?",
+                 f"the policy must say yes for {lim}, {lim + 1} and any bigger amount; read call.arguments of the "
+                 "refund calls"), "policy-through")
+    if amount < lim and waited:
+        return (f"{call} waited for a person",
+                (f"a refund under {money(lim)} needs no person: which calls does your policy stop?",
+                 f"{lim - 1} cents must go through; only refunds of {lim} cents or more wait, and lookups never"),
+                "policy-pauses")
+    ev = finished(run, "refund")
+    if not ev:
+        detail, hints, kind = no_result(run, tools)
+        return f"{call} got no result: {detail}", hints, kind
+    e = ev[0]
+    if e.status == expected:
+        return None
+    if e.error_type == "CheckTimeout":
+        return f"{call}: {e.error_message}", TIMEOUT_HINTS, "timeout"
+    paid = SHOP_ORDERS[oid]["amount_cents"] if oid in SHOP_ORDERS else None
+    if expected == "error" and paid is None:
+        return (f"{call} was done, but there is no order {oid}",
+                ("a refund of an order that does not exist must fail: does your refund look the order up?",
+                 "raise an error naming the order when it is not in the shop"), "refund-unknown")
+    if expected == "error":
+        return (f"{call} was done, but order {oid} cost {money(paid or 0)}",
+                ("compare the amount with what this very order cost",
+                 "read the order's amount_cents from the shop when refund is called, and raise an error when the "
+                 "refund is more; a fixed amount cannot fit every order"), "refund-unchecked")
+    if e.status == "error" and paid is not None and amount == paid:
+        return (f"{call} was refused, but the customer paid exactly {money(paid)}",
+                ("refunding exactly what the customer paid is allowed", "a refund is refused only when it is *more* "
+                 "than the order's amount_cents"), "refund-off-by-one")
+    if e.status == "error" and fresh:
+        return f"{call} failed: {short(e.content, 80)}", _STALE, "stale"
+    return (f"{call} failed: {short(e.content, 80)}",
+            ("the model gets this error as the result; make the refund work for this order",
+             "try refund.fn(order_id, amount) in a cell with these values"), "crash")
+
+
+def _capstone_budget(report: Report, budget: Budget, fresh: dict[str, dict[str, Any]], rng: random.Random,
+                     lookup: Tool, refund: Tool, n: int) -> None:
+    ids = [*SHOP_ORDERS]
+    cheap = next(iter(fresh))
+
+    def endless(per: int, scale: int) -> ScriptStep:
+        def step(messages: Sequence[Message]) -> dict[str, Any]:
+            done = sum(len(m.tool_results) for m in messages if m.role == "tool")
+            if messages[-1].role == "user" and done:
+                return {"text": "Here is what I found.", "usage": {"input_tokens": scale, "output_tokens": 20}}
+            args = [{"order_id": ids[(done + i) % len(ids)]} for i in range(per)]
+            return {**calls("lookup_order", *args), "usage": {"input_tokens": scale, "output_tokens": 20}}
+        return step
+
+    def finishing(shape: list[int], answer: str, scale: int) -> list[ScriptStep]:
+        usage = {"input_tokens": scale, "output_tokens": 30}
+        other = rng.choice([o for o in ids if o != cheap])
+        first = [{"order_id": cheap}, {"order_id": other}]
+        turns: list[ScriptStep] = ([{**calls("lookup_order", *first), "usage": usage}] if rng.random() < 0.5 else
+                                   [{**calls("lookup_order", a), "usage": usage} for a in first])
+        amount = rng.randint(1, fresh[cheap]["amount_cents"])
+        turns.append({**calls("refund", {"order_id": cheap, "amount_cents": amount}), "usage": usage})
+        turns.append({"text": answer, "usage": usage})
+        return turns
+
+    budget_runs(report, budget, n, rng, "budget: ", tools=[lookup, refund], endless=endless, finishing=finishing,
+                exact=False, loop_options={"approval": False, "override_tool_approval": True})

@@ -1,0 +1,104 @@
+"""Checkpoint keys that explain themselves: a missing, different, empty or misplaced key says exactly that."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import agentnb as anb
+
+
+@pytest.fixture(autouse=True)
+def no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTNB_CHECKPOINT_KEY", raising=False)
+
+
+def stored_run(db: Path, **key: object) -> str:
+    store = anb.SqliteStore(db, **key)  # type: ignore[arg-type]
+    loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
+    run_id = loop.start("Refund order 42").run().run_id
+    store.close()
+    return run_id
+
+
+def test_a_missing_key_file_is_reported_as_missing_not_tampering(tmp_path: Path) -> None:
+    key_file = tmp_path / "k" / "checkpoint.key"
+    stored_run(tmp_path / "c.db", key_file=key_file)
+    key_file.unlink()
+    with pytest.raises(anb.CheckpointError, match="key file .* is missing.*Restore that key file"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=key_file)
+    assert not key_file.exists()  # no new key was made to replace it
+
+
+def test_a_different_key_says_so(tmp_path: Path) -> None:
+    stored_run(tmp_path / "c.db", key="the-first-key-123")
+    with pytest.raises(anb.CheckpointError, match="sealed with a different key"):
+        anb.SqliteStore(tmp_path / "c.db", key="another-key-4567")
+
+
+def test_a_trailing_newline_in_a_key_file_is_tolerated(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("a-key-written-by-echo\n")
+    key_file.chmod(0o600)
+    run_id = stored_run(tmp_path / "c.db", key_file=key_file)
+    assert anb.SqliteStore(tmp_path / "c.db", key="a-key-written-by-echo").load(run_id)
+
+
+@pytest.mark.parametrize("key", ["", "short", "\n"])
+def test_an_empty_or_short_key_is_refused(tmp_path: Path, key: str) -> None:
+    with pytest.raises(anb.CheckpointError, match="at least 8 bytes"):
+        anb.SqliteStore(tmp_path / "c.db", key=key)
+
+
+def test_a_directory_as_key_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "keys").mkdir()
+    with pytest.raises(anb.CheckpointError, match="is a directory"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=tmp_path / "keys")
+
+
+def test_a_key_file_readable_by_others_is_refused(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("a-perfectly-good-key")
+    key_file.chmod(0o644)
+    with pytest.raises(anb.CheckpointError, match="readable by others"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=key_file)
+
+
+def test_readonly_opens_for_analysis_and_refuses_writes(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    run_id = stored_run(db, key="read-only-key-01")
+    ro = anb.SqliteStore(db, key="read-only-key-01", readonly=True)
+    assert len(ro.load(run_id)) > 5 and ro.runs()
+    with pytest.raises(anb.CheckpointError, match="read-only"):
+        ro.acquire_lease(run_id, "me")
+
+
+@pytest.fixture
+def readonly_mount(tmp_path: Path) -> Iterator[Path]:
+    src, mount = tmp_path / "src", tmp_path / "ro"
+    src.mkdir()
+    mount.mkdir()
+    made = subprocess.run(["mount", "--bind", "-o", "ro", str(src), str(mount)], capture_output=True)
+    if made.returncode != 0 or os.access(mount, os.W_OK) and os.geteuid() != 0:
+        pytest.skip(f"cannot make a read-only bind mount here: {made.stderr.decode().strip()}")
+    try:
+        yield src
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_store_on_a_read_only_mount_can_be_read(readonly_mount: Path) -> None:
+    src = readonly_mount
+    run_id = stored_run(src / "c.db", key="read-only-key-01")
+    mount = src.parent / "ro"
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(mount)], capture_output=True)
+    with pytest.raises(anb.CheckpointError):
+        anb.SqliteStore(mount / "c.db", key="read-only-key-01")  # writable open fails on a read-only mount
+    ro = anb.SqliteStore(mount / "c.db", key="read-only-key-01", readonly=True)
+    assert ro.load(run_id)[0].type == "RunStarted"
+    assert shutil.disk_usage(mount)  # still mounted

@@ -1,0 +1,456 @@
+"""The checker's own mutation test: for every exercise, known-wrong answers that must all get FIX (with the
+right diagnosis), and the right answers that must PASS, on several random draws each."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import agentnb as anb
+from agentnb import workshop
+
+ORDERS = workshop.SHOP_ORDERS
+SEEDS = (1, 2, 3, 17, 4242)
+
+
+def doc(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a test tool a docstring with an Args section, so only its behaviour is wrong."""
+    fn.__doc__ = "Count the words in a text.\n\nArgs:\n    text: The text.\n"
+    return fn
+
+
+def counter(body: Callable[[str], Any], **options: Any) -> anb.Tool:
+    def word_count(text: str) -> Any:
+        return body(text)
+
+    return anb.tool(**options)(doc(word_count)) if options else anb.tool(doc(word_count))
+
+
+# -- 01 · word_count --------------------------------------------------------------------------------------------
+
+TABLE = {"the quick brown fox jumps": 5, "": 0, "  spaced   out  ": 2, "one": 1}
+
+
+def _spin(text: str) -> int:
+    while True:
+        pass
+
+
+def _raises(text: str) -> int:
+    raise RuntimeError("oops")
+
+
+_calls = [0]
+
+
+def _stateful(text: str) -> int:
+    _calls[0] += 1
+    return _calls[0]
+
+
+@anb.tool
+def two_params(text: str, sep: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text.
+        sep: The separator.
+    """
+    return len(text.split(sep))
+
+
+@anb.tool
+def int_param(text: int) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text.
+    """
+    return 0
+
+
+def plain(text: str) -> int:
+    return len(text.split())
+
+
+@anb.tool
+def undocumented(text: str) -> int:
+    return len(text.split())
+
+
+TOOL_MUTANTS: dict[str, tuple[Any, str]] = {
+    "approval=True, a constant": (counter(lambda t: 3, approval=True), "paused"),
+    "risk='write', a constant": (counter(lambda t: 3, risk="write"), "paused"),
+    "client=True, a constant": (counter(lambda t: 3, client=True), "client"),
+    "a table of the checker's old inputs": (counter(lambda t: TABLE[t]), "crash"),
+    "split on one space": (counter(lambda t: len(t.split(" "))), "split-one-space"),
+    "returns a str": (counter(lambda t: str(len(t.split()))), "type"),
+    "returns a float": (counter(lambda t: float(len(t.split()))), "type"),
+    "counts characters": (counter(len), "characters"),
+    "off by one": (counter(lambda t: len(t.split()) + 1), "off-by-one"),
+    "counts spaces plus one": (counter(lambda t: t.count(" ") + 1), None),
+    "an endless loop": (counter(_spin), "timeout"),
+    "raises": (counter(_raises), "crash"),
+    "a counter": (counter(_stateful), None),
+    "two parameters": (two_params, "arity"),
+    "an int parameter": (int_param, "type"),
+    "a plain function": (plain, "not-a-tool"),
+    "no docstring": (undocumented, "description"),
+    "None": (None, "missing"),
+    "a constant 5": (counter(lambda t: 5), None),
+}
+
+
+@pytest.mark.parametrize("name", list(TOOL_MUTANTS))
+def test_wrong_tools_get_fix(name: str) -> None:
+    answer, kind = TOOL_MUTANTS[name]
+    for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
+        report = workshop.check("tool", answer, seed=seed, time_limit=0.3)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected a {kind!r} diagnosis, got {report.kinds}:\n{report}"
+        assert "Traceback" not in str(report)
+
+
+def test_an_endless_tool_costs_one_time_limit() -> None:
+    started = time.monotonic()
+    report = workshop.check("tool", counter(_spin), seed=5, time_limit=0.3)
+    assert time.monotonic() - started < 3.0  # not 0.3 s per case
+    assert "did not finish within 0.3 s" in str(report)
+
+
+def test_tool_declared_for_a_person_is_not_scored_on_zero_results() -> None:
+    report = workshop.check("tool", counter(lambda t: 3, approval=True), seed=3)
+    text = str(report)
+    assert "All checks pass" not in text
+    assert "calls got no result: the run paused for a person before word_count ran: it is declared approval=True" \
+        in text
+
+
+# -- 02 · stop_at -----------------------------------------------------------------------------------------------
+
+_events = [0]
+
+
+def _count_events(e: Any) -> bool:
+    _events[0] += 1
+    return _events[0] == 29
+
+
+def _spin_pred(e: Any) -> bool:
+    while True:
+        pass
+
+
+STOP_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "the story's seq, hard-coded": (lambda e: e.seq == 28, "seq"),
+    "any validation": (lambda e: e.type == "CallValidated", "too-early"),
+    "the name on every event": (lambda e: e.name == "create_refund", "crash"),
+    "the name, safely": (lambda e: getattr(e, "name", None) == "create_refund", "too-early"),
+    "the approval request": (lambda e: e.type == "ApprovalRequested", "late"),
+    "never": (lambda e: False, "never"),
+    "always": (lambda e: True, "too-early"),
+    "returns the type (a str)": (lambda e: e.type, "type"),
+    "parsed, not validated": (lambda e: e.type == "CallParsed" and getattr(e, "name", None) == "create_refund",
+                              "too-early"),
+    "the refund's result": (lambda e: e.type == "ToolFinished" and getattr(e, "name", None) == "create_refund",
+                            "never"),
+    "a seq threshold": (lambda e: e.type == "CallValidated" and e.seq > 20, None),
+    "an event counter": (_count_events, None),
+    "an endless loop": (_spin_pred, "timeout"),
+    "two parameters": (lambda e, run: True, "arity"),
+    "not a function": ("CallValidated", "missing"),
+}
+
+
+@pytest.mark.parametrize("name", list(STOP_MUTANTS))
+def test_wrong_predicates_get_fix(name: str) -> None:
+    answer, kind = STOP_MUTANTS[name]
+    _events[0] = 0
+    for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
+        report = workshop.check("stop_at", answer, seed=seed, time_limit=0.3)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected {kind!r}, got {report.kinds}:\n{report}"
+
+
+# -- 03 · an approval policy -------------------------------------------------------------------------------------
+
+
+def _amount(call: Any) -> int:
+    return int((call.arguments or {}).get("amount_cents", 0))
+
+
+def _is_refund(call: Any) -> bool:
+    return bool(call.name == "create_refund")
+
+
+def _spin_policy(call: Any, state: Any) -> bool:
+    while True:
+        pass
+
+
+POLICY_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "the starter: always True": (lambda c, s: True, "pauses-all"),
+    "never": (lambda c, s: False, None),
+    "> instead of >=": (lambda c, s: _is_refund(c) and _amount(c) > 5000, "off-by-one"),
+    "< instead of >=": (lambda c, s: _is_refund(c) and _amount(c) < 5000, "threshold-direction"),
+    "a far-off threshold": (lambda c, s: _is_refund(c) and _amount(c) >= 500_000, "threshold-high"),
+    "an upper bound": (lambda c, s: _is_refund(c) and 5000 <= _amount(c) <= 20_000, "upper-bound"),
+    "dollars instead of cents": (lambda c, s: _is_refund(c) and _amount(c) >= 50, "threshold-low"),
+    "amount_cents on every call": (lambda c, s: c.arguments["amount_cents"] >= 5000, "crash"),
+    "every refund": (lambda c, s: _is_refund(c), "threshold-low"),
+    "returns the amount": (lambda c, s: _amount(c), "type"),
+    "only order 42": (lambda c, s: _is_refund(c) and c.arguments["order_id"] == "42" and _amount(c) >= 5000, None),
+    "one parameter": (lambda c: _is_refund(c) and _amount(c) >= 5000, "arity"),
+    "an endless loop": (_spin_policy, "timeout"),
+    "pauses reads": (lambda c, s: not _is_refund(c) or _amount(c) >= 5000, "pauses-read"),
+}
+
+
+@pytest.mark.parametrize("name", list(POLICY_MUTANTS))
+def test_wrong_policies_get_fix(name: str) -> None:
+    answer, kind = POLICY_MUTANTS[name]
+    for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
+        report = workshop.check("policy", answer, seed=seed, time_limit=0.3)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected {kind!r}, got {report.kinds}:\n{report}"
+
+
+def test_a_policy_that_pauses_everything_is_not_told_about_orders() -> None:
+    text = str(workshop.check("policy", lambda c, s: True, seed=1))
+    assert "it pauses every call, even a lookup" in text
+    assert "order" not in text.split("hint:", 1)[1].split("\n")[0]
+    text = str(workshop.check("capstone", tools=[lookup_order, refund], policy=lambda c, s: True, budget=BUDGET,
+                              seed=1))
+    assert "your policy asked for a person before lookup_order ran" in text
+    assert "whole order" not in text
+
+
+# -- 04 · a budget ------------------------------------------------------------------------------------------------
+
+BUDGET_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "max_tool_calls=1": (anb.Budget(max_tool_calls=1), "too-tight"),
+    "max_tool_calls=3": (anb.Budget(max_tool_calls=3), "too-tight"),
+    "max_tool_calls=5": (anb.Budget(max_tool_calls=5), "too-loose"),
+    "no limit": (anb.Budget(), "too-loose"),
+    "max_total_tokens=1": (anb.Budget(max_total_tokens=1), "too-tight"),
+    "max_cost=0": (anb.Budget(max_cost=0), "too-tight"),
+    "max_cost=0 with a price": (anb.Budget(max_cost=0, prices={"scripted": (1.0, 1.0)}), "too-tight"),
+    "on_exhausted='stop'": (anb.Budget(max_tool_calls=4, on_exhausted="stop"), "stops"),
+    "on_exhausted='escalate'": (anb.Budget(max_tool_calls=4, on_exhausted="escalate"), "escalates"),
+    "max_turns=4": (anb.Budget(max_turns=4), "too-loose"),
+    "max_turns=5": (anb.Budget(max_turns=5), "too-loose"),
+    "max_total_tokens=20000": (anb.Budget(max_total_tokens=20_000), None),
+    "tiny results": (anb.Budget(max_tool_calls=4, max_result_chars=40), "other-limit"),
+    "a dict": ({"max_tool_calls": 4}, "type"),
+    "None": (None, "missing"),
+}
+
+
+@pytest.mark.parametrize("name", list(BUDGET_MUTANTS))
+def test_wrong_budgets_get_fix(name: str) -> None:
+    answer, kind = BUDGET_MUTANTS[name]
+    for seed in SEEDS:
+        report = workshop.check("budget", answer, seed=seed)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected {kind!r}, got {report.kinds}:\n{report}"
+
+
+# -- 07 · the capstone --------------------------------------------------------------------------------------------
+
+
+def lookup_fn(order_id: str) -> dict[str, Any]:
+    """Look up an order.
+
+    Args:
+        order_id: The order id.
+    """
+    if order_id not in ORDERS:
+        raise KeyError(f"no order {order_id}")
+    return dict(ORDERS[order_id])
+
+
+def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
+    """Refund an order.
+
+    Args:
+        order_id: The order id.
+        amount_cents: The amount, in cents.
+    """
+    paid = lookup_fn(order_id)["amount_cents"]
+    if amount_cents > paid:
+        raise ValueError(f"order {order_id} cost {paid} cents; {amount_cents} is more")
+    return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
+
+
+lookup_order = anb.tool(lookup_fn, ) if False else anb.tool(name="lookup_order")(lookup_fn)
+refund = anb.tool(name="refund", risk="write")(refund_fn)
+
+
+def policy(call: Any, state: Any) -> bool:
+    return call.name == "refund" and _amount(call) >= 5000
+
+
+BUDGET = anb.Budget(max_tool_calls=6)
+COPY = {k: dict(v) for k, v in ORDERS.items()}
+
+
+def _refund_with(check: Callable[[str, int], None], **options: Any) -> anb.Tool:
+    def fn(order_id: str, amount_cents: int) -> dict[str, Any]:
+        check(order_id, amount_cents)
+        return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
+
+    fn.__doc__ = refund_fn.__doc__
+    return anb.tool(name="refund", **({"risk": "write"} | options))(fn)
+
+
+def _lookup_with(body: Callable[[str], Any], **options: Any) -> anb.Tool:
+    def fn(order_id: str) -> Any:
+        return body(order_id)
+
+    fn.__doc__ = lookup_fn.__doc__
+    return anb.tool(name="lookup_order", **options)(fn)
+
+
+def _over(limit: int) -> Callable[[str, int], None]:
+    def check(order_id: str, amount_cents: int) -> None:
+        if amount_cents > limit:
+            raise ValueError("too much")
+    return check
+
+
+def _copy_check(order_id: str, amount_cents: int) -> None:
+    if amount_cents > COPY[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+def _ge_check(order_id: str, amount_cents: int) -> None:
+    if amount_cents >= ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+def _no_unknown(order_id: str, amount_cents: int) -> None:
+    if order_id in ORDERS and amount_cents > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+def _slow_lookup(order_id: str) -> Any:
+    time.sleep(30)
+
+
+CAPSTONE_MUTANTS: dict[str, tuple[dict[str, Any], str | None]] = {
+    "a refund capped at a hard-coded amount": ({"tools": [lookup_order, _refund_with(_over(12900))]},
+                                               "refund-unchecked"),
+    "a refund capped at $50": ({"tools": [lookup_order, _refund_with(_over(5000))]}, None),
+    "a refund that never checks": ({"tools": [lookup_order, _refund_with(lambda o, a: None)]}, "refund-unchecked"),
+    "a refund checked against a copy of the shop": ({"tools": [lookup_order, _refund_with(_copy_check)]}, "stale"),
+    "a refund that refuses the whole price": ({"tools": [lookup_order, _refund_with(_ge_check)]},
+                                              "refund-off-by-one"),
+    "a refund of unknown orders": ({"tools": [lookup_order, _refund_with(_no_unknown)]}, "refund-unknown"),
+    "a refund that is not a write": ({"tools": [lookup_order, _refund_with(_copy_check, risk="read")]}, "declared"),
+    "a refund run by the client": ({"tools": [lookup_order, _refund_with(_no_unknown, client=True)]}, "declared"),
+    "a lookup from a table": ({"tools": [_lookup_with(lambda o: COPY[o]), refund]}, "stale"),
+    "a lookup that returns None": ({"tools": [_lookup_with(lambda o: ORDERS.get(o)), refund]}, "unknown-order"),
+    "a lookup that returns text": ({"tools": [_lookup_with(lambda o: str(ORDERS[o])), refund]}, "type"),
+    "a lookup that returns the status only": ({"tools": [_lookup_with(lambda o: {"status": ORDERS[o]["status"]}),
+                                                         refund]}, "partial"),
+    "a lookup that needs approval": ({"tools": [_lookup_with(lookup_fn, approval=True), refund]}, "declared"),
+    "a lookup that never finishes": ({"tools": [_lookup_with(_slow_lookup), refund]}, "timeout"),
+    "a budget that cannot look up and refund": ({"budget": anb.Budget(max_tool_calls=1)}, "too-tight"),
+    "a budget with no limit": ({"budget": anb.Budget()}, "too-loose"),
+    "a budget of turns": ({"budget": anb.Budget(max_turns=6)}, "too-loose"),
+    "a policy that asks for nothing": ({"policy": lambda c, s: False}, "policy-through"),
+    "a policy with an upper bound": ({"policy": lambda c, s: c.name == "refund" and 5000 <= _amount(c) <= 20000},
+                                     "policy-through"),
+    "a policy with >": ({"policy": lambda c, s: c.name == "refund" and _amount(c) > 5000}, "policy-through"),
+    "a policy for every refund": ({"policy": lambda c, s: c.name == "refund"}, "policy-pauses"),
+    "a policy that pauses everything": ({"policy": lambda c, s: True}, "policy-pauses"),
+    "a policy that crashes on lookups": ({"policy": lambda c, s: c.arguments["amount_cents"] >= 5000}, "crash"),
+}
+
+
+@pytest.mark.parametrize("name", list(CAPSTONE_MUTANTS))
+def test_wrong_agents_get_fix(name: str) -> None:
+    changes, kind = CAPSTONE_MUTANTS[name]
+    answer = {"tools": [lookup_order, refund], "policy": policy, "budget": BUDGET} | changes
+    for seed in SEEDS[:1] if kind == "timeout" else SEEDS:
+        report = workshop.check("capstone", seed=seed, time_limit=0.3, **answer)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected {kind!r}, got {report.kinds}:\n{report}"
+    assert set(ORDERS) == {"A100", "B200", "C300"}  # the fresh orders are gone after the check
+
+
+# -- right answers pass, on many draws -----------------------------------------------------------------------------
+
+
+@anb.tool
+def word_count(text: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text.
+    """
+    return len(text.split())
+
+
+@anb.tool
+def regex_count(text: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text.
+    """
+    import re
+
+    return len(re.findall(r"\S+", text))
+
+
+@anb.tool
+async def async_count(text: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text.
+    """
+    await asyncio.sleep(0)
+    return len(text.split())
+
+
+def needs_approval(call: Any, state: Any) -> bool:
+    if call.name != "create_refund":
+        return False
+    return bool((call.arguments or {}).get("amount_cents", 0) >= 5000)
+
+
+def stop_at(event: Any) -> bool:
+    return event.type == "CallValidated" and getattr(event, "name", None) == "create_refund"
+
+
+RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("tool", (word_count,), {}),
+    ("tool", (regex_count,), {}),
+    ("tool", (async_count,), {}),
+    ("stop_at", (stop_at,), {}),
+    ("policy", (needs_approval,), {}),
+    ("policy", (lambda c, s: c.name == "create_refund" and not c.arguments["amount_cents"] < 5000,), {}),
+    ("budget", (anb.Budget(max_tool_calls=4),), {}),
+    ("budget", (anb.Budget(max_tool_calls=4, on_exhausted="finalize", max_turns=30),), {}),
+    ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": BUDGET}),
+    ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": anb.Budget(max_tool_calls=4)}),
+]
+
+
+@pytest.mark.parametrize(("exercise", "args", "kwargs"), RIGHT)
+def test_right_answers_pass_every_draw(exercise: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    for seed in [*SEEDS, *random.sample(range(10**6), 5)]:
+        report = workshop.check(exercise, *args, seed=seed, **kwargs)
+        assert report.passed, f"seed {seed}:\n{report}"
