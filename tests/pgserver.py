@@ -124,8 +124,12 @@ def start_cluster(directory: str | Path | None = None, *, fsync: bool = False) -
         raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()} {log[-800:]}")
     import psycopg
 
-    with psycopg.connect(cluster.dsn_for("postgres"), autocommit=True) as conn:
-        conn.execute("CREATE DATABASE agentnb")
+    try:
+        with psycopg.connect(cluster.dsn_for("postgres"), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE agentnb")
+    except BaseException:  # a server nobody can use must not outlive the caller
+        cluster.stop()
+        raise
     return cluster
 
 
