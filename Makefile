@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install bench lint typecheck clean
+.PHONY: lab test install bench lint typecheck clean pg pg-stop
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "agentnb needs Python 3.11 or newer on PATH (python3.11, python3.12, ...)"; exit 1; }
@@ -28,6 +28,13 @@ test: install
 
 bench: install
 	$(BIN)/python bench/loop_overhead.py
+
+# a throw-away PostgreSQL cluster in .pg/ for local work: `eval "$$(make -s pg)"` exports AGENTNB_PG_DSN
+pg: install
+	@$(BIN)/python -m tests.pgserver start .pg
+
+pg-stop:
+	@$(BIN)/python -m tests.pgserver stop .pg
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
 from .engine import RunState
 from .events import Event
@@ -45,6 +46,7 @@ from .importers import import_history
 from .lint import lint
 from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
+from .pgstore import PostgresStore
 from .providers import (
     AnthropicModel,
     FallbackModel,
@@ -91,6 +93,7 @@ __all__ = [
     "AnthropicModel",
     "ApprovalError",
     "ApprovalExpired",
+    "BatchResult",
     "Budget",
     "CheckpointError",
     "Debugger",
@@ -111,6 +114,7 @@ __all__ = [
     "ModelTurn",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "PostgresStore",
     "ProviderError",
     "Recorder",
     "ResumeError",
@@ -131,6 +135,7 @@ __all__ = [
     "TranscriptError",
     "Usage",
     "ValueConversionError",
+    "batch",
     "emulator",
     "import_history",
     "import_trace",

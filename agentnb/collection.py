@@ -183,37 +183,156 @@ class TranscriptCollection:
         for t in self.transcripts:
             t.save(path / f"{t.run_id}.jsonl")
 
-    def save_parquet(self, path: str | Path, *, partition_by_run: bool = False) -> None:
+    def save_parquet(self, path: str | Path, *, partition_by: str | Sequence[str] | None = None,
+                     partition_by_run: bool = False, payload: bool = True, append: bool = False) -> None:
         """Write every frame as a Parquet dataset under directory ``path`` (see the module docs).
 
         Args:
-            path: the directory (created; datasets already in it are replaced).
-            partition_by_run: Hive-partition each dataset by ``run_id`` (one directory per run).
+            path: the directory (created; datasets already in it are replaced unless ``append``).
+            partition_by: run-level keys to Hive-partition every dataset by: ``"run_date"`` (the day the run
+                started, UTC), ``"run_model"`` (the model the run started with, ``provider:model``) and/or
+                ``"run_id"``. Each becomes a column of every dataset (and a directory level:
+                ``calls/run_date=2026-05-01/run_model=openai_chat%3Agpt-4.1/part-0-0.parquet``), so a query
+                that filters on it reads only those files.
+            partition_by_run: the same as ``partition_by="run_id"`` (one directory per run).
+            payload: also write each event's own fields as JSON (the ``payload`` column of ``events/``), which
+                is what lets :func:`load_transcripts` rebuild the runs. ``False`` writes the frames only (several
+                times faster; the dataset then answers frames and SQL, not transcripts).
+            append: add these runs to the dataset already at ``path`` (written with the same options), as new
+                files: a large dataset can be written one batch at a time.
+
+        Example:
+            >>> import agentnb as anb, tempfile
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> runs = anb.TranscriptCollection([loop.start("Paris?").run().transcript for _ in range(3)])
+            >>> folder = tempfile.mkdtemp()
+            >>> runs.save_parquet(folder, partition_by="run_model")
+            >>> anb.load_transcripts(folder).sql("select run_model, count(*) as calls from calls group by 1")
+                            run_model  calls
+            0  scripted:story:weather      3
         """
         pa = _pyarrow()
         import shutil
 
+        keys = _partition_keys(partition_by, partition_by_run)
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "version": 2, "partition_by": keys, "partition_by_run": keys == ["run_id"],
+            "payload": payload, "run_ids": list(self._run_ids), "frames": {name: _signature(name) for name in FRAMES},
+        }
+        part = 0
+        if append and (root / MANIFEST).exists():
+            old = _ParquetStore(root)
+            if old.partition_by != keys or old.payload != payload or old.signatures != manifest["frames"]:
+                raise TranscriptError(f"{root} was written with other options (partition_by={old.partition_by}, "
+                                      f"payload={old.payload}) or frame columns; append with the same ones")
+            clash = set(old.run_ids) & set(self._run_ids)
+            if clash:
+                raise TranscriptError(f"{root} already holds runs {sorted(clash)[:5]}; a dataset holds each run once")
+            manifest["run_ids"] = old.run_ids + manifest["run_ids"]
+            part = old.parts
+        manifest["parts"] = part + 1
+        values = self._partition_values(keys)
         for name in FRAMES:
-            df = self._frame("events", True) if name == "events" else self._frame(name, False)
+            df = self._frame("events", True) if name == "events" and payload else self._frame(name, False)
             target = root / name
-            if target.exists():
+            if target.exists() and not append:
                 shutil.rmtree(target)
+            for key in keys:  # partition keys as plain text: Dask refuses a categorical hive partition column
+                df[key] = df["run_id"].astype(str).map(values[key]) if key != "run_id" else df[key].astype(str)
             try:
                 table = pa.Table.from_pandas(df, preserve_index=False)
             except UnicodeEncodeError:  # a lone surrogate in a model's text: Parquet strings are UTF-8
                 table = pa.Table.from_pandas(_utf8(df), preserve_index=False)
-            if partition_by_run and len(df):
-                pa.parquet.write_to_dataset(table, target, partition_cols=["run_id"])
+            if keys:  # an empty frame writes no file (a file outside the key directories would not merge)
+                target.mkdir(exist_ok=True)
+                if len(df):
+                    pa.parquet.write_to_dataset(table, target, partition_cols=keys,
+                                                basename_template=f"part-{part}-{{i}}.parquet")
             else:
-                target.mkdir()
-                pa.parquet.write_table(table, target / "part-0.parquet", row_group_size=256 * 1024)
-        manifest = {
-            "format": FORMAT, "version": 1, "partition_by_run": partition_by_run, "run_ids": self._run_ids,
-            "frames": {name: _signature(name) for name in FRAMES},
-        }
+                target.mkdir(exist_ok=True)
+                pa.parquet.write_table(table, target / f"part-{part}.parquet", row_group_size=256 * 1024)
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+
+    def _partition_values(self, keys: list[str]) -> dict[str, dict[str, str]]:
+        """``{key: {run_id: value}}`` for the run-level partition keys (from each run's first event)."""
+        out: dict[str, dict[str, str]] = {k: {} for k in keys if k != "run_id"}
+        if not out:
+            return out
+        for t in self.transcripts:
+            first = t.events[0] if t.events else None
+            rid = t.run_id or ""
+            if "run_date" in out:
+                out["run_date"][rid] = first.ts.date().isoformat() if first is not None else "unknown"
+            if "run_model" in out:
+                out["run_model"][rid] = str(getattr(first, "model", "") or "unknown")
+        return out
+
+    # -- SQL -----------------------------------------------------------------------------------------
+
+    def sql(self, query: str) -> pd.DataFrame:
+        """Answer a SQL query over the frames (``events``, ``turns``, ``calls`` ...) with DuckDB; a DataFrame.
+
+        A collection loaded from Parquet is queried straight from its files (only the columns and the
+        partitions the query needs are read; nothing else goes through pandas). Partition keys
+        (``run_date``, ``run_model``) are columns of every table.
+
+        Example:
+            >>> import agentnb as anb
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("parallel"), tools=anb.stories.tools("parallel"))
+            >>> runs = anb.TranscriptCollection([loop.start("Weather?").run().transcript for _ in range(2)])
+            >>> runs.sql("select tool, count(*) as n from calls group by tool")
+                      tool  n
+            0  get_weather  6
+        """
+        import pandas as pd
+
+        result: pd.DataFrame = self.duckdb(query).sql(query).df()
+        for col in result.columns:  # a registered frame's categoricals come back as ENUMs: answer as files do
+            if isinstance(result[col].dtype, pd.CategoricalDtype):
+                result[col] = result[col].astype("str")
+        return result
+
+    def duckdb(self, query: str | None = None) -> Any:
+        """A DuckDB connection with one view per frame (only those ``query`` names, when given)."""
+        try:
+            import duckdb
+        except ImportError as exc:
+            raise ImportError("SQL over transcripts needs duckdb: pip install 'agentnb[analysis]'") from exc
+        import re
+
+        import pandas as pd
+
+        con = duckdb.connect()
+        for name in FRAMES:
+            if query is not None and not re.search(rf"\b{name}\b", query, re.IGNORECASE):
+                continue
+            if (self._store is not None and self._transcripts is None and self._store.current(name)
+                    and any((self._store.root / name).rglob("*.parquet"))):
+                glob = str(self._store.root / name / "**" / "*.parquet").replace("'", "''")
+                hive = "true" if self._store.partition_by else "false"
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}', hive_partitioning={hive}, "
+                            "union_by_name=true)")
+            else:
+                df = self._frame("events", True) if name == "events" else self._frame(name, False)
+                # categoricals would be ENUMs (sorted in category order): as text they compare as in the files
+                con.register(name, df.astype({c: "str" for c in df.columns
+                                              if isinstance(df[c].dtype, pd.CategoricalDtype)}))
+        return con
+
+
+_PARTITION_KEYS = ("run_date", "run_model", "run_id")
+
+
+def _partition_keys(partition_by: str | Sequence[str] | None, partition_by_run: bool) -> list[str]:
+    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if partition_by_run and "run_id" not in keys:
+        keys.append("run_id")
+    for key in keys:
+        if key not in _PARTITION_KEYS:
+            raise ValueError(f"cannot partition by {key!r}: choose from {', '.join(_PARTITION_KEYS)}")
+    return keys
 
 
 def _utf8(df: pd.DataFrame) -> pd.DataFrame:
@@ -242,21 +361,27 @@ class _ParquetStore:
         if manifest.get("format") != FORMAT:
             raise TranscriptError(f"{root / MANIFEST}: not an agentnb transcripts directory")
         self.run_ids: list[str] = manifest["run_ids"]
-        self.partitioned: bool = manifest.get("partition_by_run", False)
+        self.partition_by: list[str] = manifest.get(
+            "partition_by", ["run_id"] if manifest.get("partition_by_run", False) else [])
+        self.payload: bool = manifest.get("payload", True)
+        self.parts: int = manifest.get("parts", 1)
         self.signatures: dict[str, Any] = manifest.get("frames", {})
+
+    def current(self, name: str) -> bool:
+        """Whether frame ``name`` was written with today's declarations."""
+        return bool(self.signatures.get(name) == _signature(name))
 
     def read(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
         pa = _pyarrow()
+        import pyarrow.dataset as ds
+
         target = self.root / name
-        files = sorted(target.rglob("*.parquet")) if target.exists() else []
-        if not files:
+        if not target.exists() or not any(target.rglob("*.parquet")):
             return None
-        if self.partitioned:
-            table = pa.parquet.read_table(target, partitioning="hive", columns=columns)
-        else:
-            table = pa.parquet.read_table(files[0], columns=columns)
-        df: pd.DataFrame = table.to_pandas()
-        if self.partitioned:
+        dataset = ds.dataset(target, format="parquet", partitioning="hive" if self.partition_by else None)
+        df: pd.DataFrame = dataset.to_table(columns=list(columns) if columns is not None else None).to_pandas()
+        del pa
+        if self.partition_by or self.parts > 1:  # files come back in directory order: put the runs in order
             order = {r: i for i, r in enumerate(self.run_ids)}
             key = df["run_id"].astype(str).map(order)
             df = df.iloc[key.argsort(kind="stable")].reset_index(drop=True)
@@ -264,17 +389,19 @@ class _ParquetStore:
 
     def frame(self, name: str, payload: bool) -> pd.DataFrame | None:
         """Frame ``name`` as stored, or None when the declarations changed since it was written."""
-        if self.signatures.get(name) != _signature(name):
+        if not self.current(name) or (payload and not self.payload):
             return None
         cols = [c.name for c in FRAMES[name]] + (["payload"] if payload else [])
-        df = self.read(name, None if self.partitioned else cols)
+        df = self.read(name, cols)
         if df is None:
             return empty(name, self.run_ids)
         return conform(df[cols], name, self.run_ids)
 
     def transcripts(self) -> list[Transcript]:
-        df = self.read("events", None if self.partitioned else ["run_id", "seq", "ts", "turn", "type", "state",
-                                                                  "payload"])
+        if not self.payload:
+            raise TranscriptError(f"{self.root} holds frames only (written with payload=False): its runs cannot be "
+                                  "rebuilt; ask for frames or sql() instead")
+        df = self.read("events", ["run_id", "seq", "ts", "turn", "type", "state", "payload"])
         if df is None:
             return [Transcript([]) for _ in self.run_ids]
         runs: dict[str, list[BaseEvent]] = {r: [] for r in self.run_ids}

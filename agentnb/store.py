@@ -697,9 +697,13 @@ def _encode(value: Any) -> str:
 
 
 def as_store(store: Store | str | Path | None) -> Store:
-    """A store from a store, a path (an :class:`SqliteStore`), or None (a :class:`MemoryStore`)."""
+    """A store from a store, a path (an :class:`SqliteStore`), a ``postgresql://`` DSN, or None (in memory)."""
     if store is None:
         return MemoryStore()
+    if isinstance(store, str) and store.startswith(("postgresql://", "postgres://")):
+        from .pgstore import PostgresStore
+
+        return PostgresStore(store)
     if isinstance(store, str | Path):
         return SqliteStore(store)
     return store

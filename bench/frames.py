@@ -12,6 +12,12 @@ Peak memory is the process's maximum resident set size after each phase (``ru_ma
 
     python bench/frames.py                # 1,000,000 events
     python bench/frames.py --events 100000
+    python bench/frames.py --dataset 10000000   # a 10 M event Parquet dataset: write, open, three DuckDB queries
+
+``--dataset N`` writes N events as one partitioned Parquet dataset (``partition_by="run_date"``), one
+million events at a time (``append=True``: the whole set never sits in memory), frames only
+(``payload=False``); beside it, one million events written with the payload (the lossless default) for the
+per-million comparison. Then, from a fresh ``load_transcripts``: three typical queries through DuckDB.
 """
 
 from __future__ import annotations
@@ -53,11 +59,11 @@ def templates() -> list[list[BaseEvent]]:
     return [list(r.events) for r in runs]
 
 
-def synthetic(n_events: int) -> list[list[BaseEvent]]:
-    tpls = templates()
+def synthetic(n_events: int, start: int = 0, tpls: list[list[BaseEvent]] | None = None) -> list[list[BaseEvent]]:
+    tpls = tpls or templates()
     out: list[list[BaseEvent]] = []
     total = 0
-    i = 0
+    i = start
     while total < n_events:
         tpl = tpls[i % len(tpls)]
         rid = f"run_{i:06d}"
@@ -79,11 +85,63 @@ def timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - t, out
 
 
+QUERIES = {
+    "tool latency by tool": "select tool, count(*) as calls, avg(duration_s) as mean_s, "
+                            "quantile_cont(duration_s, 0.95) as p95_s from calls group by tool order by calls desc",
+    "tokens per run": "select run_id, sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens "
+                      "from turns group by run_id order by input_tokens desc limit 10",
+    "failure rate by model": "select t.model, avg(case when c.status = 'ok' then 0.0 else 1.0 end) as failure_rate, "
+                             "count(*) as calls from calls c join turns t using (run_id, turn) group by t.model",
+}
+
+
+def dataset(n_events: int, chunk: int = 1_000_000) -> int:
+    tpls = templates()
+    rows: list[tuple[str, float, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        one = synthetic(min(chunk, n_events), 0, tpls)
+        coll = anb.TranscriptCollection(anb.Transcript(r) for r in one)
+        m = sum(len(r) for r in one) / 1e6
+        t_base, _ = timed(lambda: coll.save_parquet(f"{tmp}/before"))
+        rows.append(("write 1 M events as before (payload, no partitions)", t_base / m, "s per million events"))
+        t_pay, _ = timed(lambda: coll.save_parquet(f"{tmp}/lossless", partition_by="run_date"))
+        rows.append(("write 1 M events with payload, partitioned", t_pay / m, "s per million events"))
+        t_frames, _ = timed(lambda: coll.save_parquet(f"{tmp}/frames1", partition_by="run_date", payload=False))
+        rows.append(("write 1 M events, frames only", t_frames / m, "s per million events"))
+        del coll, one
+        written, start, t_write = 0, 0, 0.0
+        while written < n_events:
+            runs = synthetic(min(chunk, n_events - written), start, tpls)
+            start += len(runs)
+            coll = anb.TranscriptCollection(anb.Transcript(r) for r in runs)
+            t, _ = timed(lambda c=coll, w=written: c.save_parquet(f"{tmp}/big", partition_by="run_date",
+                                                                  payload=False, append=w > 0))
+            t_write += t
+            written += sum(len(r) for r in runs)
+            print(f"  wrote {written:,} events ({t_write:.1f} s so far), peak RSS {peak_mb():,.0f} MB", flush=True)
+            del coll, runs
+        rows.append((f"write {written / 1e6:.0f} M events, frames only (in 1 M batches)", t_write,
+                     f"{t_write / (written / 1e6):.2f} s per million"))
+        t_open, big = timed(lambda: anb.load_transcripts(f"{tmp}/big"))
+        rows.append(("open the dataset (load_transcripts)", t_open, f"{len(big):,} runs"))
+        for name, query in QUERIES.items():
+            t_q, answer = timed(lambda q=query: big.sql(q))
+            rows.append((f"DuckDB: {name}", t_q, f"{len(answer)} rows; target < 10 s"))
+    print(f"\n| measurement ({written:,} events) | seconds | notes |\n|---|---:|---|")
+    for name, sec, note in rows:
+        print(f"| {name} | {sec:.2f} | {note} |")
+    print(f"\nfinal peak RSS {peak_mb():,.0f} MB")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument("--dataset", type=int, default=0, help="write and query a Parquet dataset of this many events")
     args = ap.parse_args()
+    if args.dataset:
+        return dataset(args.dataset)
 
     t_make, runs = timed(lambda: synthetic(args.events))
     n = sum(len(r) for r in runs)

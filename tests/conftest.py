@@ -40,3 +40,40 @@ def make_loop() -> Callable[..., anb.Loop]:
 
 def types(run: anb.Run) -> list[str]:
     return [e.type for e in run.events]
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Any:
+    """A real PostgreSQL server for the session: ``AGENTNB_TEST_PG_DSN`` if set, else a throw-away cluster.
+
+    Skips (saying why) only when no server can run here; ``.ci/run`` installs Debian's ``postgresql`` so CI never
+    skips.
+    """
+    import os
+
+    from tests.pgserver import start_cluster
+
+    given = os.environ.get("AGENTNB_TEST_PG_DSN")
+    if given:
+        yield given
+        return
+    try:
+        cluster = start_cluster()
+    except Exception as exc:  # the reason is the skip message
+        pytest.skip(f"PostgreSQL cannot run here: {exc}")
+    try:
+        yield cluster.dsn
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_schema(request: pytest.FixtureRequest) -> str:
+    """A fresh PostgreSQL schema name for one test (the tables of each test start empty)."""
+    import re
+    import uuid
+
+    return f"t_{re.sub(r'[^a-z0-9]', '_', request.node.name.lower())[:40]}_{uuid.uuid4().hex[:8]}"

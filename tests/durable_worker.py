@@ -1,4 +1,4 @@
-"""A separate process for the durability tests: run a loop against a SQLite checkpoint, maybe die on purpose.
+"""A separate process for the durability tests: run a loop on a SQLite or PostgreSQL checkpoint, maybe die.
 
     python durable_worker.py start|resume DB DOWNSTREAM MODE CRASH [RUN_ID] [ACTION]
 
@@ -49,7 +49,9 @@ def main(argv: list[str]) -> None:
             die()
         return {"charged": cents, "order_id": order_id}
 
-    store = anb.SqliteStore(db)
+    # DB is a SQLite file, or a PostgreSQL DSN (the schema in AGENTNB_PG_SCHEMA): the same crashes on both
+    store: Any = (anb.PostgresStore(db, schema=os.environ["AGENTNB_PG_SCHEMA"]) if db.startswith("postgresql://")
+                  else anb.SqliteStore(db))
     if crash == "after_outcome" and phase == "start":
         append = store.append
 

@@ -22,15 +22,15 @@ from agentnb.events import RunStarted, ToolFinished
 from agentnb.states import LoopState as S
 from agentnb.store import EffectDone
 
-KINDS = ["memory", "sqlite"]
-SEALED = ["sqlite"]
+KINDS = ["memory", "sqlite", "postgres"]
+SEALED = ["sqlite", "postgres"]
 KEY = "conformance-key-0001"
 
 Tamper = Callable[[str, tuple[Any, ...]], int]
 
 
 @pytest.fixture
-def open_store(tmp_path: Path) -> Iterator[Callable[[str], anb.Store]]:
+def open_store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], anb.Store]]:
     opened: list[Any] = []
 
     def make(kind: str) -> anb.Store:
@@ -39,6 +39,9 @@ def open_store(tmp_path: Path) -> Iterator[Callable[[str], anb.Store]]:
             store = anb.MemoryStore()
         elif kind == "sqlite":
             store = anb.SqliteStore(tmp_path / "conf.db", key=KEY)
+        elif kind == "postgres":  # the session's server (started on first use), a schema of this test's own
+            store = anb.PostgresStore(request.getfixturevalue("pg_dsn"), key=KEY,
+                                      schema=request.getfixturevalue("pg_schema"))
         else:  # pragma: no cover - a kind without a branch
             raise AssertionError(kind)
         opened.append(store)
@@ -52,8 +55,20 @@ def open_store(tmp_path: Path) -> Iterator[Callable[[str], anb.Store]]:
 
 
 @pytest.fixture
-def tamper(tmp_path: Path) -> Callable[[str], Tamper]:
+def tamper(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[str], Tamper]:
     def make(kind: str) -> Tamper:
+        if kind == "postgres":
+            import psycopg
+
+            dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+
+            def run_pg(sql: str, params: tuple[Any, ...] = ()) -> int:
+                with psycopg.connect(dsn, autocommit=True) as db:
+                    db.execute(f"SET search_path TO {schema}")
+                    return sum(db.execute(q.replace("?", "%s").encode(), params if "?" in q else ()).rowcount
+                               for q in sql.split(";"))
+
+            return run_pg
         assert kind == "sqlite"
 
         def run(sql: str, params: tuple[Any, ...] = ()) -> int:

@@ -1,0 +1,155 @@
+"""Batches: many runs at once, failures recorded, resumed after a kill, paused runs, async models, a Dask cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import agentnb as anb
+from tests.batch_worker import IN_FLIGHT, TURNS, lookup, slow_loop, story_loop
+
+S = anb.LoopState
+HERE = Path(__file__).parent
+KEY = "batch-test-key-01"
+
+
+def test_a_batch_runs_every_prompt_and_keeps_their_order() -> None:
+    result = anb.batch(slow_loop(), [f"sum {i}" for i in range(20)], concurrency=4, progress=False, name="order")
+    assert result.counts() == {"done": 20, "failed": 0, "paused": 0}
+    assert result.run_ids == [f"order-{i}" for i in range(20)]
+    assert [t.messages[0].text for t in result] == [f"sum {i}" for i in range(20)]  # run i answers prompt i
+    assert result.frames.calls().groupby("run_id", observed=True).size().tolist() == [TURNS] * 20
+    assert result.table["state"].eq("COMPLETED").all() and result.table["action"].eq("started").all()
+
+
+def test_the_same_prompts_name_the_same_runs() -> None:
+    a = anb.batch(slow_loop(), ["x", "y"], progress=False)
+    b = anb.batch(slow_loop(), ["x", "y"], progress=False)
+    c = anb.batch(slow_loop(), ["x", "z"], progress=False)
+    assert a.run_ids == b.run_ids and a.run_ids != c.run_ids
+
+
+def test_a_failing_run_is_recorded_and_the_others_go_on() -> None:
+    def make(kind: str) -> anb.Loop:
+        if kind == "broken":
+            raise RuntimeError("no model for this row")
+        if kind == "model_error":
+            return anb.Loop(model=anb.ScriptedModel([{"error": {"status": 400, "message": "bad request"}}]),
+                            retry_base_delay=0.0)
+        return slow_loop()
+
+    table = pd.DataFrame({"prompt": ["a", "b", "c", "d"], "kind": ["ok", "broken", "model_error", "ok"]})
+    result = anb.batch(make, table, concurrency=2, progress=False, name="fail")
+    assert result.counts() == {"done": 2, "failed": 2, "paused": 0}
+    assert list(result.errors) == ["fail-1"] and "no model for this row" in result.errors["fail-1"]
+    assert result.table.set_index("operation_id").loc["fail-2", "state"] == "FAILED"
+    assert result.table["kind"].tolist() == ["ok", "broken", "model_error", "ok"]  # the row's columns are kept
+    assert result.run_ids == ["fail-0", "fail-2", "fail-3"]  # the broken row never started a run
+
+
+def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
+    db = tmp_path / "batch.db"
+    env = {**os.environ, "AGENTNB_CHECKPOINT_KEY": KEY, "PYTHONPATH": str(HERE.parent)}
+    proc = subprocess.Popen([sys.executable, str(HERE / "batch_worker.py"), str(db), "12"], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    store = None
+    deadline = time.time() + 60
+    while time.time() < deadline:  # kill it once some runs finished and others are in the middle
+        time.sleep(0.05)
+        if db.exists():
+            store = store or anb.SqliteStore(db, key=KEY)
+            states = [s for _, s in store.runs()]
+            if states.count("COMPLETED") >= 2 and len(states) > states.count("COMPLETED"):
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert store is not None
+    before = dict(store.runs())
+    time.sleep(0.35)  # the killed batch's leases expire
+    result = anb.batch(slow_loop(store), [f"sum {i}" for i in range(12)], concurrency=4, name="killed",
+                       progress=False)
+    assert result.counts() == {"done": 12, "failed": 0, "paused": 0}, result.table
+    actions = result.table.set_index("operation_id")["action"]
+    for run_id, state in before.items():
+        assert actions[run_id] == ("skipped" if state == "COMPLETED" else "resumed")
+    assert (actions == "started").sum() == 12 - len(before)
+    assert {"skipped", "resumed"} <= set(actions)
+    for t in result:  # every call ran once: a resumed run never repeats a stored call
+        assert sum(e.type == "ToolFinished" for e in t.events) == TURNS
+
+
+def test_a_paused_run_waits_in_the_inbox_and_blocks_no_other(tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "b.db", key=KEY)
+    table = pd.DataFrame({"prompt": ["Refund order 42", "Paris?", "Rome?"],
+                          "story": ["refund", "weather", "weather"]})
+
+    def make(story: str) -> anb.Loop:
+        return story_loop(story)
+
+    first = anb.batch(make, table, store=store, progress=False, name="inbox")
+    assert first.counts() == {"done": 2, "failed": 0, "paused": 1}
+    assert store.runs(state="WAITING_APPROVAL") == [("inbox-0", "WAITING_APPROVAL")]
+    # a person approves it from the inbox; their Run holds the run's lease while it lives
+    run = anb.Run.resume("inbox-0", loop=story_loop("refund", lease_ttl=0.3), store=store)
+    run.approve(run.pending_approvals()[0].call_id, by="ops")
+    locked = anb.batch(make, table, store=store, progress=False, name="inbox")
+    assert locked.counts()["failed"] == 1 and "RunLocked" in locked.errors["inbox-0"]  # never driven twice
+    time.sleep(0.35)  # the approver walked away; its lease expired, so the batch takes the run over
+    again = anb.batch(make, table, store=store, progress=False, name="inbox")
+    assert again.counts() == {"done": 3, "failed": 0, "paused": 0}
+    assert again.table["action"].tolist() == ["resumed", "skipped", "skipped"]
+
+
+def test_async_models_run_together_on_one_event_loop() -> None:
+    openai = pytest.importorskip("openai")
+    n = 8
+
+    def turn(messages: list[anb.Message]) -> dict[str, Any]:
+        last = messages[-1]
+        if last.tool_results:
+            return {"text": f"done: {last.tool_results[0].content}"}
+        return {"tool_calls": [{"name": "lookup", "arguments": {"city": last.text}}]}
+
+    with anb.emulator.Emulator([turn] * (2 * n)) as emu:
+        client = openai.AsyncOpenAI(base_url=emu.url("openai"), api_key="test")
+        loop = anb.Loop(model=anb.OpenAIChatModel(client, model="gpt-4.1"), tools=[lookup])
+        IN_FLIGHT["max"] = 0
+        result = anb.batch(loop, [f"city {i}" for i in range(n)], concurrency=n, progress=False)
+    assert result.counts()["done"] == n
+    assert sorted(t.events[-1].output for t in result) == sorted(f"done: city {i}: sunny" for i in range(n))
+    assert IN_FLIGHT["max"] > 1  # the async tools of several runs were awaited at the same time
+
+
+def test_progress_shows_done_failed_paused_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    anb.batch(story_loop("refund"), ["Refund order 42"], progress=True)
+    err = capsys.readouterr().err
+    assert "1/1" in err and "paused=1" in err and "tokens=" in err
+
+
+def test_a_batch_on_a_dask_cluster_writes_to_postgres(pg_dsn: str, pg_schema: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    # the worker processes import this test package and need the key, as a real worker machine would
+    monkeypatch.setenv("PYTHONPATH", str(HERE.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("AGENTNB_CHECKPOINT_KEY", KEY)
+    store = anb.PostgresStore(pg_dsn, schema=pg_schema)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+        with pytest.raises(anb.AgentnbError, match="function that builds the Loop"):
+            anb.batch(slow_loop(), ["x"], executor=client, store=store)
+        result = anb.batch(slow_loop, [f"sum {i}" for i in range(10)], executor=client, store=store,
+                           progress=False, name="dask")
+        pids = set(client.run(os.getpid).values())
+    assert result.counts() == {"done": 10, "failed": 0, "paused": 0}, result.table
+    assert os.getpid() not in pids and len(pids) == 2
+    assert {r for r, _ in store.runs(state="COMPLETED")} == {f"dask-{i}" for i in range(10)}
+    assert [len(t.events) for t in result] == [len(store.load(f"dask-{i}")) for i in range(10)]
+    store.close()
