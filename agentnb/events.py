@@ -66,6 +66,8 @@ class ToolInfo:
     """``True``/``False``, or ``"policy"`` when a callable decides per call."""
     server: str | None = None
     """The MCP server that runs the tool (None for a local function)."""
+    strict: bool = False
+    """The tool asks for strict mode (its schema follows the rules; see :mod:`agentnb.strict`)."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -51,6 +51,7 @@ from .events import ToolInfo
 from .exceptions import InvalidArguments, ToolDefinitionError, ValueConversionError
 from .messages import ResultStatus
 from .redact import is_mask, reveal, secret_names
+from .strict import strict_schema
 
 Risk = Literal["read", "write", "dangerous"]
 ApprovalPolicy = bool | Callable[[Any, Any], bool] | None
@@ -144,6 +145,11 @@ class Tool:
     real value, every event, artifact, card and frame shows ``[REDACTED]`` (see :mod:`agentnb.redact`)."""
     server: str | None = None
     """The name of the MCP server that runs the tool (None for a local function)."""
+    strict: bool = False
+    """The schema follows strict mode's rules (see :mod:`agentnb.strict`), and wire APIs that have a strict flag
+    get it for this tool."""
+    nullable: tuple[str, ...] = ()
+    """For a strict tool: parameters that were optional, where the model's ``null`` means "use the default"."""
     _field_names: tuple[str, ...] = field(default=())
     _renamed: tuple[tuple[str, str], ...] = field(default=())
     """``(field name, parameter name)`` for parameters whose names clash with pydantic (see :func:`tool`)."""
@@ -195,6 +201,8 @@ class Tool:
             pydantic.ValidationError: the arguments do not fit the schema.
         """
         values.check_arguments(arguments)
+        if self.nullable:  # strict mode has no optional properties: null stands for "use the default"
+            arguments = {k: v for k, v in arguments.items() if not (v is None and k in self.nullable)}
         model = self.args_model
         if self.masked_model is not None and any(is_mask(arguments.get(n)) for n in self.secret):
             model = self.masked_model
@@ -269,6 +277,8 @@ class Tool:
         }
         if self.server is not None:
             out["server"] = self.server
+        if self.strict:
+            out["strict"] = True
         return out
 
     def __repr__(self) -> str:
@@ -288,6 +298,7 @@ def _build_tool(
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
+    strict: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -323,6 +334,9 @@ def _build_tool(
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
     masked_model = _masked_model(model_name, fields, renamed, secrets | (secret_names(schema) & named))
+    nullable: tuple[str, ...] = ()
+    if strict:
+        schema, nullable = strict_schema(tool_name, schema)
     if renamed:
         fn = _renaming(fn, renamed)
     return Tool(
@@ -340,6 +354,8 @@ def _build_tool(
         idempotent=idempotent,
         key_fn=idempotency_key,
         idempotency=idempotency,
+        strict=strict,
+        nullable=nullable,
         schema_version=hashlib.sha256(
             json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()[:16],
@@ -467,6 +483,7 @@ def tool(
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
+    strict: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -484,6 +501,7 @@ def tool(
     idempotency_key: Callable[..., str] | None = None,
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
+    strict: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -507,6 +525,9 @@ def tool(
             canonical arguments) or ``"call"`` (identical calls are distinct effects, keyed by the call).
         secret: parameters whose values are secret (as a ``pydantic.SecretStr`` parameter is): the tool gets
             the real value; events, artifacts and the debugger show ``[REDACTED]``.
+        strict: make the schema follow strict mode's rules (every property required, optional ones nullable,
+            no free keys; see :mod:`agentnb.strict`) and ask wire APIs that have a strict flag to enforce it; a
+            signature that cannot be strict is a ``ToolDefinitionError`` naming the field.
 
     Example:
         >>> @tool
@@ -523,6 +544,7 @@ def tool(
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
             idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency, secret=secret,
+            strict=strict,
         )
 
     return wrap(fn) if fn is not None else wrap

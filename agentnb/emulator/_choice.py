@@ -97,3 +97,65 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
     if kind == "boolean":
         return False
     return None
+
+
+def strict_tools(provider: str, body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The request's tools in strict mode, by name: ``{name: parameters schema}``."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for t in tools:
+        if not isinstance(t, dict):
+            continue
+        if provider == "openai_chat":
+            fn = t.get("function") or {}
+            if isinstance(fn, dict) and fn.get("strict") is True and isinstance(fn.get("parameters"), dict):
+                out[str(fn.get("name"))] = fn["parameters"]
+        elif provider == "openai_responses" and t.get("type") == "function" and t.get("strict", True) is not False:
+            if isinstance(t.get("parameters"), dict):  # the Responses API makes strict the default
+                out[str(t.get("name"))] = t["parameters"]
+    return out
+
+
+def enforce_strict(turn: ModelTurn, strict: dict[str, dict[str, Any]]) -> ModelTurn:
+    """Make scripted calls of strict tools fit their schemas, as constrained decoding does on the service.
+
+    A field that does not fit (or is missing) gets the smallest value its schema accepts (``null`` where it may
+    be null); unknown fields are dropped. Calls of other tools are left as scripted, fitting or not.
+    """
+    if not strict or not turn.message.tool_calls:
+        return turn
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - jsonschema ships with Jupyter and the mcp extra
+        return turn
+    parts = []
+    changed = False
+    for p in turn.message.parts:
+        schema = strict.get(p.name) if isinstance(p, ToolCallPart) else None
+        if isinstance(p, ToolCallPart) and schema is not None:
+            args = p.arguments if isinstance(p.arguments, dict) else {}
+            if not jsonschema.Draft202012Validator(schema).is_valid(args):
+                fixed = conform(args, schema, schema.get("$defs", {}), jsonschema)
+                p = replace(p, arguments=fixed, arguments_raw=json.dumps(fixed))
+                changed = True
+        parts.append(p)
+    return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
+
+
+def conform(value: Any, schema: dict[str, Any], defs: dict[str, Any], jsonschema: Any) -> Any:
+    """``value`` made to fit ``schema``: what fits is kept, the rest replaced by the smallest fitting value."""
+    if "$ref" in schema:
+        schema = defs.get(str(schema["$ref"]).split("/")[-1], {})
+    whole = {**schema, "$defs": defs} if defs else schema
+    if jsonschema.Draft202012Validator(whole).is_valid(value):
+        return value
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "object" in kinds and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: conform(value.get(k), props[k], defs, jsonschema) for k in props}
+    if "null" in kinds or any(isinstance(a, dict) and a.get("type") == "null" for a in schema.get("anyOf", [])):
+        return None
+    return minimal_instance(schema, defs)

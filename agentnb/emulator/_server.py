@@ -22,7 +22,7 @@ from ..messages import ModelTurn
 from ..providers.base import ModelRequest
 from ..providers.scripted import ScriptedModel, ScriptStep
 from . import _decode, _encode
-from ._choice import honour_tool_choice, requested_choice
+from ._choice import enforce_strict, honour_tool_choice, requested_choice, strict_tools
 
 _ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_responses": "/openai/v1",
            "anthropic": "/anthropic", "gemini": "/gemini", "google": "/gemini"}
@@ -342,6 +342,7 @@ class Emulator:
             turn = items[-1]
             assert isinstance(turn, ModelTurn)
             turn = honour_tool_choice(turn, requested_choice(provider, clean), tools)
+            turn = enforce_strict(turn, strict_tools(provider, clean))
             turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
             encoded = self._encode(provider, turn, model, body, stream)
             self._reasoning_for.update(encoded.issued.get("reasoning_for") or {})

@@ -85,6 +85,7 @@ def render_tool(tool: ToolInfo, *, strict: bool = False) -> dict[str, Any]:
             an object without ``additionalProperties: false``), naming the tool and the property.
     """
     function: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    strict = strict or tool.strict  # a tool made with @anb.tool(strict=True) asks for it itself
     if strict:
         _check_strict(tool.name, tool.parameters, "parameters")
         function["strict"] = True

@@ -77,6 +77,7 @@ def render_tool(tool: ToolInfo, *, strict: bool = False) -> dict[str, Any]:
     Raises:
         ValueError: with ``strict=True``, for a schema strict mode refuses.
     """
+    strict = strict or tool.strict  # a tool made with @anb.tool(strict=True) asks for it itself
     if strict:
         _check_strict(tool.name, tool.parameters, "parameters")
     return {"type": "function", "name": tool.name, "description": tool.description,
