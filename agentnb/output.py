@@ -39,6 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
+from .strict import strict_schema
 
 OUTPUT_TOOL = "final_result"
 """The output tool's default name."""
@@ -58,9 +59,15 @@ class OutputSpec:
     wrapped: bool
     retries: int
     adapter: TypeAdapter[Any] | None
+    native: bool = False
+    """Asked for with the provider's structured-output mode (the answer is JSON text) instead of the output tool."""
+    native_schema: dict[str, Any] | None = None
+    """The schema sent in native mode: the strict form where the type allows it (see :mod:`agentnb.strict`)."""
+    nullable: tuple[str, ...] = ()
+    """Top-level fields that the strict form made nullable (a ``null`` there means "the default")."""
 
     @classmethod
-    def of(cls, output_type: Any, *, retries: int = 2, name: str = OUTPUT_TOOL) -> OutputSpec:
+    def of(cls, output_type: Any, *, retries: int = 2, name: str = OUTPUT_TOOL, native: bool = False) -> OutputSpec:
         """The spec of an output type (a type pydantic validates, or a JSON schema as a dict).
 
         Raises:
@@ -85,7 +92,20 @@ class OutputSpec:
         title = getattr(output_type, "__name__", None) or schema.get("title") or "the answer"
         description = (f"Give your final answer ({title}) by calling this tool; the run ends when the arguments fit "
                        "the schema.")
-        return cls(output_type, name, description, schema, wrapped, retries, adapter)
+        native_schema: dict[str, Any] = schema
+        nullable: tuple[str, ...] = ()
+        if native:
+            try:
+                native_schema, nullable = strict_schema(name, schema)
+            except ToolDefinitionError:  # the type cannot be strict: ask for it without strict mode
+                native_schema, nullable = schema, ()
+        return cls(output_type, name, description, schema, wrapped, retries, adapter, native, native_schema,
+                   tuple(nullable))
+
+    def settings(self) -> dict[str, Any]:
+        """The ``output_schema`` request setting of native mode (rendered by each wire adapter)."""
+        return {"name": self.name, "schema": self.native_schema or self.parameters,
+                "strict": bool(self.native_schema is not self.parameters and self.native_schema is not None)}
 
     def info(self) -> ToolInfo:
         """The output tool as offered to the model."""
@@ -113,6 +133,8 @@ class OutputSpec:
                                   "type": "json"}]
         if self.wrapped and isinstance(value, dict) and set(value) == {"result"}:
             value = value["result"]
+        elif self.nullable and isinstance(value, dict):  # strict form: null stands for "the default"
+            value = {k: v for k, v in value.items() if not (v is None and k in self.nullable)}
         return self._validate(value)
 
     def _validate(self, value: Any) -> tuple[bool, Any, list[dict[str, Any]]]:

@@ -125,6 +125,10 @@ class Loop:
             them, or a JSON schema as a dict); the model answers by calling the output tool ``final_result``,
             ``run.output`` is then the typed object (see :mod:`agentnb.output`).
         output_retries: correction turns allowed for final answers that do not fit ``output_type``.
+        output_mode: ``"native"`` asks for the output with the provider's structured-output mode (Chat Completions
+            ``response_format``, Responses ``text.format``, Gemini ``responseJsonSchema``; the answer is JSON
+            text), ``"tool"`` with the output tool; ``"auto"`` (default) takes native where the model's wire API
+            has it and the tool elsewhere (Anthropic, scripted and fallback models).
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"name": "tool"}``, rendered as each wire API
             expects; or a per-turn policy ``callable(state) -> choice`` (e.g. force ``lookup_order`` on the first
             turn, then ``"auto"``), recorded on every ``ModelRequested`` event.
@@ -167,6 +171,7 @@ class Loop:
         lease_ttl: float = LEASE_TTL,
         output_type: Any = None,
         output_retries: int = 2,
+        output_mode: Literal["auto", "tool", "native"] = "auto",
         tool_choice: Any = None,
         parallel_tool_calls: bool | None = None,
         tracer_provider: Any = None,
@@ -206,7 +211,8 @@ class Loop:
             override_tool_approval=override_tool_approval,
             approval_ttl=approval_ttl,
             summarizer=summarizer,
-            output=None if output_type is None else OutputSpec.of(output_type, retries=output_retries),
+            output=None if output_type is None else OutputSpec.of(
+                output_type, retries=output_retries, native=_native_output(model, output_mode)),
             tool_choice=policy,
         )
         if self.config.output is not None and self.registry.get(self.config.output.name) is not None:
@@ -227,7 +233,7 @@ class Loop:
     def tool_infos(self) -> list[ToolInfo]:
         """The tools as offered to the model: the registry's, plus the output tool of an ``output_type`` loop."""
         output = self.config.output
-        return self.registry.infos if output is None else [*self.registry.infos, output.info()]
+        return self.registry.infos if output is None or output.native else [*self.registry.infos, output.info()]
 
     def start(
         self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
@@ -709,7 +715,13 @@ class Run:
         offered = [] if finalize else rs.tools
         settings = self.loop.config.settings
         output = self.loop.config.output
-        if finalize and output is not None:  # the tools-free last turn still owes the typed answer: force it
+        if output is not None and output.native:
+            settings = {**settings, "output_schema": output.settings()}
+            if finalize:
+                settings["tool_choice"] = "none"
+            elif rs.tool_choice is not None:
+                settings["tool_choice"] = rs.tool_choice
+        elif finalize and output is not None:  # the tools-free last turn still owes the typed answer: force it
             offered = [output.info()]
             settings = {**settings, "tool_choice": {"name": output.name}}
         elif finalize:
@@ -1325,6 +1337,20 @@ def _duplicate_unknown(call: CallState, first_call: str) -> Outcome:
 
 _SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, RunFinished, TextMerged, ArgumentsMerged,
                     CallValidated, CallRejected, ApprovalResolved})
+
+
+NATIVE_OUTPUT = frozenset({"openai_chat", "openai_responses", "gemini"})
+"""Wire APIs whose structured-output mode ``output_mode="auto"`` uses (the others get the output tool)."""
+
+
+def _native_output(model: Any, mode: str) -> bool:
+    if mode not in ("auto", "tool", "native"):
+        raise ValueError(f"output_mode must be 'auto', 'tool' or 'native', got {mode!r}")
+    provider = getattr(model, "provider", None)
+    if mode == "native" and provider not in NATIVE_OUTPUT and provider != "scripted":
+        raise ValueError(f"output_mode='native': {provider or type(model).__name__} has no structured-output mode "
+                         "agentnb uses; use output_mode='tool' (or 'auto')")
+    return mode == "native" or (mode == "auto" and provider in NATIVE_OUTPUT)
 
 
 def _budget_settings(b: Budget) -> dict[str, Any]:

@@ -164,3 +164,51 @@ def test_corrected_output_through_the_real_sdks(emu: Emulator, provider: str, st
     assert run.state is S.COMPLETED, (run.reason, [r.error for r in emu.requests[start:]])
     assert run.output == Invoice(number="INV-7", total_cents=1999) and checks(run) == [False, True]
     assert all(r.status == 200 for r in emu.requests[start:])  # every request, the correction's too, was valid
+
+
+NATIVE_FIELD = {
+    "openai_chat": lambda body: body["response_format"]["json_schema"],
+    "openai_responses": lambda body: body["text"]["format"],
+    "gemini": lambda body: (body.get("generationConfig") or body.get("generation_config") or {}),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("provider", list(NATIVE_FIELD))
+def test_native_structured_output_where_the_wire_api_has_it(emu: Emulator, provider: str, stream: bool) -> None:
+    cls, options = PROVIDERS[provider]
+    emu.play([{"text": '{"number": "INV-7", "total_cents": -5}'}, {"text": '{"number": "INV-7", "total_cents": 1999}'}])
+    start = len(emu.requests)
+    model = cls(emu.client(provider), stream=stream, **options)
+    run = anb.Loop(model=model, output_type=Invoice, retry_base_delay=0).start("Bill order 7.").run()
+    assert run.state is S.COMPLETED, (run.reason, [r.error for r in emu.requests[start:]])
+    assert run.output == Invoice(number="INV-7", total_cents=1999) and checks(run) == [False, True]
+    body = emu.requests[start].body
+    asked = NATIVE_FIELD[provider](body)
+    schema = asked.get("schema") or asked.get("responseJsonSchema") or asked.get("response_json_schema")
+    assert schema["properties"]["total_cents"]["minimum"] == 0  # the type's own schema went out
+    assert "final_result" not in str(body.get("tools"))  # no output tool in native mode
+    assert not any(e.type == "CallParsed" for e in run.events)
+
+
+def test_auto_mode_takes_the_output_tool_where_there_is_no_native_mode(emu: Emulator) -> None:
+    cls, options = PROVIDERS["anthropic"]
+    model = cls(emu.client("anthropic"), **options)
+    loop = anb.Loop(model=model, output_type=Invoice)
+    assert [t.name for t in loop.tool_infos] == ["final_result"]
+    with pytest.raises(ValueError, match="no structured-output mode"):
+        anb.Loop(model=model, output_type=Invoice, output_mode="native")
+    assert anb.Loop(model=cls(emu.client("anthropic"), **options), output_type=Invoice, output_mode="tool").tool_infos
+
+
+def test_native_strict_output_reads_null_as_the_default() -> None:
+    class Query(pydantic.BaseModel):
+        text: str
+        limit: int = 5
+
+    model = anb.ScriptedModel([{"text": '{"text": "kettle", "limit": null}'}])
+    run = anb.Loop(model=model, output_type=Query, output_mode="native").start("q").run()
+    assert run.state is S.COMPLETED and run.output == Query(text="kettle", limit=5)
+    spec = run.loop.config.output
+    assert spec is not None and spec.settings()["strict"] is True
+    assert spec.settings()["schema"]["required"] == ["text", "limit"]

@@ -78,7 +78,7 @@ _FINISH: dict[str, FinishReason] = {
     "UNEXPECTED_TOOL_CALL": "error",
 }
 _KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "stream", "temperature", "top_p", "top_k",
-          "stop", "seed", "generation_config", "schema_dialect")
+          "stop", "seed", "generation_config", "schema_dialect", "output_schema")
 _GENERATION = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "top_k": "topK",
                "seed": "seed"}
 _SCHEMA_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required", "minItems",
@@ -269,6 +269,10 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     generation = {wire: mine[key] for key, wire in _GENERATION.items() if mine.get(key) is not None}
     if mine.get("stop"):
         generation["stopSequences"] = [mine["stop"]] if isinstance(mine["stop"], str) else list(mine["stop"])
+    output = mine.get("output_schema")
+    if output:  # structured output: JSON fitting the schema (JSON Schema as is: responseJsonSchema)
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = output["schema"]
     generation.update(mine.get("generation_config") or {})
     if generation:
         body["generationConfig"] = generation

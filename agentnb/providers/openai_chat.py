@@ -69,6 +69,7 @@ _FINISH: dict[str, FinishReason] = {
     "content_filter": "content_filter",
 }
 _KNOWN = ("model", "max_tokens", "max_tokens_field", "tool_choice", "parallel_tool_calls", "strict", "stream",
+          "output_schema",
           "system_role", "send_reasoning")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
@@ -157,6 +158,7 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
         **settings: ``model``, ``max_tokens`` (sent as ``max_completion_tokens``; ``max_tokens_field`` to
             rename), ``tool_choice`` (``auto``/``none``/``required``/``{"name": ...}``),
             ``parallel_tool_calls``, ``strict``, ``stream`` (adds ``stream_options.include_usage``),
+            ``output_schema`` (``{"name", "schema", "strict"}``: ``response_format`` json_schema),
             ``system_role`` (``system`` or ``developer``), ``send_reasoning`` (default True: send
             ``reasoning_content`` back), ``extra`` (merged into the body); other keys pass through as given.
 
@@ -181,6 +183,10 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             body["tool_choice"] = choice
         if mine.get("parallel_tool_calls") is not None:
             body["parallel_tool_calls"] = bool(mine["parallel_tool_calls"])
+    output = mine.get("output_schema")
+    if output:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": output["name"], "schema": output["schema"], "strict": bool(output.get("strict"))}}
     if mine.get("max_tokens") is not None:
         body[mine.get("max_tokens_field", "max_completion_tokens")] = mine["max_tokens"]
     if mine.get("stream"):

@@ -62,7 +62,7 @@ from .openai_chat import _check_strict
 PROVIDER = "openai_responses"
 """The tag of this wire API on turns and on the continuation data it produces."""
 
-_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "strict", "stream")
+_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "strict", "stream", "output_schema")
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
@@ -158,6 +158,10 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             body["tool_choice"] = choice
         if mine.get("parallel_tool_calls") is not None:
             body["parallel_tool_calls"] = bool(mine["parallel_tool_calls"])
+    output = mine.get("output_schema")
+    if output:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
+        body["text"] = {"format": {"type": "json_schema", "name": output["name"], "schema": output["schema"],
+                                   "strict": bool(output.get("strict"))}}
     if mine.get("max_tokens") is not None:
         body["max_output_tokens"] = mine["max_tokens"]
     if mine.get("stream"):
