@@ -1,7 +1,8 @@
 """Every request the loop renders, for every provider, passes the linter; every call is answered once.
 
 Random scripts mix parallel calls, tool errors, timeouts, unknown tools, malformed arguments, approvals
-denied (headless), repeats, compressions and budget trips, streamed or not.
+denied (headless), repeats, compressions and budget trips, streamed or not, and the conversation goes on with a
+follow-up run; a call whose arguments are not a JSON object must reach every wire API as an object.
 """
 
 from __future__ import annotations
@@ -89,13 +90,18 @@ def requests(run: anb.Run) -> list[tuple[list[Any], list[Any], dict[str, Any]]]:
 def test_every_rendered_request_is_valid_for_every_provider(
     script: list[dict[str, Any]], budget: anb.Budget, stream: bool
 ) -> None:
-    model = anb.ScriptedModel(script + [{"text": "done"}], stream=stream, chunk_size=5)
+    model = anb.ScriptedModel(script + [{"text": "done"}] + script + [{"text": "done again"}], stream=stream,
+                              chunk_size=5)
     loop = anb.Loop(model=model, tools=[add, fail, slow, pay], budget=budget, headless=True, retry_base_delay=0,
                     max_retries=1, system="Be brief.")
     run = loop.start("go").run()
     assert run.state.is_terminal  # headless: nothing waits for a person
     assert run.view.turns_completed <= budget.max_turns + 1
-    for messages, tools, request_settings in requests(run):
+    after = run.follow_up("And now?").run()  # the conversation goes on: its history is sent again, whole
+    assert after.state.is_terminal
+    ids = [c.call_id for m in after.messages for c in m.tool_calls]
+    assert len(ids) == len(set(ids))  # call ids stay unique across the follow-up
+    for messages, tools, request_settings in requests(run) + requests(after):
         for provider, adapter in ADAPTERS.items():
             wanted = {k: v for k, v in request_settings.items() if k in ("tool_choice",)}
             body = adapter.render_request(messages, tools, model="m", **wanted)
