@@ -124,3 +124,16 @@ def test_recorded_streams_cut_anywhere_execute_nothing(path: str, data: Any) -> 
     verdict = classify(turn)
     if verdict is None or verdict.state.value != "INCOMPLETE":
         assert turn.complete and turn.message == whole.message
+
+
+def test_a_stream_cut_inside_a_multibyte_character_is_a_cut_not_a_crash() -> None:
+    from agentnb.exceptions import WireFormatError
+    from agentnb.providers import sse
+
+    whole = 'data: {"text": "caf\u00e9"}\n\ndata: {"text": "na\u00efve"}\n\n'.encode()
+    cut = whole[: whole.index("\u00ef".encode()) + 1]  # the first byte of a two-byte character
+    assert list(sse.iter_sse_json([cut])) == [{"text": "caf\u00e9"}]  # what arrived whole is kept
+    import pytest
+
+    with pytest.raises(WireFormatError, match="not UTF-8"):  # invalid bytes mid-stream are a wire error
+        list(sse.iter_sse_json([b"data: {\"a\": \"\xff\xfe\"}\n\n", b"data: {}\n\n"]))

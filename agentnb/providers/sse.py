@@ -92,7 +92,10 @@ def _split_lines(chunks: Iterable[bytes | str]) -> Iterator[tuple[str, bool]]:
     pending = ""
     skip_lf = False  # the previous chunk ended in CR: a LF starting this chunk belongs to it
     for chunk in chunks:
-        text = decoder.decode(chunk) if isinstance(chunk, bytes | bytearray) else chunk
+        try:
+            text = decoder.decode(chunk) if isinstance(chunk, bytes | bytearray) else chunk
+        except UnicodeDecodeError as exc:
+            raise WireFormatError(f"the stream is not UTF-8 ({exc.reason} at byte {exc.start} of a chunk)") from None
         if not text:
             continue
         if skip_lf:
@@ -106,7 +109,10 @@ def _split_lines(chunks: Iterable[bytes | str]) -> Iterator[tuple[str, bool]]:
         pending = lines.pop()
         for line in lines:
             yield line, True
-    pending += decoder.decode(b"", final=True)
+    try:
+        pending += decoder.decode(b"", final=True)
+    except UnicodeDecodeError:  # cut inside a multi-byte character: the stream broke there (the line is cut too)
+        pass
     if pending:
         yield pending, False
 
