@@ -115,9 +115,13 @@ def test_a_per_turn_policy_forces_the_first_turn_then_lets_the_model_choose(emu:
 
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_parallel_tool_calls_false_is_sent(emu: Emulator, provider: str) -> None:
-    if provider == "gemini":
-        pytest.skip("Gemini has no switch for parallel function calls")
     emu.play([{"text": "ok"}])
+    if provider == "gemini":  # no switch for parallel function calls: refused before anything is sent
+        start = len(emu.requests)
+        run = anb.Loop(model=model(emu, provider), tools=[lookup_order], parallel_tool_calls=False).start("x").run()
+        assert run.state is S.FAILED and "cannot be expressed on Gemini" in (run.reason or "")
+        assert len(emu.requests) == start
+        return
     start = len(emu.requests)
     anb.Loop(model=model(emu, provider), tools=[lookup_order], parallel_tool_calls=False).start("x").run()
     body = emu.requests[start].body

@@ -272,8 +272,12 @@ class SdkModel:
         tools = list(request.tools)
         if tools:
             self._tools[request.run_id] = tools
-        body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request, tools),
-                                                           **settings)
+        try:
+            body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request, tools),
+                                                               **settings)
+        except ValueError as exc:  # a setting this wire API cannot express: say so before anything is sent
+            raise ProviderError(f"{self.provider}: {exc}; nothing was sent", provider=self.provider,
+                                retryable=False) from exc
         return body
 
     def _offered(self, request: ModelRequest, tools: list[ToolInfo]) -> Sequence[ToolInfo]:

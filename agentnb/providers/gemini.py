@@ -15,8 +15,9 @@ name (the API matches responses to calls by name and order; by ``id`` where call
 Tool schemas are converted to the API's OpenAPI-style ``Schema`` subset: local ``$ref`` are inlined and
 ``$defs``, ``additionalProperties``, ``title`` and ``default`` dropped; ``["T", "null"]`` and
 ``anyOf [T, null]`` become ``nullable``. ``schema_dialect="json_schema"`` sends the schema unchanged as
-``parametersJsonSchema`` instead. ``parallel_tool_calls`` has no Gemini equivalent and is ignored; the
-model name and streaming are chosen by the URL, not the body.
+``parametersJsonSchema`` instead. ``parallel_tool_calls=False`` has no Gemini equivalent and is refused (a
+``ValueError``; the SDK model raises a ``ProviderError`` before sending); the model name and streaming are
+chosen by the URL, not the body.
 
 *Responses* (:func:`parse_response`, :func:`parse_stream`). Candidate 0 is read. A ``functionCall`` arrives
 whole, in one chunk, with no argument deltas and (on these models) no call id: such calls get
@@ -255,6 +256,9 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'contents': [{'role': 'user', 'parts': [{'text': 'Hi'}]}], 'generationConfig': {'maxOutputTokens': 64}}
     """
     mine, rest = split_settings(settings, _KNOWN)
+    if mine.get("parallel_tool_calls") is False and tools:
+        raise ValueError("parallel_tool_calls=False cannot be expressed on Gemini (it has no switch for parallel "
+                         "function calls); leave it unset for this model")
     system, convo = system_and_rest(messages, "Gemini")
     body: dict[str, Any] = {}
     if system:
