@@ -1212,9 +1212,6 @@ class Run:
             run._rs.apply(ev)
             run._events.append(ev)
         rs = run._rs
-        run._lease = store_.acquire_lease(run_id, run._owner, loop.lease_ttl, take_over=take_over, seq=rs.seq)
-        if rs.state is S.WAITING_APPROVAL or rs.state in TERMINAL:
-            run._let_go()  # nothing to drive until a person answers: approvers in other processes may take it
         recorded = first.settings.get("policy_revision")
         if recorded != loop.policy_revision and not allow_policy_change:
             raise ResumeError(
@@ -1235,6 +1232,10 @@ class Run:
         mismatch = verify_bindings(rs, loop.config) if rs.calls else None
         if mismatch:
             raise ResumeError(f"run {run_id!r}: {mismatch}")
+        # the checks passed: only now take the run (a refused resume must not leave a lease behind)
+        run._lease = store_.acquire_lease(run_id, run._owner, loop.lease_ttl, take_over=take_over, seq=rs.seq)
+        if rs.state is S.WAITING_APPROVAL or rs.state in TERMINAL:
+            run._let_go()  # nothing to drive until a person answers: approvers in other processes may take it
         seek = getattr(loop.model, "seek", None)
         if callable(seek):
             attempts = sum(e.type in ("ModelRequested", "ModelRetried") for e in events)

@@ -569,3 +569,25 @@ def test_a_deleted_ledger_row_is_refused_at_resume(tmp_path: Path) -> None:
     with pytest.raises(anb.CheckpointError, match="effect ledger"):
         anb.Run.resume(run.run_id, loop=loop, store=anb.SqliteStore(tmp_path / "e.db", key=KEY), take_over=True)
     assert down.executions == 1
+
+
+def test_a_refused_resume_leaves_no_lease_behind(tmp_path: Path) -> None:
+    down = Downstream()
+    store = anb.SqliteStore(tmp_path / "e.db", key=KEY)
+    model = anb.ScriptedModel([{"tool_calls": [CHARGE]}, {"text": "done"}])
+    run = anb.Loop(model=model, tools=[charge_tool(down)], store=store, lease_ttl=0.2).start("go")
+    run.run_until(lambda e: e.type == "ToolStarted")  # the driver "dies" holding the run
+    time.sleep(0.25)
+
+    @anb.tool(risk="write", approval=False)
+    def charge(order_id: str, cents: int, note: str = "") -> str:  # another schema: the policy changed
+        """Charge."""
+        return "x"
+
+    other = anb.Loop(model=anb.ScriptedModel([{"text": "done"}]), tools=[charge], store=store)
+    with pytest.raises(anb.ResumeError):
+        anb.Run.resume(run.run_id, loop=other, take_over=True)
+    assert store.lease(run.run_id).owner == run._owner  # untouched: the refused resume took nothing
+    again = anb.Run.resume(run.run_id, loop=anb.Loop(model=model, tools=[charge_tool(down)], store=store),
+                           take_over=True)
+    assert again.run().state is S.COMPLETED and down.executions == 1
