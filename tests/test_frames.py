@@ -139,9 +139,13 @@ def test_turns_frame(runs: dict[str, anb.Transcript]) -> None:
     assert (turns["input_tokens"] > 0).all() and (turns["total_tokens"] ==
                                                   turns["input_tokens"] + turns["output_tokens"]).all()
     assert turns["cost_usd"].isna().all() and turns["outcome"].tolist()[-1] == "the model answered"
-    priced = runs["approved"].frames.turns(prices={"story:refund": (1e-6, 1e-5)})
+    priced = runs["approved"].frames.turns(prices={"story:refund": (1.0, 10.0)})  # dollars per million tokens
     first = priced.iloc[0]
     assert first["cost_usd"] == pytest.approx(first["input_tokens"] * 1e-6 + first["output_tokens"] * 1e-5)
+    budget = anb.Budget(prices={"story:refund": (1.0, 10.0)})  # the same table means the same dollars
+    from agentnb.guards import cost
+    spent = cost([("story:refund", (int(first["input_tokens"]), int(first["output_tokens"])))], budget.prices)
+    assert spent == pytest.approx(first["cost_usd"])
     assert runs["approved"].frames.turns(prices={"other": (1.0, 1.0)})["cost_usd"].isna().all()
 
     retry = runs["retry"].frames.turns()

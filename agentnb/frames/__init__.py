@@ -95,13 +95,14 @@ class Frames:
         """One row per model request: answer, latency, tokens, finish reason, calls, retries.
 
         Args:
-            prices: fills ``cost_usd`` as ``input_tokens * p_in + output_tokens * p_out`` for the models listed
+            prices: ``{model: (dollars per million input tokens, dollars per million output tokens)}``, the
+                unit providers publish and :class:`~agentnb.Budget` takes; fills ``cost_usd`` for the models listed
                 (by model name or ``provider:model``); other turns keep a null cost.
 
         Example:
             >>> import agentnb as anb
             >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
-            >>> turns = run.start("Paris?").run().transcript.frames.turns(prices={"story:weather": (1e-6, 4e-6)})
+            >>> turns = run.start("Paris?").run().transcript.frames.turns(prices={"story:weather": (1.0, 4.0)})
             >>> bool((turns["cost_usd"] > 0).all())
             True
         """
@@ -145,13 +146,13 @@ class Frames:
 
 
 def cost(turns: pd.DataFrame, prices: Prices) -> Any:
-    """``cost_usd`` of each turn under ``prices`` (null for models not listed)."""
+    """``cost_usd`` of each turn under ``prices`` (dollars per million tokens; null for models not listed)."""
     import pandas as pd
 
     keys = turns["provider"].astype(str) + ":" + turns["model"].astype(str)
     p_in = keys.map(lambda k: _price(prices, k, 0)).astype("Float64")
     p_out = keys.map(lambda k: _price(prices, k, 1)).astype("Float64")
-    out = turns["input_tokens"].astype("Float64") * p_in + turns["output_tokens"].astype("Float64") * p_out
+    out = (turns["input_tokens"].astype("Float64") * p_in + turns["output_tokens"].astype("Float64") * p_out) / 1e6
     return out.astype(pd.Float64Dtype())
 
 
