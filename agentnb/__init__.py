@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from . import stories
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
-from .engine import RunState
+from .engine import CallState, RunState
 from .events import Event
 from .exceptions import (
     AgentnbError,
@@ -41,9 +41,10 @@ from .exceptions import (
     TranscriptError,
     ValueConversionError,
 )
+from .frames import Frames
 from .guards import Budget
 from .importers import import_history
-from .lint import lint
+from .lint import Finding, lint
 from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
 from .pgstore import PostgresStore
@@ -95,11 +96,14 @@ __all__ = [
     "ApprovalExpired",
     "BatchResult",
     "Budget",
+    "CallState",
     "CheckpointError",
     "Debugger",
     "DigestMismatch",
     "Event",
     "FallbackModel",
+    "Finding",
+    "Frames",
     "GeminiModel",
     "IllegalTransition",
     "InvalidArguments",

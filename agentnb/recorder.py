@@ -54,6 +54,7 @@ import inspect
 import json
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,12 +86,16 @@ _TURN_ADAPTER: TypeAdapter[ModelTurn] = TypeAdapter(ModelTurn)
 _TOOL_ADAPTER: TypeAdapter[ToolInfo] = TypeAdapter(ToolInfo)
 
 
+_TRANSPORT = frozenset({"sdk_http_response", "headers", "http_headers"})
+"""Keys of transport metadata dropped from wire lines (response headers are not part of the API's answer)."""
+
+
 def _jsonable(value: Any) -> Any:
     """Plain JSON data from dicts, lists, scalars and SDK objects (``model_dump``/``to_dict``); else ``repr``."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, dict):  # transport headers are never recorded (google-genai keeps them in the response)
+        return {str(k): _jsonable(v) for k, v in value.items() if k not in _TRANSPORT}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes):
@@ -469,7 +474,7 @@ class ReplayedModel(ScriptedModel):
 
     def __init__(
         self, path: str | Path, *, timing: Literal["none", "recorded"] = "none", speed: float = 1.0,
-        run: str | int | None = None,
+        run: str | int | None = None, strict: bool = False,
     ) -> None:
         if timing not in ("none", "recorded"):
             raise ValueError(f"timing must be 'none' or 'recorded', got {timing!r}")
@@ -482,6 +487,8 @@ class ReplayedModel(ScriptedModel):
         self.provider = str(cassette.header.get("provider"))
         self.timing = timing
         self.speed = speed
+        self.strict = strict
+        self._warned: set[str] = set()
 
     def __repr__(self) -> str:
         return (f"ReplayedModel({self.provider}:{self.name}, {len(self.recorded)} turns from "
@@ -497,11 +504,39 @@ class ReplayedModel(ScriptedModel):
                 "The run went further than the recording did.",
                 status=None, retryable=False,
             )
+        diverged = self._divergence(pos, request)
+        if diverged is not None:
+            message = (f"the cassette {self.cassette.path.name} was recorded for another conversation: at request "
+                       f"{pos + 1}, {diverged}. The recorded answer is played anyway.")
+            if self.strict:
+                raise ReplayDiverged(message.replace(" The recorded answer is played anyway.", ""))
+            if request.run_id not in self._warned:  # once per run: the first difference is the one that matters
+                self._warned.add(request.run_id)
+                warnings.warn(message, ReplayDivergenceWarning, stacklevel=2)
         lines = self.recorded[pos].items
         if lines and lines[0]["type"] == "error":  # the model failed before its stream began
             self._wait(time.perf_counter(), lines[0])
             raise _exception(lines[0])
         return self._play(lines)
+
+    def _divergence(self, pos: int, request: ModelRequest) -> str | None:
+        """The first difference between this request and the recorded one (messages by content, tool names)."""
+        history: list[Any] = []
+        for rec in self.recorded[: pos + 1]:  # a recorded request holds the messages new since the previous one
+            line = rec.request
+            history = history[: int(line.get("messages_from", 0))] + list(line.get("messages", []))
+        recorded_tools = sorted(str(t.get("name")) for t in self.recorded[pos].request.get("tools", []))
+        tools = sorted(t.name for t in request.tools)
+        if tools != recorded_tools:
+            return f"the tools offered are {tools}, the recording offered {recorded_tools}"
+        now = [_content(MESSAGE_ADAPTER.dump_python(m, mode="json")) for m in request.messages]
+        then = [_content(m) for m in history]
+        for i, (a, b) in enumerate(zip(now, then, strict=False)):
+            if a != b:
+                return f"message {i + 1} ({a[0]}) is {_short(a[1])}, the recording had {_short(b[1])}"
+        if len(now) != len(then):
+            return f"the conversation has {len(now)} messages, the recording had {len(then)}"
+        return None
 
     def _play(self, lines: list[dict[str, Any]]) -> Iterator[StreamItem]:
         t0 = time.perf_counter()
@@ -516,3 +551,37 @@ class ReplayedModel(ScriptedModel):
             delay = t0 + float(line.get("ms", 0.0)) / 1000 / self.speed - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
+
+
+class ReplayDivergenceWarning(UserWarning):
+    """A replayed cassette was asked something other than what it recorded (its answers may not fit)."""
+
+
+class ReplayDiverged(ModelError):
+    """``ScriptedModel.replay(path, strict=True)``: the run asked something other than what the cassette recorded."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=None, retryable=False)
+
+
+def _content(message: dict[str, Any]) -> tuple[str, list[tuple[Any, ...]]]:
+    """A message by what it says: role, texts, call names and arguments, result contents.
+
+    Ids and opaque provider data are left out: a replay's generated call ids differ from the recording's.
+    """
+    parts: list[tuple[Any, ...]] = []
+    for p in message.get("parts", []):
+        kind = p.get("kind")
+        if kind in ("text", "refusal"):
+            parts.append((kind, p.get("text")))
+        elif kind == "tool_call":
+            parts.append((kind, p.get("name"), p.get("arguments_raw") if p.get("arguments") is None
+                          else json.dumps(p.get("arguments"), sort_keys=True)))
+        elif kind == "tool_result":
+            parts.append((kind, p.get("name"), p.get("status"), p.get("content")))
+    return str(message.get("role")), parts
+
+
+def _short(parts: list[tuple[Any, ...]]) -> str:
+    text = " ".join(str(x) for part in parts for x in part[1:] if x is not None)
+    return repr(text if len(text) <= 80 else text[:77] + "...")

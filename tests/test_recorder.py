@@ -310,3 +310,43 @@ def test_a_run_through_the_emulator_replays_exactly(tmp_path: Path) -> None:
     text = path.read_text()
     assert "SECRET" not in text
     assert '"type":"wire_event"' in text
+
+
+def test_a_replay_asked_something_else_says_so(tmp_path: Path) -> None:
+    import warnings
+
+    from agentnb.recorder import ReplayDivergenceWarning
+
+    path = tmp_path / "weather.jsonl"
+    loop = anb.Loop(model=anb.Recorder(anb.ScriptedModel.story("weather"), path), tools=anb.stories.tools("weather"))
+    loop.start("What's the weather in Paris?").run()
+    loop.model.close()
+    tools = anb.stories.tools("weather")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same question: not a word of warning
+        same = anb.Loop(model=anb.ScriptedModel.replay(path), tools=tools).start("What's the weather in Paris?").run()
+    assert same.state is anb.LoopState.COMPLETED
+    with pytest.warns(ReplayDivergenceWarning, match="message 1 .user. is .What's the weather in Oslo") as caught:
+        oslo = anb.Loop(model=anb.ScriptedModel.replay(path), tools=tools).start("What's the weather in Oslo?").run()
+    assert len(caught) == 1  # once per run, though every later request differs too
+    assert "Paris" in (oslo.output or "")  # the recorded answer was played
+    strict = anb.Loop(model=anb.ScriptedModel.replay(path, strict=True), tools=tools)
+    failed = strict.start("What's the weather in Oslo?").run()
+    assert failed.state is anb.LoopState.FAILED and "recorded for another conversation" in (failed.reason or "")
+
+
+def test_transport_headers_never_reach_a_cassette(tmp_path: Path) -> None:
+    from agentnb.emulator import Emulator
+
+    path = tmp_path / "gemini.jsonl"
+    with Emulator() as emu:
+        for stream in (False, True):
+            emu.play([{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}, {"text": "Sunny."}])
+            model = anb.Recorder(anb.GeminiModel(emu.client("gemini"), model="gemini-3-pro-preview", stream=stream),
+                                 path)
+            anb.Loop(model=model, tools=anb.stories.tools("weather")).start("Paris?").run()
+            model.close()
+    text = path.read_text(encoding="utf-8")
+    assert "wire_" in text  # the wire was recorded ...
+    for header in ("sdk_http_response", "content-type", "Content-Type", "x-goog"):
+        assert header not in text, header  # ... without its transport headers

@@ -222,7 +222,7 @@ class ScriptedModel:
     @classmethod
     def replay(
         cls, path: str | Path, *, timing: Literal["none", "recorded"] = "none", speed: float = 1.0,
-        run: str | int | None = None,
+        run: str | int | None = None, strict: bool = False,
     ) -> ScriptedModel:
         """A model that plays back a cassette recorded with :class:`agentnb.Recorder`, offline.
 
@@ -235,13 +235,17 @@ class ScriptedModel:
             timing: ``"none"`` plays at once; ``"recorded"`` waits before each item until its recorded offset.
             speed: with ``timing="recorded"``, play this many times faster (2.0: half the waits).
             run: which recorded run to play (its run id, or its position) when the cassette holds several.
+            strict: a request that differs from the recorded one (messages by content, or the tools offered)
+                fails the run with :class:`agentnb.recorder.ReplayDiverged`; by default the recorded answer is
+                played and a :class:`agentnb.recorder.ReplayDivergenceWarning` names the first difference, once
+                per run.
 
         Example:
             >>> model = ScriptedModel.replay("cassettes/weather.jsonl", timing="recorded")  # doctest: +SKIP
         """
         from ..recorder import ReplayedModel
 
-        return ReplayedModel(path, timing=timing, speed=speed, run=run)
+        return ReplayedModel(path, timing=timing, speed=speed, run=run, strict=strict)
 
     def seek(self, run_id: str, position: int) -> None:
         """Make run ``run_id`` continue from script turn ``position`` (0-based); used when a run is forked.
