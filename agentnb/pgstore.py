@@ -547,7 +547,8 @@ class PostgresStore:
             if row[0] is not None and row[0] != owner:
                 if float(row[1]) > now:
                     raise RunLocked(run_id, str(row[0]), float(row[1]), expired=False)
-                if not take_over:
+                # an expired lease of a run with no stored event protects nothing: its driver died first
+                if not take_over and self._read_head(conn, run_id)[0][0] >= 0:
                     raise RunLocked(run_id, str(row[0]), float(row[1]), expired=True)
             if seq is not None:
                 head, _ = self._read_head(conn, run_id)

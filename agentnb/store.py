@@ -155,12 +155,14 @@ class Store(Protocol):
         """``(run_id, state)`` of stored runs, most recent first (only those in ``state`` when given)."""
 
 
-def _check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool) -> None:
+def _check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool, empty: bool = False) -> None:
+    """Refuse a lease another owner holds; an expired one only with ``take_over`` -- or when the run has no
+    stored event (its driver died before writing one: there is nothing to protect)."""
     if current is None or current.owner == owner:
         return
     if current.live:
         raise RunLocked(run_id, current.owner, current.expires, expired=False)
-    if not take_over:
+    if not take_over and not empty:
         raise RunLocked(run_id, current.owner, current.expires, expired=True)
 
 
@@ -238,7 +240,7 @@ class MemoryStore:
     ) -> Lease:
         """Take or renew the run's lease."""
         with self._lock:
-            _check_lease(self._leases.get(run_id), run_id, owner, take_over)
+            _check_lease(self._leases.get(run_id), run_id, owner, take_over, empty=not self._events.get(run_id))
             stored = len(self._events.get(run_id, []))
             if seq is not None and run_id in self._events and stored > seq:
                 raise CheckpointError(f"run {run_id!r} moved on in another driver (it has {stored} events, not {seq})")
@@ -662,10 +664,11 @@ class SqliteStore:
 
         def body(db: sqlite3.Connection) -> Lease:
             row = db.execute("SELECT owner, expires FROM leases WHERE run_id=?", (run_id,)).fetchone()
-            _check_lease(None if row is None else Lease(run_id, row[0], row[1]), run_id, owner, take_over)
+            self._heads.pop(run_id, None)
+            stored = self._head(run_id)[0] + 1
+            _check_lease(None if row is None else Lease(run_id, row[0], row[1]), run_id, owner, take_over,
+                         empty=stored == 0)
             if seq is not None:
-                self._heads.pop(run_id, None)
-                stored = self._head(run_id)[0] + 1
                 if stored > seq:
                     raise CheckpointError(
                         f"run {run_id!r} moved on in another driver (it has {stored} events, this one {seq})"

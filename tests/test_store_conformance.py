@@ -257,3 +257,15 @@ def test_a_ledger_row_moved_to_another_run_is_refused(
         open_store(kind).load("r1")
     with pytest.raises(anb.CheckpointError, match="changed after it was written"):
         open_store(kind).effect("k1")  # every row is sealed on its own too
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_expired_lease_of_a_run_with_no_event_protects_nothing(
+    kind: str, open_store: Callable[[str], anb.Store]
+) -> None:
+    store = open_store(kind)
+    store.acquire_lease("fresh", "dead-driver", 0.05, seq=0)  # it took the run, then died before its first event
+    time.sleep(0.1)
+    assert store.acquire_lease("fresh", "B", 5.0, seq=0).owner == "B"  # no take_over needed: nothing to protect
+    with pytest.raises(anb.RunLocked, match="is being driven by B"):
+        store.acquire_lease("fresh", "C", 5.0, seq=0)  # a live lease still is one
