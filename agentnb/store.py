@@ -156,8 +156,10 @@ class Store(Protocol):
 
 
 def _check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool, empty: bool = False) -> None:
-    """Refuse a lease another owner holds; an expired one only with ``take_over`` -- or when the run has no
-    stored event (its driver died before writing one: there is nothing to protect)."""
+    """Refuse a lease another owner holds; an expired one only with ``take_over``.
+
+    Or when the run has no stored event: its driver died before writing one, so there is nothing to protect.
+    """
     if current is None or current.owner == owner:
         return
     if current.live:
