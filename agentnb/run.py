@@ -694,7 +694,8 @@ class Run:
             raw = resp.raw
             if raw is not None and (resp.provider != "scripted" or message is not resp.message):
                 raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
-            fields["response"] = replace(resp, message=message, raw=raw)
+            if message is not resp.message or raw is not resp.raw:  # a copy only when something was masked
+                fields["response"] = replace(resp, message=message, raw=raw)
         elif cls is CallValidated or cls is ApprovalResolved:
             fields["arguments"] = secrets.arguments(fields["call_id"], self._call_name(fields["call_id"]),
                                                     fields.get("arguments"), edited=cls is ApprovalResolved)
