@@ -83,6 +83,7 @@ from .tools import (
     Tool,
     ToolContext,
     ToolRegistry,
+    ToolSource,
     as_registry,
     describe_errors,
     jsonable,
@@ -151,7 +152,7 @@ class Loop:
     def __init__(
         self,
         model: Model,
-        tools: ToolRegistry | Sequence[Tool | Callable[..., Any]] = (),
+        tools: ToolRegistry | Sequence[Tool | ToolSource | Callable[..., Any]] = (),
         *,
         system: str | None = None,
         max_turns: int = 25,
