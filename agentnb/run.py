@@ -564,6 +564,8 @@ class Run:
             ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
             DigestMismatch: the arguments are not the ones the approver saw.
             pydantic.ValidationError: edited arguments fail the tool's schema (nothing is recorded).
+            InvalidArguments, ValueConversionError: edited arguments the value boundary refuses (a lone
+                surrogate, nesting too deep, a non-finite number the schema does not allow; nothing is recorded).
         """
         call = self._pending(call_id)
         if call.kind == "client_result":
