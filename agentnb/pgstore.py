@@ -32,9 +32,7 @@ starting at once migrate once), and refuses a database written by a newer agentn
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import os
 import re
 import threading
@@ -44,17 +42,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .events import BaseEvent, event_from_json, event_to_json
+from .events import BaseEvent, event_to_json
 from .exceptions import CheckpointError, RunLocked
 from .store import (
     LEASE_TTL,
     Effect,
     EffectDone,
     Lease,
+    Seals,
     _checked_key,
     _encode,
     _fingerprint,
-    _fold_effect,
+    _Head,
     _new_key_file,
     _read_key_file,
 )
@@ -63,7 +62,6 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-_Head = tuple[int, str, int, str]  # head seq, head mac, ledger seq, ledger mac
 _NO_HEAD: _Head = (-1, "", -1, "")
 
 _MIGRATIONS: list[str] = [
@@ -171,7 +169,7 @@ class PostgresStore:
         try:
             with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
                 self._migrate(conn)
-                self._key = self._resolve_key(conn, key, key_file)
+                self._seals = Seals(self._resolve_key(conn, key, key_file))
         except psycopg.Error as exc:
             raise CheckpointError(f"cannot open the store {self!r}: {exc}") from exc
 
@@ -260,20 +258,6 @@ class PostgresStore:
             )
         return checked
 
-    # -- seals (the same formulas as SqliteStore: a run moves between the two stores unchanged) -------------
-
-    def _mac(self, *parts: str) -> str:
-        return hmac.new(self._key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
-
-    def _seal(self, run_id: str, head: _Head) -> str:
-        return self._mac("head", run_id, str(head[0]), head[1], str(head[2]), head[3])
-
-    def _ledger_mac(self, run_id: str, lseq: int, op: str, key: str, call_id: str, tool: str, content: str | None,
-                    value: str | None, status: str | None, prev: str) -> str:
-        absent = "\x00"  # None and "" seal differently
-        return self._mac("ledger", run_id, str(lseq), op, key, call_id, tool, absent if content is None else content,
-                         absent if value is None else value, status or "", prev)
-
     # -- plumbing ---------------------------------------------------------------------------------------
 
     @contextmanager
@@ -296,7 +280,7 @@ class PostgresStore:
         if row is None:
             return _NO_HEAD, False
         head = (int(row[0]), str(row[1]), int(row[2]), str(row[3]))
-        if not hmac.compare_digest(str(row[4]), self._seal(run_id, head)):
+        if not hmac.compare_digest(str(row[4]), self._seals.head(run_id, head)):
             raise CheckpointError(f"run {run_id!r}: the checkpoint's head seal does not match")
         return head, True
 
@@ -326,7 +310,7 @@ class PostgresStore:
             if event.seq != head[0] + 1:
                 self._remember(run_id, None)
                 raise CheckpointError(f"run {run_id!r}: event seq {event.seq} does not follow {head[0]}")
-            mac = self._mac(head[1], run_id, str(event.seq), data)
+            mac = self._seals.event(head[1], run_id, event.seq, data)
             new: _Head = (event.seq, mac, head[2], head[3])
             params: dict[str, Any] = {
                 "run": run_id, "type": event.type, "data": data, "pseq": head[0], "pmac": head[1],
@@ -337,12 +321,12 @@ class PostgresStore:
             if effect is not None:
                 call_id = getattr(event, "call_id", "")
                 value = _encode(effect.value)
-                lmac = self._ledger_mac(run_id, head[2] + 1, "done", effect.key, call_id, "", effect.content, value,
+                lmac = self._seals.ledger(run_id, head[2] + 1, "done", effect.key, call_id, "", effect.content, value,
                                         effect.result_status, head[3])
                 new = (event.seq, mac, head[2] + 1, lmac)
                 params.update(key=effect.key, call=call_id, content=effect.content, value=value,
                               status=effect.result_status)
-            params.update(seq=new[0], mac=new[1], lseq=new[2], lmac=new[3], seal=self._seal(run_id, new))
+            params.update(seq=new[0], mac=new[1], lseq=new[2], lmac=new[3], seal=self._seals.head(run_id, new))
             with self._conn(f"write event {event.seq} ({event.type}) of run {run_id!r}") as conn:
                 written = conn.execute(_APPEND, params).fetchone() is not None
                 if written:
@@ -366,41 +350,7 @@ class PostgresStore:
                 "WHERE run_id = %s ORDER BY lseq", (run_id,)
             ).fetchall()
         self._remember(run_id, head)
-        events: list[BaseEvent] = []
-        prev = ""
-        for expected, (seq, data, mac) in enumerate(rows):
-            if seq != expected:
-                raise CheckpointError(f"run {run_id!r}: event {expected} is missing from the checkpoint")
-            if not hmac.compare_digest(mac, self._mac(prev, run_id, str(seq), data)):
-                raise CheckpointError(f"run {run_id!r}: event {seq} was changed after it was written (seal mismatch)")
-            try:
-                events.append(event_from_json(data))
-            except Exception as exc:
-                raise CheckpointError(f"run {run_id!r}: event {seq} cannot be read: {exc}") from None
-            prev = mac
-        if len(rows) != head[0] + 1 or prev != head[1]:
-            raise CheckpointError(
-                f"run {run_id!r}: the checkpoint is truncated ({len(rows)} events stored, the head says {head[0] + 1})"
-            )
-        self._verify_ledger(run_id, head, ledger)
-        return events
-
-    def _verify_ledger(self, run_id: str, head: _Head, rows: list[Any]) -> None:
-        prev = ""
-        for expected, (lseq, op, key, call_id, tool, content, value, status, row_prev, mac) in enumerate(rows):
-            if lseq != expected:
-                raise CheckpointError(f"run {run_id!r}: effect ledger entry {expected} is missing")
-            good = self._ledger_mac(run_id, lseq, op, key, call_id, tool, content, value, status, row_prev)
-            if row_prev != prev or not hmac.compare_digest(mac, good):
-                raise CheckpointError(
-                    f"run {run_id!r}: effect ledger entry {lseq} ({op} {key!r}) was changed after it was written"
-                )
-            prev = mac
-        if len(rows) != head[2] + 1 or prev != head[3]:
-            raise CheckpointError(
-                f"run {run_id!r}: the effect ledger is truncated ({len(rows)} entries stored, the head says "
-                f"{head[2] + 1}): an effect's record was deleted"
-            )
+        return self._seals.verify(run_id, head, rows, ledger)
 
     def runs(self, state: str | None = None) -> list[tuple[str, str]]:
         """``(run_id, state)`` of stored runs, most recent first (only those in ``state`` when given).
@@ -470,13 +420,7 @@ class PostgresStore:
         with self._conn(f"read the effect ledger for {key!r}") as conn:
             rows = conn.execute(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE key = %s ORDER BY gid",
                                 (key,)).fetchall()
-        ops = []
-        for run_id, lseq, op, k, call_id, tool, content, value, status, _ts, prev, mac in rows:
-            good = self._ledger_mac(run_id, lseq, op, k, call_id, tool, content, value, status, prev)
-            if not hmac.compare_digest(mac, good):
-                raise CheckpointError(f"effect ledger entry {key!r} was changed after it was written (seal mismatch)")
-            ops.append((op, run_id, call_id, tool, content, json.loads(value) if value is not None else None, status))
-        return _fold_effect(key, ops)
+        return self._seals.effect(key, (row[:9] + row[10:] for row in rows))  # the timestamp is not sealed
 
     def _ledger_write(self, run_id: str, what: str, op: str, key: str, call_id: str, tool: str,
                       content: str | None = None, value: str | None = None, status: str | None = None) -> bool:
@@ -494,7 +438,7 @@ class PostgresStore:
                             return False  # claimed by another run: the caller gets that effect
                         raise CheckpointError(f"run {run_id!r} has no stored events: cannot record an effect for it")
                     lseq = head[2] + 1
-                    mac = self._ledger_mac(run_id, lseq, op, key, call_id, tool, content, value, status, head[3])
+                    mac = self._seals.ledger(run_id, lseq, op, key, call_id, tool, content, value, status, head[3])
                     conflict = " ON CONFLICT (key) WHERE op = 'claim' DO NOTHING" if op == "claim" else ""
                     inserted = conn.execute(
                         f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
@@ -507,7 +451,7 @@ class PostgresStore:
                     new: _Head = (head[0], head[1], lseq, mac)
                     conn.execute(
                         "UPDATE runs SET ledger_seq = %s, ledger_mac = %s, seal = %s, updated = %s WHERE run_id = %s",
-                        (lseq, mac, self._seal(run_id, new), time.time(), run_id),
+                        (lseq, mac, self._seals.head(run_id, new), time.time(), run_id),
                     )
             except BaseException:
                 self._remember(run_id, None)

@@ -54,6 +54,7 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -303,6 +304,98 @@ def _fingerprint(key: bytes) -> str:
     return hmac.new(key, b"agentnb checkpoint key fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
+# -- seals -------------------------------------------------------------------------------------------------
+
+_Head = tuple[int, str, int, str]  # head seq, head mac, ledger seq, ledger mac
+
+
+class Seals:
+    """The HMAC chains of a durable store and their verification: one formula for every store.
+
+    Events are chained per run (each seal covers the previous one), ledger operations likewise, and the run's
+    head seals both chain ends together. :class:`SqliteStore` and ``PostgresStore`` use this one class, so a run
+    moves between them unchanged.
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def mac(self, *parts: str) -> str:
+        """HMAC-SHA256 of the parts (joined with a unit separator), hex."""
+        return hmac.new(self.key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
+
+    def event(self, prev: str, run_id: str, seq: int, data: str) -> str:
+        """The seal of one event, chained over the previous event's."""
+        return self.mac(prev, run_id, str(seq), data)
+
+    def head(self, run_id: str, head: _Head) -> str:
+        """The seal of a run's head: the last event's seq and seal, the last ledger entry's number and seal."""
+        return self.mac("head", run_id, str(head[0]), head[1], str(head[2]), head[3])
+
+    def ledger(self, run_id: str, lseq: int, op: str, key: str, call_id: str, tool: str, content: str | None,
+               value: str | None, status: str | None, prev: str) -> str:
+        """The seal of one ledger operation, every column covered, chained over the previous one's."""
+        absent = "\x00"  # None and "" seal differently
+        return self.mac("ledger", run_id, str(lseq), op, key, call_id, tool, absent if content is None else content,
+                        absent if value is None else value, status or "", prev)
+
+    def verify(self, run_id: str, head: _Head, rows: list[Any], ledger: list[Any]) -> list[BaseEvent]:
+        """The run's events from stored ``(seq, data, mac)`` rows, after checking both chains against the head.
+
+        ``ledger`` holds ``(lseq, op, key, call_id, tool, content, value, result_status, prev, mac)`` rows.
+
+        Raises:
+            CheckpointError: an event or ledger row is missing, changed, reordered or unreadable.
+        """
+        events: list[BaseEvent] = []
+        prev = ""
+        for expected, (seq, data, mac) in enumerate(rows):
+            if seq != expected:
+                raise CheckpointError(f"run {run_id!r}: event {expected} is missing from the checkpoint")
+            if not hmac.compare_digest(mac, self.event(prev, run_id, seq, data)):
+                raise CheckpointError(f"run {run_id!r}: event {seq} was changed after it was written (seal mismatch)")
+            try:
+                events.append(event_from_json(data))
+            except Exception as exc:
+                raise CheckpointError(f"run {run_id!r}: event {seq} cannot be read: {exc}") from None
+            prev = mac
+        if len(rows) != head[0] + 1 or prev != head[1]:
+            raise CheckpointError(
+                f"run {run_id!r}: the checkpoint is truncated ({len(rows)} events stored, the head says {head[0] + 1})"
+            )
+        prev = ""
+        for expected, (lseq, op, key, call_id, tool, content, value, status, row_prev, mac) in enumerate(ledger):
+            if lseq != expected:
+                raise CheckpointError(f"run {run_id!r}: effect ledger entry {expected} is missing")
+            good = self.ledger(run_id, lseq, op, key, call_id, tool, content, value, status, row_prev)
+            if row_prev != prev or not hmac.compare_digest(mac, good):
+                raise CheckpointError(
+                    f"run {run_id!r}: effect ledger entry {lseq} ({op} {key!r}) was changed after it was written"
+                )
+            prev = mac
+        if len(ledger) != head[2] + 1 or prev != head[3]:
+            raise CheckpointError(
+                f"run {run_id!r}: the effect ledger is truncated ({len(ledger)} entries stored, the head says "
+                f"{head[2] + 1}): an effect's record was deleted"
+            )
+        return events
+
+    def effect(self, key: str, rows: Iterable[Any]) -> Effect | None:
+        """The ledger's view of a key, every row's own seal checked.
+
+        ``rows``: ``(run_id, lseq, op, key, call_id, tool, content, value, result_status, prev, mac)`` in order.
+        """
+        ops = []
+        for run_id, lseq, op, k, call_id, tool, content, value, status, prev, mac in rows:
+            if not hmac.compare_digest(mac, self.ledger(run_id, lseq, op, k, call_id, tool, content, value, status,
+                                                        prev)):
+                raise CheckpointError(f"effect ledger entry {key!r} was changed after it was written (seal mismatch)")
+            ops.append((op, run_id, call_id, tool, content, json.loads(value) if value is not None else None, status))
+        return _fold_effect(key, ops)
+
+
 # -- SQLite -------------------------------------------------------------------------------------------------
 
 SCHEMA_VERSION = 2
@@ -328,9 +421,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS ledger_claims ON ledger (key) WHERE op = 'clai
 CREATE INDEX IF NOT EXISTS ledger_keys ON ledger (key);
 CREATE TABLE IF NOT EXISTS leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID;
 """
-
-_Head = tuple[int, str, int, str]  # head seq, head mac, ledger seq, ledger mac
-
 
 class SqliteStore:
     """Durable checkpoints in one SQLite file (WAL): sealed events, a sealed effect ledger, run leases.
@@ -379,7 +469,7 @@ class SqliteStore:
                 self._migrate()
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot open the store {self.path}: {exc}") from exc
-        self._key = self._resolve_key(key, key_file)
+        self._seals = Seals(self._resolve_key(key, key_file))
         self._heads: dict[str, _Head] = {}
 
     def __repr__(self) -> str:
@@ -438,12 +528,6 @@ class SqliteStore:
             )
         return checked
 
-    def _mac(self, *parts: str) -> str:
-        return hmac.new(self._key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
-
-    def _seal(self, run_id: str, head: _Head) -> str:
-        return self._mac("head", run_id, str(head[0]), head[1], str(head[2]), head[3])
-
     def _head(self, run_id: str) -> _Head:
         head = self._heads.get(run_id)
         if head is None:
@@ -454,7 +538,7 @@ class SqliteStore:
                 head = (-1, "", -1, "")
             else:
                 head = (int(row[0]), str(row[1]), int(row[2]), str(row[3]))
-                if not hmac.compare_digest(row[4], self._seal(run_id, head)):
+                if not hmac.compare_digest(row[4], self._seals.head(run_id, head)):
                     raise CheckpointError(f"run {run_id!r}: the checkpoint's head seal does not match")
             self._heads[run_id] = head
         return head
@@ -484,7 +568,7 @@ class SqliteStore:
                 raise
 
     def _put_head(self, db: sqlite3.Connection, run_id: str, head: _Head, state: str | None) -> None:
-        seal = self._seal(run_id, head)
+        seal = self._seals.head(run_id, head)
         if state is None:
             cur = db.execute(
                 "UPDATE runs SET head_seq=?, head_mac=?, ledger_seq=?, ledger_mac=?, seal=?, updated=? WHERE run_id=?",
@@ -500,17 +584,11 @@ class SqliteStore:
                 (run_id, *head, seal, state, time.time()),
             )
 
-    def _ledger_mac(self, run_id: str, lseq: int, op: str, key: str, call_id: str, tool: str, content: str | None,
-                    value: str | None, status: str | None, prev: str) -> str:
-        absent = "\x00"  # None and "" seal differently
-        return self._mac("ledger", run_id, str(lseq), op, key, call_id, tool, absent if content is None else content,
-                         absent if value is None else value, status or "", prev)
-
     def _ledger_op(self, db: sqlite3.Connection, head: _Head, run_id: str, op: str, key: str, call_id: str,
                    tool: str, content: str | None = None, value: str | None = None,
                    status: str | None = None) -> _Head:
         lseq, prev = head[2] + 1, head[3]
-        mac = self._ledger_mac(run_id, lseq, op, key, call_id, tool, content, value, status, prev)
+        mac = self._seals.ledger(run_id, lseq, op, key, call_id, tool, content, value, status, prev)
         db.execute(
             "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, lseq, op, key, call_id, tool, content, value, status, time.time(), prev, mac),
@@ -528,7 +606,7 @@ class SqliteStore:
             head = self._head(run_id)
             if event.seq != head[0] + 1:
                 raise CheckpointError(f"run {run_id!r}: event seq {event.seq} does not follow {head[0]}")
-            mac = self._mac(head[1], run_id, str(event.seq), data)
+            mac = self._seals.event(head[1], run_id, event.seq, data)
             db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?)", (run_id, event.seq, event.type, data, mac))
             head = (event.seq, mac, head[2], head[3])
             if effect is not None:
@@ -553,41 +631,7 @@ class SqliteStore:
                 "SELECT lseq, op, key, call_id, tool, content, value, result_status, prev, mac FROM ledger "
                 "WHERE run_id=? ORDER BY lseq", (run_id,)
             ).fetchall()
-        events: list[BaseEvent] = []
-        prev = ""
-        for expected, (seq, data, mac) in enumerate(rows):
-            if seq != expected:
-                raise CheckpointError(f"run {run_id!r}: event {expected} is missing from the checkpoint")
-            if not hmac.compare_digest(mac, self._mac(prev, run_id, str(seq), data)):
-                raise CheckpointError(f"run {run_id!r}: event {seq} was changed after it was written (seal mismatch)")
-            try:
-                events.append(event_from_json(data))
-            except Exception as exc:
-                raise CheckpointError(f"run {run_id!r}: event {seq} cannot be read: {exc}") from None
-            prev = mac
-        if len(rows) != head[0] + 1 or prev != head[1]:
-            raise CheckpointError(
-                f"run {run_id!r}: the checkpoint is truncated ({len(rows)} events stored, the head says {head[0] + 1})"
-            )
-        self._verify_ledger(run_id, head, ledger)
-        return events
-
-    def _verify_ledger(self, run_id: str, head: _Head, rows: list[Any]) -> None:
-        prev = ""
-        for expected, (lseq, op, key, call_id, tool, content, value, status, row_prev, mac) in enumerate(rows):
-            if lseq != expected:
-                raise CheckpointError(f"run {run_id!r}: effect ledger entry {expected} is missing")
-            good = self._ledger_mac(run_id, lseq, op, key, call_id, tool, content, value, status, row_prev)
-            if row_prev != prev or not hmac.compare_digest(mac, good):
-                raise CheckpointError(
-                    f"run {run_id!r}: effect ledger entry {lseq} ({op} {key!r}) was changed after it was written"
-                )
-            prev = mac
-        if len(rows) != head[2] + 1 or prev != head[3]:
-            raise CheckpointError(
-                f"run {run_id!r}: the effect ledger is truncated ({len(rows)} entries stored, the head says "
-                f"{head[2] + 1}): an effect's record was deleted"
-            )
+        return self._seals.verify(run_id, head, rows, ledger)
 
     def runs(self, state: str | None = None) -> list[tuple[str, str]]:
         """``(run_id, state)`` of stored runs, most recent first (only those in ``state`` when given)."""
@@ -612,13 +656,7 @@ class SqliteStore:
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise CheckpointError(f"cannot read the effect ledger for {key!r}: {exc}") from exc
-        ops = []
-        for run_id, lseq, op, k, call_id, tool, content, value, status, prev, mac in rows:
-            good = self._ledger_mac(run_id, lseq, op, k, call_id, tool, content, value, status, prev)
-            if not hmac.compare_digest(mac, good):
-                raise CheckpointError(f"effect ledger entry {key!r} was changed after it was written (seal mismatch)")
-            ops.append((op, run_id, call_id, tool, content, json.loads(value) if value is not None else None, status))
-        return _fold_effect(key, ops)
+        return self._seals.effect(key, rows)
 
     def claim_effect(self, key: str, run_id: str, call_id: str, tool: str) -> Effect | None:
         """Claim a key atomically (a unique index on claims): None when claimed now, else the existing effect."""
