@@ -33,7 +33,6 @@ starting at once migrate once), and refuses a database written by a newer agentn
 from __future__ import annotations
 
 import hmac
-import os
 import re
 import threading
 import time
@@ -50,12 +49,11 @@ from .store import (
     EffectDone,
     Lease,
     Seals,
-    _checked_key,
     _encode,
     _fingerprint,
     _Head,
-    _new_key_file,
-    _read_key_file,
+    key_mismatch,
+    load_key,
 )
 
 if TYPE_CHECKING:
@@ -230,32 +228,14 @@ class PostgresStore:
         table = f"{self.schema}.meta"
         got = conn.execute(f"SELECT value FROM {table} WHERE name = 'key_fingerprint'").fetchone()
         recorded = None if got is None else str(got[0])
-        if key is not None:
-            raw, source = (key.encode() if isinstance(key, str) else key), "the key argument"
-        elif os.environ.get("AGENTNB_CHECKPOINT_KEY"):
-            raw, source = os.environ["AGENTNB_CHECKPOINT_KEY"].encode(), "AGENTNB_CHECKPOINT_KEY"
-        else:
-            path = Path(key_file) if key_file else Path.home() / ".agentnb" / "checkpoint.key"
-            found = _read_key_file(path)
-            if found is None:
-                if recorded is not None:
-                    raise CheckpointError(
-                        f"the checkpoint key file {path} is missing, and {self!r} holds runs sealed with a key "
-                        f"(fingerprint {recorded}). Copy that key file here, or set AGENTNB_CHECKPOINT_KEY."
-                    )
-                found = _new_key_file(path)
-            raw, source = found, f"key file {path}"
-        checked = _checked_key(raw, source)
+        checked, source = load_key(key, key_file, where=repr(self), recorded=recorded)
         fingerprint = _fingerprint(checked)
         if recorded is None:  # two first openers race: the first fingerprint wins, the other is compared to it
             conn.execute(f"INSERT INTO {table} VALUES ('key_fingerprint', %s) ON CONFLICT DO NOTHING", (fingerprint,))
             got = conn.execute(f"SELECT value FROM {table} WHERE name = 'key_fingerprint'").fetchone()
             recorded = None if got is None else str(got[0])
-        if recorded != fingerprint:
-            raise CheckpointError(
-                f"{self!r} was sealed with a different key (fingerprint {recorded}) than the one from {source} "
-                f"(fingerprint {fingerprint}); open it with the key it was written with"
-            )
+        if recorded is None or recorded != fingerprint:
+            raise key_mismatch(repr(self), str(recorded), fingerprint, source)
         return checked
 
     # -- plumbing ---------------------------------------------------------------------------------------

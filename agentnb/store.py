@@ -300,6 +300,46 @@ def _new_key_file(path: Path) -> bytes:
     return path.read_bytes()
 
 
+def load_key(key: bytes | str | None, key_file: str | Path | None, *, where: str, recorded: str | None,
+             may_create: bool = True) -> tuple[bytes, str]:
+    """A store's checkpoint key, checked, and where it came from.
+
+    From the argument, ``AGENTNB_CHECKPOINT_KEY``, or a key file (created, 0600, only for a store that has no key
+    yet: ``recorded`` is its stored fingerprint).
+
+    Raises:
+        CheckpointError: the key file is missing for a store sealed with a key, the key is too short, the key file
+            is a directory or readable by others, or there is no key and none may be made.
+    """
+    if key is not None:
+        raw, source = (key.encode() if isinstance(key, str) else key), "the key argument"
+    elif os.environ.get("AGENTNB_CHECKPOINT_KEY"):
+        raw, source = os.environ["AGENTNB_CHECKPOINT_KEY"].encode(), "AGENTNB_CHECKPOINT_KEY"
+    else:
+        path = Path(key_file) if key_file else Path.home() / ".agentnb" / "checkpoint.key"
+        found = _read_key_file(path)
+        if found is None:
+            if recorded is not None:
+                raise CheckpointError(
+                    f"the checkpoint key file {path} is missing, and {where} holds runs sealed with a key "
+                    f"(fingerprint {recorded}). Restore that key file, or set AGENTNB_CHECKPOINT_KEY to the key."
+                )
+            if not may_create:
+                raise CheckpointError(f"no checkpoint key for {where}: give key=, key_file= or set "
+                                      "AGENTNB_CHECKPOINT_KEY")
+            found = _new_key_file(path)
+        raw, source = found, f"key file {path}"
+    return _checked_key(raw, source), source
+
+
+def key_mismatch(where: str, recorded: str, fingerprint: str, source: str) -> CheckpointError:
+    """The error for a store opened with another key than the one it was sealed with."""
+    return CheckpointError(
+        f"{where} was sealed with a different key (fingerprint {recorded}) than the one from {source} "
+        f"(fingerprint {fingerprint}); open it with the key it was written with"
+    )
+
+
 def _fingerprint(key: bytes) -> str:
     return hmac.new(key, b"agentnb checkpoint key fingerprint", hashlib.sha256).hexdigest()[:16]
 
@@ -499,33 +539,13 @@ class SqliteStore:
 
     def _resolve_key(self, key: bytes | str | None, key_file: str | Path | None) -> bytes:
         recorded = self._meta("key_fingerprint")
-        if key is not None:
-            raw, source = (key.encode() if isinstance(key, str) else key), "the key argument"
-        elif os.environ.get("AGENTNB_CHECKPOINT_KEY"):
-            raw, source = os.environ["AGENTNB_CHECKPOINT_KEY"].encode(), "AGENTNB_CHECKPOINT_KEY"
-        else:
-            path = Path(key_file) if key_file else Path.home() / ".agentnb" / "checkpoint.key"
-            found = _read_key_file(path)
-            if found is None:
-                if recorded is not None:
-                    raise CheckpointError(
-                        f"the checkpoint key file {path} is missing, and {self.path} holds runs sealed with a key "
-                        f"(fingerprint {recorded}). Restore that key file, or set AGENTNB_CHECKPOINT_KEY to the key."
-                    )
-                if self.readonly:
-                    raise CheckpointError(f"no checkpoint key for {self.path}: give key=, key_file= or set "
-                                          "AGENTNB_CHECKPOINT_KEY")
-                found = _new_key_file(path)
-            raw, source = found, f"key file {path}"
-        checked = _checked_key(raw, source)
+        checked, source = load_key(key, key_file, where=str(self.path), recorded=recorded,
+                                   may_create=not self.readonly)
         fingerprint = _fingerprint(checked)
         if recorded is None and not self.readonly:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('key_fingerprint', ?)", (fingerprint,))
         elif recorded is not None and recorded != fingerprint:
-            raise CheckpointError(
-                f"{self.path} was sealed with a different key (fingerprint {recorded}) than the one from {source} "
-                f"(fingerprint {fingerprint}); open it with the key it was written with"
-            )
+            raise key_mismatch(str(self.path), recorded, fingerprint, source)
         return checked
 
     def _head(self, run_id: str) -> _Head:
