@@ -32,6 +32,7 @@ from pandas.testing import assert_frame_equal
 
 import agentnb as anb
 from agentnb.events import event_to_json
+from tests.test_values import same  # equality where NaN equals NaN and types must match
 
 S = anb.LoopState
 KEY = "hostile-values-test-key-0123456789"
@@ -103,19 +104,6 @@ VALUES: list[tuple[str, Callable[[], Any], Any]] = [
     ("generator", lambda: (n * n for n in range(4)), [0, 1, 4, 9]),
     ("plain text", lambda: "é ok 😀", "é ok 😀"),
 ]
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equality where NaN equals NaN and types must match exactly."""
-    if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def levels(value: Any) -> int:
