@@ -13,6 +13,7 @@ import pytest
 
 import agentnb as anb
 from agentnb import workshop
+from tests.test_workshop import word_count  # the right answer of notebook 01, shared with the basic checks
 
 ORDERS = workshop.SHOP_ORDERS
 SEEDS = (1, 2, 3, 17, 4242)
@@ -291,7 +292,7 @@ def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
 
-lookup_order = anb.tool(lookup_fn, ) if False else anb.tool(name="lookup_order")(lookup_fn)
+lookup_order = anb.tool(name="lookup_order")(lookup_fn)
 refund = anb.tool(name="refund", risk="write")(refund_fn)
 
 
@@ -390,16 +391,6 @@ def test_wrong_agents_get_fix(name: str) -> None:
 
 
 # -- right answers pass, on many draws -----------------------------------------------------------------------------
-
-
-@anb.tool
-def word_count(text: str) -> int:
-    """Count the words in a text.
-
-    Args:
-        text: The text.
-    """
-    return len(text.split())
 
 
 @anb.tool
