@@ -899,9 +899,9 @@ class Run:
             return "after", existing.call_id  # the same effect runs now for another call of this batch
         return "duplicate", existing
 
-    def _sort(self, calls: list[CallState]) -> tuple[_Outcomes, dict[str, str], dict[str, str], list[_Runnable]]:
+    def _sort(self, calls: list[CallState], batch: dict[str, CallState]
+              ) -> tuple[_Outcomes, dict[str, str], dict[str, str], list[_Runnable]]:
         """Plan every call of a batch: outcomes known now, unknowns, duplicates of a running call, calls to run."""
-        batch = {c.call_id: c for c in calls}
         outcomes: _Outcomes = {}
         unknown: dict[str, str] = {}
         later: dict[str, str] = {}
@@ -929,7 +929,7 @@ class Run:
     def _execute(self, calls: list[CallState]) -> BaseEvent:
         """Run ``calls`` through the ledger and the executor; append their events in the model's order."""
         batch = {c.call_id: c for c in calls}
-        outcomes, unknown, later, runnable = self._sort(calls)
+        outcomes, unknown, later, runnable = self._sort(calls, batch)
         interrupted: BaseException | None = None
         try:
             self._run_all(runnable, outcomes, unknown)
@@ -1043,10 +1043,10 @@ class Run:
                 if slot.future.cancel():
                     outcomes[cid] = (_skipped("the run was interrupted before this call started"), {}, None)
                 elif slot.tool.side_effects:
-                    slot.abandon(self)
+                    slot.abandon()
                     unknown[cid] = "it was still running when the run was interrupted (KeyboardInterrupt)"
                 else:
-                    slot.abandon(self)
+                    slot.abandon()
                     outcomes[cid] = (_interrupted(slot.call), {}, None)
             raise
 
@@ -1069,7 +1069,7 @@ class Run:
         """A call ran past its limit: a read is answered ``timeout``; a write's outcome is unknown."""
         assert slot.limit is not None and slot.started is not None
         self._executor = None  # its thread is still busy: later calls get a fresh pool, so nothing queues behind it
-        slot.abandon(self)
+        slot.abandon()
         what = "the run's deadline" if slot.by_deadline else "its timeout"
         if slot.tool.side_effects:
             unknown[slot.call.call_id] = (f"it was still running when {what} ({slot.limit:g} s) passed; it may still "
@@ -1292,7 +1292,7 @@ class _Slot:
     def on_loop(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
         self.loop, self.task = loop, task
 
-    def abandon(self, run: Run) -> None:
+    def abandon(self) -> None:
         with self.lock:
             self.abandoned = True
 
