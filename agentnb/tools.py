@@ -162,11 +162,7 @@ class Tool:
     def key_for(self, arguments: dict[str, Any]) -> str:
         """The tool's own idempotency key for these arguments (``key_fn``); raises what ``key_fn`` raises."""
         assert self.key_fn is not None
-        try:
-            takes_context = len(inspect.signature(self.key_fn).parameters) >= 2
-        except (TypeError, ValueError):  # a builtin or a C callable: call it with the arguments only
-            takes_context = False
-        key = self.key_fn(arguments, None) if takes_context else self.key_fn(arguments)
+        key = self.key_fn(arguments, None) if _takes_context(self.key_fn) else self.key_fn(arguments)
         if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
             raise TypeError(f"the idempotency key must be a non-empty str, got {key!r}")
         return str(key)
@@ -283,6 +279,15 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<agentnb.Tool {self.name}({', '.join(self._field_names)})>"
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_context(fn: Callable[..., Any]) -> bool:
+    """Whether an idempotency-key function takes ``(arguments, context)`` (read once per function)."""
+    try:
+        return len(inspect.signature(fn).parameters) >= 2
+    except (TypeError, ValueError):  # a builtin or a C callable: call it with the arguments only
+        return False
 
 
 def _build_tool(
