@@ -1,4 +1,4 @@
-"""The sans-IO core: the fold that turns events into a run's state, and the decision of what comes next.
+"""The decision half of the sans-IO core: given a folded :class:`RunState`, what comes next.
 
 Theory of operation. A run *is* its event log. :class:`RunState` is the fold of that log: applying events
 one by one (each checked against the transition table in :mod:`agentnb.states`) rebuilds the conversation,
@@ -19,14 +19,14 @@ serves live runs, replays of saved transcripts and time travel in the debugger (
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from . import binding, guards
-from .events import (
+from .. import binding, guards
+from ..events import (
     ApprovalRequested,
     ApprovalResolved,
     BaseEvent,
@@ -39,414 +39,15 @@ from .events import (
     OutputValidated,
     ResultsBound,
     RunFinished,
-    ToolInfo,
     ToolStarted,
 )
-from .exceptions import InvalidArguments
-from .guards import Budget
-from .messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
-from .output import OutputSpec
-from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
-from .tools import Tool, ToolRegistry, describe_errors
-from .values import MAX_DEPTH
-
-TOO_DEEP = f"the arguments are nested deeper than {MAX_DEPTH} levels"
-
-FINALIZE_PROMPT = (
-    "You have reached the limit of tool calls for this request. Do not call any more tools. "
-    "Answer the original request now, as well as you can, using only the information you already have; "
-    "say plainly what you could not find out."
-)
-"""The instruction sent (as a user turn) for the tools-free finalization call."""
-
-CallStatus = Literal[
-    "unparsed", "parsed", "valid", "awaiting_approval", "approved", "running", "done"
-]
-
-
-@dataclass(slots=True)
-class CallState:
-    """One call of the current turn, as far as the log has taken it."""
-
-    part: ToolCallPart
-    status: CallStatus = "unparsed"
-    arguments: dict[str, Any] | None = None
-    parse_error: str | None = None
-    needs_approval: bool = False
-    approval_id: str | None = None
-    decision: str | None = None
-    result: ToolResultPart | None = None
-    validated: BaseModel | None = None
-    """The validated arguments object (a cache; rebuilt from ``arguments`` when absent)."""
-    kind: str = "approval"
-    """What the pending request asks: ``approval``, ``client_result`` or ``outcome_unknown``."""
-    idempotency_key: str | None = None
-    retry_confirmed: bool = False
-    """A person approved re-running a call whose outcome was unknown."""
-    binding: tuple[str, str, str] | None = None
-    """(request, result, binding) hashes recorded when the tool finished."""
-    expected_request: str | None = None
-    """The request hash computed from trusted state when the call started (a cache; recomputed if absent)."""
-    approval_note: str | None = None
-    """Why a person must decide, when a rule could not say plainly (an approval policy raised)."""
-    output_error: str | None = None
-    """For a call of the output tool whose arguments did not fit: the correction the model will read."""
-    waiver_recorded: bool = False
-    """A loop policy waived the tool's own approval and the ``approval_override`` event is in the log."""
-
-    @property
-    def call_id(self) -> str:
-        """The call's id."""
-        return self.part.call_id
-
-    @property
-    def name(self) -> str:
-        """The tool name the model asked for."""
-        return self.part.name
-
-
-@dataclass(slots=True)
-class RunState:
-    """The fold of a run's events. Apply events in order with :meth:`apply`; read anything off it."""
-
-    run_id: str = ""
-    state: LoopState = S.NEW
-    seq: int = 0
-    """The ``seq`` the next event must have."""
-    turn: int = 0
-    """The number of model requests so far (the current turn's number)."""
-    messages: list[Message] = field(default_factory=list)
-    model: str = ""
-    tools: list[ToolInfo] = field(default_factory=list)
-    tool_names: list[str] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    response: ModelTurn | None = None
-    calls: dict[str, CallState] = field(default_factory=dict)
-    finalizing: bool = False
-    turns_completed: int = 0
-    tool_calls: int = 0
-    """Calls answered so far (executed, rejected or denied)."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    retries: int = 0
-    """Retries of the current request."""
-    text_length: int = 0
-    argument_lengths: dict[int, int] = field(default_factory=dict)
-    guards: list[GuardTripped] = field(default_factory=list)
-    output: str | None = None
-    reason: str | None = None
-    last: BaseEvent | None = None
-    started_at: float | None = None
-    """The run's start (epoch seconds), for the deadline."""
-    now: float | None = None
-    """The clock reading the driver hands the engine before it decides (the engine reads no clock)."""
-    tokens_by_model: dict[str, list[int]] = field(default_factory=dict)
-    """``{model: [input tokens, output tokens]}``, for costs."""
-    tripped: dict[str, str] = field(default_factory=dict)
-    """Guards that ran out and the action in force (``finalize``, ``stop``, ``escalate``, ``note``)."""
-    extensions: dict[str, int] = field(default_factory=dict)
-    """Extra allowances granted by approving an escalation, per guard."""
-    history: list[tuple[str, str]] = field(default_factory=list)
-    """(call signature, result digest) of every result, in order: what repetition detection reads."""
-    seen: set[str] = field(default_factory=set)
-    """Result digests and answer texts seen so far (what counts as new information)."""
-    no_progress: int = 0
-    """Turns in a row that brought no new result and no new text."""
-    repeat_mark: int = 0
-    """History length when repetition last tripped (a new trip needs new repeats after it)."""
-    compressed_turn: int = -1
-    final_output: Any = None
-    """The validated final output (JSON-safe) once an ``OutputValidated`` passed (``output_type`` runs)."""
-    output_ok: bool = False
-    output_attempts: int = 0
-    """Final answers checked against ``output_type`` so far."""
-    tool_choice: Any = None
-    """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
-    output_note: str | None = None
-    """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
-
-    def apply(self, event: BaseEvent) -> None:
-        """Apply one event: check it against the transition table, then fold it in.
-
-        Raises:
-            IllegalTransition: when the event is not allowed in the current state.
-            ValueError: when the event's ``seq`` or ``run_id`` does not continue this run.
-        """
-        if event.seq != self.seq:
-            raise ValueError(f"event seq {event.seq} does not follow seq {self.seq - 1}")
-        if self.run_id and event.run_id != self.run_id:
-            raise ValueError(f"event of run {event.run_id!r} in run {self.run_id!r}")
-        etype = event.type
-        allowed = TRANSITIONS[self.state].get(etype)
-        if allowed is None or event.state not in allowed:
-            check_transition(self.state, etype, event.state)  # raises, naming the state and the event
-        _FOLD[etype](self, event)
-        self.state = event.state
-        self.seq += 1
-        self.last = event
-
-    @classmethod
-    def fold(cls, events: Iterable[BaseEvent]) -> RunState:
-        """The state after applying ``events`` from the start."""
-        rs = cls()
-        for ev in events:
-            rs.apply(ev)
-        return rs
-
-    # -- queries ---------------------------------------------------------------------------------------
-
-    def pending_approvals(self) -> list[CallState]:
-        """Calls waiting for a person, in the model's order."""
-        return [c for c in self.calls.values() if c.status == "awaiting_approval"]
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens so far."""
-        return self.input_tokens + self.output_tokens
-
-
-# -- the fold, one function per event type ------------------------------------------------------------
-
-
-def _f_run_started(rs: RunState, ev: Any) -> None:
-    rs.run_id = ev.run_id
-    rs.messages = list(ev.messages)
-    rs.model = ev.model
-    rs.tools = list(ev.tools)
-    rs.tool_names = [t.name for t in ev.tools]
-    rs.settings = dict(ev.settings)
-    rs.started_at = ev.ts.timestamp()
-
-
-def _f_model_requested(rs: RunState, ev: Any) -> None:
-    rs.output_note = None
-    rs.tool_choice = ev.tool_choice
-    rs.messages.extend(ev.new_messages)
-    for guard in [g for g, action in rs.tripped.items() if action == "note"]:
-        del rs.tripped[guard]  # the note went out with this request
-    rs.turn = ev.turn
-    rs.finalizing = ev.finalize
-    rs.response = None
-    rs.calls = {}
-    rs.retries = 0
-    rs.text_length = 0
-    rs.argument_lengths = {}
-
-
-def _f_text_merged(rs: RunState, ev: Any) -> None:
-    rs.text_length = ev.length
-
-
-def _f_arguments_merged(rs: RunState, ev: Any) -> None:
-    rs.argument_lengths[ev.index] = ev.length
-
-
-def _f_model_retried(rs: RunState, ev: Any) -> None:
-    rs.retries = ev.attempt
-    rs.text_length = 0
-    rs.argument_lengths = {}
-
-
-def _f_turn_completed(rs: RunState, ev: Any) -> None:
-    resp: ModelTurn = ev.response
-    rs.response = resp
-    rs.messages.append(resp.message)
-    rs.turns_completed += 1
-    rs.input_tokens += resp.usage.input_tokens
-    rs.output_tokens += resp.usage.output_tokens
-    used = rs.tokens_by_model.setdefault(resp.model, [0, 0])
-    used[0] += resp.usage.input_tokens
-    used[1] += resp.usage.output_tokens
-    rs.calls = {p.call_id: CallState(part=p) for p in resp.message.tool_calls}
-    text = resp.message.text
-    if text and text not in rs.seen:
-        rs.seen.add(text)
-        rs.no_progress = -1  # this turn brought something new; ResultsBound settles the count
-
-
-def _f_call_parsed(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    c.status = "parsed"
-    c.arguments = ev.arguments
-    c.parse_error = ev.error
-
-
-def _f_call_validated(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    c.status = "valid"
-    c.arguments = ev.arguments
-    c.needs_approval = ev.needs_approval
-    c.approval_note = ev.approval_note
-
-
-def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
-    c.status = "done"
-    c.result = result
-    rs.tool_calls += 1
-
-
-def _f_call_rejected(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    status: ResultStatus = "skipped" if ev.reason == "skipped" else "error"
-    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=status, content=ev.message))
-
-
-def _f_approval_requested(rs: RunState, ev: Any) -> None:
-    if ev.kind == "escalation":  # a guard asks a person, not a call: track it as a pseudo-call
-        rs.calls[ev.call_id] = CallState(
-            part=ToolCallPart(call_id=ev.call_id, name=ev.name, arguments_raw="{}", arguments=ev.arguments),
-            status="parsed", arguments=ev.arguments,
-        )
-    c = rs.calls[ev.call_id]
-    c.status = "awaiting_approval"
-    c.approval_id = ev.approval_id
-    c.kind = ev.kind
-    if ev.idempotency_key:
-        c.idempotency_key = ev.idempotency_key
-
-
-HEADLESS = "headless"
-"""The ``by`` of denials made because no person can answer (``Loop(headless=True)``)."""
-
-
-def denial_text(note: str | None, by: str | None = None) -> str:
-    """What the model reads when its call was denied."""
-    if by == HEADLESS:
-        return f"Denied (headless): {note}" if note else "Denied (headless): nobody is available to approve it."
-    return f"Denied by the user: {note}" if note else "Denied by the user."
-
-
-def _f_approval_resolved(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    if c.status != "awaiting_approval":
-        raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
-    c.decision = ev.decision
-    if c.kind == "escalation":
-        c.status = "done"
-        guard = c.name
-        if ev.decision == "approved":
-            rs.extensions[guard] = rs.extensions.get(guard, 0) + 1
-            rs.tripped.pop(guard, None)
-            if guard in ("repetition", "no_progress"):
-                rs.repeat_mark = len(rs.history)
-        else:
-            rs.tripped[guard] = "finalize"
-        return
-    if ev.decision == "denied":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied",
-                                      content=denial_text(ev.note, ev.by)))
-        return
-    if ev.decision == "submitted":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="ok", content=ev.content or "",
-                                      audit=ev.value))
-        return
-    c.status = "approved"
-    if c.kind == "outcome_unknown":
-        c.retry_confirmed = True
-    if ev.arguments is not None:
-        c.arguments = ev.arguments
-        c.validated = None
-
-
-def _f_tool_started(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    c.status = "running"
-    c.idempotency_key = ev.idempotency_key
-
-
-def _f_tool_finished(rs: RunState, ev: Any) -> None:
-    c = rs.calls.get(ev.call_id)
-    if c is None:
-        raise ValueError(f"a result for call {ev.call_id!r}, which is not a call of this turn")
-    if c.status != "running":
-        raise ValueError(f"a second result for call {ev.call_id!r} (it is {c.status})")
-    c.validated = None
-    if ev.call_binding_sha256:
-        c.binding = (ev.request_sha256, ev.result_sha256, ev.call_binding_sha256)
-    _answer(
-        rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=ev.status, content=ev.content, audit=ev.value)
-    )
-
-
-def _f_results_bound(rs: RunState, ev: Any) -> None:
-    if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
-        return
-    parts = []
-    new = rs.no_progress < 0
-    for cid in ev.call_ids:
-        c = rs.calls[cid]
-        result = c.result
-        if result is None:
-            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
-        parts.append(result)
-        dg = guards.digest(result.content)
-        rs.history.append((guards.signature(c.name, c.arguments, c.part.arguments_raw), dg))
-        if dg not in rs.seen:
-            rs.seen.add(dg)
-            new = True
-    rs.no_progress = 0 if new else max(0, rs.no_progress) + 1
-    rs.messages.append(Message(role="tool", parts=tuple(parts)))
-
-
-def _f_guard_tripped(rs: RunState, ev: Any) -> None:
-    rs.guards.append(ev)
-    if ev.guard == APPROVAL_OVERRIDE:  # a record, not a limit: nothing to tell the model, nothing to stop
-        rs.calls[ev.call_id].waiver_recorded = True
-        return
-    rs.tripped[ev.guard] = ev.action
-    if ev.guard in ("repetition", "no_progress"):
-        rs.repeat_mark = len(rs.history)
-        if ev.guard == "no_progress":
-            rs.no_progress = 0
-
-
-def _f_output_validated(rs: RunState, ev: Any) -> None:
-    rs.output_attempts = ev.attempt
-    if ev.ok:
-        rs.final_output, rs.output_ok = ev.output, True
-    elif ev.call_id is None:  # a text answer: the correction goes out with the next request
-        rs.output_note = output_correction(ev.errors)
-    else:
-        rs.calls[ev.call_id].output_error = output_correction(ev.errors)
-
-
-def output_correction(errors: list[dict[str, Any]]) -> str:
-    """What the model reads when its final answer does not fit the output type."""
-    lines = "\n".join(f"- {e.get('loc') or '(answer)'}: {e.get('msg')}" for e in errors)
-    return f"The final answer does not match the required output schema:\n{lines}\nFix these and answer again."
-
-
-def _f_compression_applied(rs: RunState, ev: Any) -> None:
-    rs.messages = list(ev.messages)
-    rs.compressed_turn = rs.turn
-
-
-def _f_run_finished(rs: RunState, ev: Any) -> None:
-    rs.output = ev.output
-    rs.reason = ev.reason
-
-
-_FOLD: dict[str, Any] = {
-    "RunStarted": _f_run_started,
-    "ModelRequested": _f_model_requested,
-    "TextMerged": _f_text_merged,
-    "ArgumentsMerged": _f_arguments_merged,
-    "ModelRetried": _f_model_retried,
-    "TurnCompleted": _f_turn_completed,
-    "CallParsed": _f_call_parsed,
-    "CallValidated": _f_call_validated,
-    "CallRejected": _f_call_rejected,
-    "ApprovalRequested": _f_approval_requested,
-    "ApprovalResolved": _f_approval_resolved,
-    "ToolStarted": _f_tool_started,
-    "ToolFinished": _f_tool_finished,
-    "ResultsBound": _f_results_bound,
-    "GuardTripped": _f_guard_tripped,
-    "CompressionApplied": _f_compression_applied,
-    "OutputValidated": _f_output_validated,
-    "RunFinished": _f_run_finished,
-}
-
+from ..exceptions import InvalidArguments
+from ..guards import Budget
+from ..messages import Message, ModelTurn
+from ..output import OutputSpec
+from ..states import TERMINAL, LoopState, S
+from ..tools import Tool, ToolRegistry, describe_errors
+from .fold import APPROVAL_OVERRIDE, FINALIZE_PROMPT, HEADLESS, TOO_DEEP, CallState, RunState
 
 # -- actions ------------------------------------------------------------------------------------------
 
@@ -1048,8 +649,6 @@ def _validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     })
 
 
-APPROVAL_OVERRIDE = "approval_override"
-"""The guard name of the event recorded each time a loop policy waives a tool's own approval."""
 
 
 def _ask_policy(policy: Any, c: CallState, rs: RunState, who: str) -> tuple[bool, str | None]:
@@ -1107,6 +706,7 @@ _DECIDE: dict[LoopState, Callable[[RunState, EngineConfig], Action]] = {
 
 
 __all__ = [
-    "Action", "CallState", "Compress", "Done", "Emit", "EngineConfig", "PullModel", "RunState", "RunTool", "Wait",
-    "arguments_digest", "classify", "decide", "prune_step", "request_hash", "verify_bindings",
+    "PAUSE_LIMIT", "TOOL_CHOICES", "Action", "Compress", "Done", "Emit", "EngineConfig", "PullModel", "RunTool", "Wait",
+    "approval_needed", "arguments_digest", "call_key", "check_tool_choice", "classify", "decide", "operation_id",
+    "prune_step", "request_hash", "verify_bindings",
 ]
