@@ -34,6 +34,7 @@ from ._report import Line, Report, describe_exception, reset_hints
 from .capstone import SHOP_ORDERS, check_capstone
 from .exercises import check_budget, check_policy, check_stop_at, check_tool
 from .switch import KEY_VARIABLES, course_model
+from .wire_exercise import check_wire
 
 __all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
            "exercises", "reset_hints"]
@@ -43,6 +44,7 @@ EXERCISES: dict[str, tuple[Callable[..., None], str]] = {
     "stop_at": (check_stop_at, "02 · a breakpoint predicate: stop where the refund call is validated"),
     "policy": (check_policy, "03 · an approval policy: refunds of $50 or more need a person"),
     "budget": (check_budget, "04 · a budget: 4 tool calls, then an answer"),
+    "wire": (check_wire, "05 · read a streamed turn: read_stream(chunks) -> (calls, may_run)"),
     "capstone": (check_capstone, "07 · a support agent: two tools, a policy and a budget"),
 }
 """Every exercise by name: the check and one line on what it asks."""
@@ -53,7 +55,7 @@ def exercises() -> dict[str, str]:
 
     Example:
         >>> sorted(exercises())
-        ['budget', 'capstone', 'policy', 'stop_at', 'tool']
+        ['budget', 'capstone', 'policy', 'stop_at', 'tool', 'wire']
     """
     return {name: text for name, (_, text) in EXERCISES.items()}
 
@@ -67,7 +69,7 @@ def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float 
 
     Args:
         exercise: the exercise name (see :func:`exercises`): ``"tool"``, ``"stop_at"``, ``"policy"``,
-            ``"budget"`` or ``"capstone"``.
+            ``"budget"``, ``"wire"`` or ``"capstone"``.
         *args: what the exercise asks for, e.g. ``check("tool", word_count)``.
         seed: draw the same random inputs as an earlier check (its report names its seed when something failed).
         time_limit: seconds one call of the student's code may take.

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
+from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptStep
 from ..run import Loop, Run
@@ -27,11 +28,24 @@ WORDS = ("kettle", "tea", "Paris", "été", "naïve", "über", "日本", "data",
          "café", "refund", "order", "blue", "espresso", "towel", "shipped", "a", "zebra", "Oslo", "quick")
 
 
+SCENARIO_BUDGET = Budget(max_turns=80, max_repeats=1000, max_no_progress=None)
+"""The budget of a check's own scenarios: room for every case, and no guard that would end them early."""
+
+
 def rng_for(seed: int | None) -> tuple[random.Random, int]:
     """A random generator and its seed: a fresh seed every check unless one is given."""
     if seed is None:
         seed = random.SystemRandom().randrange(1, 10**6)
     return random.Random(seed), seed
+
+
+def sentence(rng: random.Random, n: int, seps: Sequence[str] = (" ",)) -> str:
+    """``n`` random words joined by separators drawn from ``seps``."""
+    words = [rng.choice(WORDS) for _ in range(n)]
+    out = words[0] if words else ""
+    for w in words[1:]:
+        out += rng.choice(seps) + w
+    return out
 
 
 def calls(name: str, *arguments: dict[str, Any], text: str = "") -> dict[str, Any]:

@@ -12,25 +12,25 @@ its inputs at random (a fresh seed each time; ``check(..., seed=n)`` draws the s
   the answer.
 
 The scenarios are offline :class:`~agentnb.ScriptedModel` runs, so checks are fast (a few milliseconds per
-scenario). The capstone (notebook 07) is in :mod:`.capstone`.
+scenario). This module holds the checks of notebooks 01 (a tool) and 02 (a breakpoint predicate); those of 03
+(a policy) and 04 (a budget) are in :mod:`.policy_budget` and re-exported here, the wire exercise of 05 is in
+:mod:`.wire_exercise` and the capstone (07) in :mod:`.capstone`.
 """
 
 from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..events import BaseEvent, GuardTripped
-from ..guards import Budget
-from ..messages import Message
+from ..events import BaseEvent
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop, Run
+from ..run import Loop
 from ..states import LoopState
 from ..stories import create_refund, get_order
-from ..tools import Tool, tool
+from ..tools import Tool
 from ._common import (
+    SCENARIO_BUDGET,
     TIMEOUT_HINTS,
     WORDS,
     Hints,
@@ -40,20 +40,18 @@ from ._common import (
     finished,
     is_placeholder,
     no_result,
-    policy_crash,
     reply,
     safe_run,
+    sentence,
     short,
     shown,
 )
 from ._guard import CheckTimeout, Leash
 from ._report import Report, describe_exception
+from .policy_budget import budget_runs, check_budget, check_policy, money, takes
 
 __all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money",
-           "need_tool", "takes"]
-
-SCENARIO_BUDGET = Budget(max_turns=80, max_repeats=1000, max_no_progress=None)
-"""The budget of a check's own scenarios: room for every case, and no guard that would end them early."""
+           "need_tool", "sentence", "takes"]
 
 
 def need_tool(report: Report, obj: Any, expected: str) -> Tool | None:
@@ -83,14 +81,6 @@ def _signature(t: Tool) -> str:
 
 def _blank(rng: random.Random, lo: int = 1, hi: int = 6) -> str:
     return "".join(rng.choice(" \t\n") for _ in range(rng.randint(lo, hi)))
-
-
-def sentence(rng: random.Random, n: int, seps: Sequence[str] = (" ",)) -> str:
-    words = [rng.choice(WORDS) for _ in range(n)]
-    out = words[0] if words else ""
-    for w in words[1:]:
-        out += rng.choice(seps) + w
-    return out
 
 
 def _texts(rng: random.Random) -> list[tuple[str, list[str]]]:
@@ -384,293 +374,3 @@ def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any
         return
     n = len(runs)
     report.ok(what, "stopped at the validation" + (f" in {n} runs" if n > 1 else "") + ", before any refund")
-
-
-# -- 03: an approval policy -------------------------------------------------------------------------------------
-
-
-def money(cents: int) -> str:
-    """Cents as dollars: ``money(5000) == '$50.00'``."""
-    return f"${cents / 100:,.2f}"
-
-
-def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000, rng: random.Random,
-                 leash: Leash) -> None:
-    """Notebook 03: ``needs_approval(call, state) -> bool``: refunds of ``limit_cents`` or more need a person."""
-    if is_placeholder(policy) or not callable(policy):
-        got = "not written yet" if is_placeholder(policy) else f"got {shown(policy)}"
-        report.fix("a policy", got, "write `def needs_approval(call, state): return ...` returning True or False",
-                   kind="missing")
-        return
-    if not takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state"):
-        return
-    lim = limit_cents
-
-    def order() -> str:  # a fresh order id for every case: a rule about one order cannot pass
-        return str(rng.randint(100, 99_999))
-
-    groups: list[tuple[str, str, list[tuple[str, dict[str, Any]]], bool]] = [
-        ("reads", "every read goes through", [("get_order", {"order_id": order()}) for _ in range(3)], False),
-        ("small", f"small refunds go through (under {money(lim)})",
-         [("create_refund", {"order_id": order(), "amount_cents": a})
-          for a in (1, rng.randint(2, lim // 2), rng.randint(lim // 2, lim - 2))], False),
-        ("below", f"just below the limit ({money(lim - 1)}) goes through",
-         [("create_refund", {"order_id": order(), "amount_cents": lim - 1})], False),
-        ("at", f"exactly the limit ({money(lim)}) waits", [("create_refund", {"order_id": order(),
-                                                                                "amount_cents": lim})], True),
-        ("above", f"just above the limit ({money(lim + 1)}) waits",
-         [("create_refund", {"order_id": order(), "amount_cents": lim + 1})], True),
-        ("big", "big refunds wait", [("create_refund", {"order_id": order(), "amount_cents": a})
-                                     for a in (rng.randint(lim + 2, 10 * lim), rng.randint(10 * lim, 100 * lim))],
-         True),
-        ("far", "refunds far beyond the limit wait",
-         [("create_refund", {"order_id": order(), "amount_cents": rng.randint(10**6, 10**9)})], True),
-    ]
-    seen: list[tuple[tuple[Any, ...], Any]] = []
-    wrapped = leash.wrap(policy, seen)
-    outcome: dict[str, list[tuple[dict[str, Any], bool, Any]]] = {}
-    for key, _, cases, _ in groups:
-        for name, args in cases:
-            loop = Loop(model=ScriptedModel([calls(name, args), reply]), tools=[get_order, create_refund],
-                        approval=wrapped, override_tool_approval=True, headless=False)
-            run = loop.start("Help with this order").run()
-            if leash.timed_out:
-                report.fix("your policy answers in time", f"asked about {name}({args}), it did not finish",
-                           TIMEOUT_HINTS, kind="timeout")
-                return
-            crash = policy_crash(run)
-            if crash is not None:
-                detail, hints, kind = no_result(run, [get_order, create_refund])
-                report.fix(f"a {name} call", f"{detail} (asked about {name}({args}))", hints, kind=kind)
-                return
-            raw = seen[-1][1] if seen else None
-            outcome.setdefault(key, []).append((args, run.state is LoopState.WAITING_APPROVAL, raw))
-    paused = {k: [p for _, p, _ in v] for k, v in outcome.items()}
-    everything = all(all(v) for v in paused.values())
-    n_cases = sum(len(v) for v in paused.values())
-    if everything or not any(any(v) for v in paused.values()):  # the same answer for every call: no line passes
-        raws = [raw for v in outcome.values() for _, _, raw in v if raw is not None and not isinstance(raw, bool)]
-        if everything:
-            hints, kind = _policy_hints("reads", paused, True, lim)
-            detail = f"all {n_cases} calls waited for a person, lookups and refunds of any amount"
-        else:
-            hints, kind = (("your policy never says yes: which calls must wait for a person?",
-                            f"refunds of {money(lim)} or more must wait: look at which tool is called and at the "
-                            "amount in its arguments"), "pauses-none")
-            far = outcome["far"][0][0]["amount_cents"]
-            detail = f"none of the {n_cases} calls waited, not even a refund of {money(far)}"
-        if raws:
-            detail += f" (your policy returned {shown(raws[0])})"
-            hints, kind = (("a policy answers a yes/no question: what does your function return?",
-                            "any non-zero number or non-empty text counts as 'yes, ask a person'; return a "
-                            "comparison"), "type")
-        report.fix("it tells calls apart", detail, hints, kind=kind)
-        return
-    for key, what, _, should in groups:
-        wrong = [(args, p, raw) for args, p, raw in outcome[key] if p != should]
-        if not wrong:
-            n = len(outcome[key])
-            report.ok(what, f"{n} case{'s' if n > 1 else ''}")
-            continue
-        args, p, raw = wrong[0]
-        subject = "a lookup" if key == "reads" else f"a refund of {money(args['amount_cents'])}"
-        detail = f"{subject} {'waited for a person' if p else 'went through without a person'}"
-        if raw is not None and not isinstance(raw, bool):
-            report.fix(what, f"{detail}: your policy returned {shown(raw)}",
-                       ("a policy answers a yes/no question: what does your function return?",
-                        "any non-zero number or non-empty text counts as 'yes, ask a person'; return a comparison"),
-                       kind="type")
-            continue
-        hints, kind = _policy_hints(key, paused, everything, lim)
-        report.fix(what, detail, hints, kind=kind)
-
-
-def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim: int) -> tuple[Hints, str]:
-    limit_text = money(lim)
-    if everything:
-        return (("it pauses every call, even a lookup: which calls move money?",
-                 "the call says which tool is asked for; only the refund tool moves money, and only some refunds "
-                 "need a person"), "pauses-all")
-    if key == "reads":
-        return (("a lookup changes nothing: why would it need a person?",
-                 "the policy is asked about every call of every tool; look at which tool a call is for"),
-                "pauses-read")
-    small_paused = any(paused["small"]) or any(paused["below"])
-    big_through = not all(paused["big"] + paused["far"])
-    if small_paused and big_through:
-        return (("small refunds wait and big ones go through: your comparison points the wrong way",
-                 f"read your rule aloud: it should be true for {lim}, {lim + 1} and 1,000,000 cents and false for "
-                 f"{lim - 1}"), "threshold-direction")
-    if key in ("small", "below"):
-        return ((f"a refund under {limit_text} waited: where does your rule start?",
-                 f"amounts are in cents: {limit_text} is {lim} cents, and {lim - 1} cents must go through"),
-                "threshold-low")
-    if key == "at" and all(paused["above"]):
-        return ((f"look at the exact boundary: a refund of exactly {limit_text} must wait",
-                 f"'{limit_text} or more' includes {limit_text} itself: which comparison includes the limit?"),
-                "off-by-one")
-    if key in ("big", "far") and all(paused["at"] + paused["above"]):
-        return (("a very big refund went through: does your rule stop somewhere?",
-                 "the rule has no upper end: every amount at or above the limit waits, however big"), "upper-bound")
-    return ((f"a refund of {limit_text} or more went through: your limit is higher than {limit_text}",
-             f"find the smallest amount your rule stops, and compare it with {lim} cents"), "threshold-high")
-
-
-def takes(fn: Callable[..., Any], n: int, report: Report, what: str, shape: str, args: str) -> bool:
-    """True when ``fn`` can be called with ``n`` positional arguments; a FIX line (kind ``arity``) otherwise."""
-    try:
-        inspect.signature(fn).bind(*([None] * n))
-    except TypeError as exc:
-        report.fix(what, f"it cannot be called with {n} arguments ({exc})",
-                   (f"agentnb calls it with {n} arguments: {args}",
-                    f"write it as `{shape}: ...`, even if it does not use every argument"), kind="arity")
-        return False
-    except ValueError:  # a builtin without a signature: try it
-        pass
-    return True
-
-
-# -- 04: a budget ---------------------------------------------------------------------------------------------
-
-
-def _fetch_page_fn(n: int) -> str:
-    """Fetch page n of the search results.
-
-    Args:
-        n: The page number.
-    """
-    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(10))
-
-
-_fetch_page = tool(name="fetch_page")(_fetch_page_fn)
-
-
-def _usage(rng: random.Random, scale: int) -> dict[str, int]:
-    return {"input_tokens": rng.randint(scale, 4 * scale), "output_tokens": rng.randint(scale // 10 + 1, scale)}
-
-
-def _fetcher(rng: random.Random, per_turn: int, scale: int) -> ScriptStep:
-    """A model that fetches page after page (``per_turn`` at a time) and answers only when made to finalize."""
-
-    def step(messages: Sequence[Message]) -> dict[str, Any]:
-        done = sum(len(m.tool_results) for m in messages if m.role == "tool")
-        if messages[-1].role == "user" and done:  # the loop's finalization instruction
-            return {"text": f"From the {done} pages I read: enough to answer.", "usage": _usage(rng, scale)}
-        pages = [{"n": done + i + 1} for i in range(per_turn)]
-        return {**calls("fetch_page", *pages), "usage": _usage(rng, scale)}
-
-    return step
-
-
-def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> list[ScriptStep]:
-    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself."""
-    out: list[ScriptStep] = []
-    page = 0
-    for k in shape:
-        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": _usage(rng, scale)})
-        page += k
-    out.append({"text": answer, "usage": _usage(rng, scale)})
-    return out
-
-
-def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, rng: random.Random,
-                 leash: Leash) -> None:
-    """Notebook 04: a Budget that lets the model make ``calls_allowed`` tool calls, then asks for an answer."""
-    del leash  # a Budget is data: nothing of the student's runs
-    if is_placeholder(budget):
-        report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`", kind="missing")
-        return
-    if not isinstance(budget, Budget):
-        report.fix("a budget", f"got {shown(budget)}",
-                   ("a budget is an object agentnb reads: which class makes one?",
-                    "make it with anb.Budget(...), with the limits as keyword arguments"), kind="type")
-        return
-    report.ok("it is a Budget")
-    budget_runs(report, budget, calls_allowed, rng, "")
-
-
-def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who: str,
-                 tools: Sequence[Tool] | None = None, endless: Callable[[int, int], ScriptStep] | None = None,
-                 finishing: Callable[[list[int], str, int], list[ScriptStep]] | None = None,
-                 exact: bool = True, loop_options: dict[str, Any] | None = None) -> None:
-    """The budget's properties: endless models stop after ``n`` calls with an answer; a task within it finishes."""
-    tools = list(tools or [_fetch_page])
-    endless = endless or (lambda per, scale: _fetcher(rng, per, scale))
-    finishing = finishing or (lambda shape, answer, scale: _finisher(rng, shape, answer, scale))
-    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000)]  # tokens per turn: a short and a long context
-    for per, what in ((1, f"{who}a model that never stops calling"), (2, f"{who}a model that calls two at a time")):
-        scale = rng.choice(scales)
-        model = ScriptedModel([endless(per, scale)] * 60)
-        run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})),
-                       "Find everything")
-        if run is None:
-            continue
-        got = run.view.tool_calls
-        trip = _trip(run)
-        ok_count = got == n if exact else (n // 2 <= got <= n)
-        if run.state is LoopState.COMPLETED and ok_count and trip is not None:
-            report.ok(what, f"stopped after {_calls_text(got)}, with an answer")
-        else:
-            _budget_fix(report, what, run, got, n, trip, per)
-    k = n - 1 if exact else max(2, n // 2)
-    shape = [1] * k if rng.random() < 0.5 else ([2] + [1] * (k - 2) if k >= 2 else [1])
-    answer = f"Done: {sentence(rng, rng.randint(3, 8))}."
-    what = f"{who}a task that needs {k} calls"
-    model = ScriptedModel(finishing(shape, answer, rng.choice(scales)))
-    run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})), "Find it")
-    if run is None:
-        return
-    trip = _trip(run)
-    # a tool's own error is not the budget's doing (the capstone's tools are the student's); a cut result, a
-    # timeout or a skipped call is
-    bad = [e for e in finished(run) if e.status in ("timeout", "skipped") or e.truncated]
-    if run.state is LoopState.COMPLETED and run.output == answer and trip is None and not bad:
-        report.ok(what, f"the model made its {k} calls and answered by itself")
-    elif bad:
-        e = bad[0]
-        why = f"a result was cut to fit ({e.truncated} characters removed)" if e.truncated else \
-            f"a call ended {e.status}: {short(e.content, 60)}"
-        report.fix(what, why, ("the budget limits more than calls: which of its limits touched a result?",
-                               "max_result_chars cuts results and tool_timeout / deadline_s end calls; leave them at "
-                               "their defaults for this exercise"), kind="other-limit")
-    else:
-        _budget_fix(report, what, run, run.view.tool_calls, k, trip, 1, finishing=True)
-
-
-def _trip(run: Run) -> GuardTripped | None:
-    """The first budget or guard that ran out (an approval waiver is recorded as a GuardTripped too: not that)."""
-    return next((e for e in run.events if isinstance(e, GuardTripped) and e.guard != "approval_override"), None)
-
-
-def _calls_text(n: int) -> str:
-    return f"{n} call{'' if n == 1 else 's'}"
-
-
-def _budget_fix(report: Report, what: str, run: Run, got: int, n: int, trip: GuardTripped | None, per: int,
-                finishing: bool = False) -> None:
-    guard = trip.guard if trip is not None else None
-    if run.state is LoopState.BUDGET_EXHAUSTED and trip is not None and trip.action == "stop":
-        report.fix(what, f"it ended BUDGET_EXHAUSTED after {_calls_text(got)}, with no answer",
-                   ("when the budget runs out, the run can stop, ask a person, or ask the model for an answer: which "
-                    "one did you choose?", "on_exhausted='stop' ends with no answer; 'finalize' makes one more call, "
-                    "without tools, asking the model to answer from what it has"), kind="stops")
-    elif run.state is LoopState.WAITING_APPROVAL:
-        report.fix(what, f"it waits for a person after {_calls_text(got)}",
-                   ("nobody is there to approve more calls: what else can the run do when the budget runs out?",
-                    "on_exhausted='escalate' asks a person; 'finalize' asks the model for an answer"), kind="escalates")
-    elif finishing or (run.state is LoopState.BUDGET_EXHAUSTED and got == 0):
-        report.fix(what, f"the {guard or 'budget'} limit ran out after {_calls_text(got)}, before the model could "
-                   "answer by itself", ("your budget is too tight: which limit ran out?",
-                              f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not "
-                              "turns, tokens or dollars"), kind="too-tight")
-    elif got < n:
-        report.fix(what, f"it stopped after {_calls_text(got)} (the {guard or '?'} limit ran out); {n} are allowed",
-                   (f"your budget is too tight: it must let the model make {n} calls",
-                    f"{trip.message if trip else ''}: the exercise limits the number of tool calls, not turns, tokens "
-                    "or dollars"), kind="too-tight")
-    else:
-        hints: Hints = (f"your budget lets the model make {got} calls: at most {n} are allowed",
-                        "which limit counts tool calls? max_turns counts model turns, and one turn can ask for several "
-                        "calls" if per > 1 or guard == "max_turns" else "which limit counts tool calls?")
-        report.fix(what, f"it let the model make {_calls_text(got)}" + (f" ({per} per turn)" if per > 1 else ""), hints,
-                   kind="too-loose")
