@@ -78,14 +78,14 @@ def test_right_answers_pass(exercise: str, args: tuple[Any, ...], kwargs: dict[s
 
 
 def test_every_exercise_is_listed() -> None:
-    assert set(workshop.exercises()) == {"tool", "stop_at", "policy", "budget", "capstone"}
+    assert set(workshop.exercises()) == {"tool", "stop_at", "policy", "budget", "wire", "capstone"}
 
 
 # -- wrong answers get a FIX line, never a traceback ------------------------------------------------------
 
 
 def test_unwritten_answers() -> None:
-    for exercise in ("tool", "stop_at", "policy", "budget", "capstone"):
+    for exercise in ("tool", "stop_at", "policy", "budget", "wire", "capstone"):
         report = workshop.check(exercise)
         assert not report.passed
         assert "not written yet" in str(report) or "pass them as a list" in str(report)

@@ -4,6 +4,7 @@ right diagnosis), and the right answers that must PASS, on several random draws 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections.abc import Callable
@@ -444,4 +445,105 @@ RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 def test_right_answers_pass_every_draw(exercise: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     for seed in [*SEEDS, *random.sample(range(10**6), 5)]:
         report = workshop.check(exercise, *args, seed=seed, **kwargs)
+        assert report.passed, f"seed {seed}:\n{report}"
+
+
+# -- 05 · read_stream(chunks) -> (calls, may_run) -------------------------------------------------------------
+
+from tests.test_workshop_wire import read_stream  # noqa: E402 - the right answer, shared with the exercise's tests
+
+
+def _reader(*, key: str = "index", first_fragment: bool = True, keep_id: bool = True, one: bool = False,
+            per_delta: bool = False, last_call: bool = False, first_choice: bool = False, none_safe: bool = True,
+            parse: bool = False, order: str = "index",
+            may: Callable[[str | None, dict[int, Any], bool], Any] | None = None) -> Callable[[list[Any]], Any]:
+    """A reader with one mistake switched on (the defaults make the right answer)."""
+
+    def read(chunks: list[Any]) -> Any:
+        calls: dict[Any, dict[str, Any]] = {}
+        finish, refused = None, False
+        for chunk in chunks:
+            for choice in chunk["choices"][:1] if not first_choice else [chunk["choices"][0]]:
+                delta = choice.get("delta") or {}
+                refused = refused or bool(delta.get("refusal"))
+                for d in (delta.get("tool_calls") or []) if none_safe else delta.get("tool_calls", []):
+                    fn = d.get("function") or {}
+                    if one:
+                        k: Any = 0
+                    elif per_delta:
+                        k = len(calls)
+                    elif last_call:
+                        k = len(calls) if d.get("id") else max(calls)
+                    else:
+                        k = d[key]
+                    call = calls.setdefault(k, {"id": None, "name": None, "arguments": ""})
+                    call["id"] = d.get("id") if not keep_id else (d.get("id") or call["id"])
+                    call["name"] = fn.get("name") if not keep_id else (fn.get("name") or call["name"])
+                    if d.get("id") and not first_fragment:
+                        continue
+                    call["arguments"] += fn.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+        out = [calls[k] for k in sorted(calls)] if order == "index" else sorted(calls.values(), key=lambda c: c["id"])
+        if parse:
+            out = [{**c, "arguments": json.loads(c["arguments"])} for c in out]
+        ok = (may or (lambda f, cs, r: f in ("tool_calls", "stop") and not r and bool(cs)))(finish, calls, refused)
+        return out, ok
+
+    return read
+
+
+def _all_parse(chunks: list[Any]) -> Any:
+    calls, _ = read_stream(chunks)
+    try:
+        for c in calls:
+            json.loads(c["arguments"])
+    except ValueError:
+        return calls, False
+    return calls, True
+
+
+def _endless_reader(chunks: list[Any]) -> Any:
+    while True:
+        pass
+
+
+WIRE_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "merges by id": (_reader(key="id"), "by-id"),
+    "adds each fragment to the last call": (_reader(last_call=True), "by-index"),
+    "one call for everything": (_reader(one=True), "one-call"),
+    "a new call per delta": (_reader(per_delta=True), "split"),
+    "skips the first delta's fragment": (_reader(first_fragment=False), "first-fragment"),
+    "later deltas overwrite the id with None": (_reader(keep_id=False), "id-lost"),
+    "chunk['choices'][0]": (_reader(first_choice=True), "empty-choices"),
+    "delta.get('tool_calls', []) (None in the SDK's form)": (_reader(none_safe=False), "none-fields"),
+    "parses the arguments": (_reader(parse=True), "type"),
+    "sorted by id": (_reader(order="id"), "order"),
+    "may_run = there are calls": (_reader(may=lambda f, cs, r: bool(cs)), "cut"),
+    "may_run = a finish_reason came": (_reader(may=lambda f, cs, r: f is not None and bool(cs)), "cut"),
+    "may_run = finish is not 'length'": (_reader(may=lambda f, cs, r: f != "length" and bool(cs)), "no-finish"),
+    "may_run = finish is 'tool_calls'": (_reader(may=lambda f, cs, r: f == "tool_calls"), "stop-calls"),
+    "may_run = every call parses": (_all_parse, "no-calls"),
+    "may_run is the finish_reason": (_reader(may=lambda f, cs, r: f), "type"),
+    "the starter ([], False)": (lambda chunks: ([], False), "lost"),
+    "two parameters": (lambda chunks, tools: read_stream(chunks), "arity"),
+    "returns only the calls": (lambda chunks: read_stream(chunks)[0], "shape"),
+    "an endless loop": (_endless_reader, "timeout"),
+    "None": (None, "missing"),
+}
+
+
+@pytest.mark.parametrize("name", list(WIRE_MUTANTS))
+def test_wrong_stream_readers_get_fix(name: str) -> None:
+    answer, kind = WIRE_MUTANTS[name]
+    for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
+        report = workshop.check("wire", answer, seed=seed, time_limit=0.3)
+        assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
+        if kind is not None:
+            assert kind in report.kinds, f"{name}: expected a {kind!r} diagnosis, got {report.kinds}:\n{report}"
+        assert "Traceback" not in str(report)
+
+
+def test_the_right_stream_reader_passes_every_draw() -> None:
+    for seed in [*SEEDS, *random.sample(range(10**6), 20)]:
+        report = workshop.check("wire", read_stream, seed=seed)
         assert report.passed, f"seed {seed}:\n{report}"

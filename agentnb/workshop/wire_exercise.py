@@ -212,8 +212,8 @@ def make_streams(rng: random.Random) -> list[Stream]:
     out += [b(rng, "the SDK's form (chunk.model_dump(): fields not sent are None)", n_calls=rng.randint(2, 3), sdk=True,
               usage=rng.random() < 0.5, text=rng.choice(("", "Let me look.")), kind="sdk")]
     out += [b(rng, "a usage chunk last (choices: [])", n_calls=rng.randint(1, 3), usage=True, kind="usage")]
-    out += [b(rng, "fragments of several calls interleaved: each joins the call of its index", n_calls=rng.randint(2, 4),
-              interleave=True, lo=1, hi=6, kind="interleave")]
+    out += [b(rng, "fragments of several calls interleaved: each joins the call of its index",
+              n_calls=rng.randint(2, 4), interleave=True, lo=1, hi=6, kind="interleave")]
     out += [b(rng, "a max-tokens cut inside the arguments: nothing may run", n_calls=k, finish="length", cut=True,
               usage=rng.random() < 0.5, sdk=rng.random() < 0.5, kind="cut") for k in (1, rng.randint(2, 3))]
     out += [b(rng, "a stream that stopped before its finish_reason: nothing may run", n_calls=rng.randint(1, 3),
