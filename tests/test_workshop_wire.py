@@ -1,9 +1,12 @@
 """The wire exercise of notebook 05: its generated streams are real Chat Completions streams (agentnb's parser,
-the openai SDK and the emulator agree with the expected answers), and its report on a right answer."""
+the openai SDK and the emulator agree with the expected answers), and the solution handed out passes."""
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -16,24 +19,18 @@ from agentnb.engine import classify
 from agentnb.providers import openai_chat
 from agentnb.workshop.wire_exercise import make_streams
 
+SOLUTION = Path(__file__).parent.parent / "notebooks" / "solutions" / "05_the_wire.ipynb"
 
-def read_stream(chunks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
-    """The solution of notebook 05 (the same as in notebooks/solutions/05_the_wire.ipynb)."""
-    calls: dict[int, dict[str, Any]] = {}
-    finish, refused = None, False
-    for chunk in chunks:
-        for choice in chunk["choices"]:
-            delta = choice.get("delta") or {}
-            refused = refused or bool(delta.get("refusal"))
-            for d in delta.get("tool_calls") or []:
-                call = calls.setdefault(d["index"], {"id": None, "name": None, "arguments": ""})
-                fn = d.get("function") or {}
-                call["id"] = d.get("id") or call["id"]
-                call["name"] = fn.get("name") or call["name"]
-                call["arguments"] += fn.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-    may_run = finish in ("tool_calls", "stop") and not refused and len(calls) > 0
-    return [calls[i] for i in sorted(calls)], may_run
+
+def _solution() -> Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]], bool]]:
+    """The solution cell of notebooks/solutions/05_the_wire.ipynb, so the tests check what students are given."""
+    cell = next(c for c in json.loads(SOLUTION.read_text())["cells"] if c.get("id") == "s05-solution")
+    namespace: dict[str, Any] = {}
+    exec("".join(cell["source"]), namespace)  # noqa: S102 - the project's own notebook
+    return namespace["read_stream"]  # type: ignore[no-any-return]
+
+
+read_stream = _solution()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 99, 12345])
