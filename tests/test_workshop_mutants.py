@@ -502,6 +502,20 @@ def _all_parse(chunks: list[Any]) -> Any:
     return calls, True
 
 
+def _every_delta_has_calls(chunks: list[Any]) -> Any:
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            for d in choice["delta"]["tool_calls"] or []:
+                call = calls.setdefault(d["index"], {"id": None, "name": None, "arguments": ""})
+                call["id"] = d.get("id") or call["id"]
+                call["name"] = (d.get("function") or {}).get("name") or call["name"]
+                call["arguments"] += (d.get("function") or {}).get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return [calls[i] for i in sorted(calls)], finish in ("tool_calls", "stop") and bool(calls)
+
+
 def _endless_reader(chunks: list[Any]) -> Any:
     while True:
         pass
@@ -527,6 +541,7 @@ WIRE_MUTANTS: dict[str, tuple[Any, str | None]] = {
     "the starter ([], False)": (lambda chunks: ([], False), "lost"),
     "two parameters": (lambda chunks, tools: read_stream(chunks), "arity"),
     "returns only the calls": (lambda chunks: read_stream(chunks)[0], "shape"),
+    "delta['tool_calls'] on every delta": (_every_delta_has_calls, "missing-field"),
     "an endless loop": (_endless_reader, "timeout"),
     "None": (None, "missing"),
 }

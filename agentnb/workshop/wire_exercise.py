@@ -250,7 +250,7 @@ def _crash(exc: BaseException, stream: Stream) -> tuple[str, Hints, str]:
     if isinstance(exc, KeyError) and str(exc).strip("'") in ("tool_calls", "content", "delta", "refusal"):
         return (f"it raised {text}",
                 ("not every delta has every field: a text delta has no tool_calls, the last one is empty",
-                 "read optional fields with delta.get('tool_calls') or [] "), "missing-field")
+                 "read optional fields with delta.get('tool_calls') or []"), "missing-field")
     if isinstance(exc, TypeError) and "NoneType" in str(exc):
         return (f"it raised {text}",
                 ("in the SDK's form a field that was not sent is there, with the value None",
