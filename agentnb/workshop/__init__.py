@@ -32,8 +32,13 @@ from ._common import rng_for
 from ._guard import LIMIT_S, CheckTimeout, Leash
 from ._report import Line, Report, describe_exception, reset_hints
 from .capstone import SHOP_ORDERS, check_capstone
+from .cost import check_cost
+from .errors import check_errors
 from .exercises import check_budget, check_policy, check_stop_at, check_tool
+from .injection import check_injection
+from .mcp_tools import check_mcp
 from .switch import KEY_VARIABLES, course_model
+from .typed_output import check_output
 
 __all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
            "exercises", "reset_hints"]
@@ -44,6 +49,11 @@ EXERCISES: dict[str, tuple[Callable[..., None], str]] = {
     "policy": (check_policy, "03 · an approval policy: refunds of $50 or more need a person"),
     "budget": (check_budget, "04 · a budget: 4 tool calls, then an answer"),
     "capstone": (check_capstone, "07 · a support agent: two tools, a policy and a budget"),
+    "output": (check_output, "09 · an output type: a Ticket the run validates, wrong ones sent back"),
+    "mcp": (check_mcp, "10 · read_only(server): only the tools of an MCP server that cannot change anything"),
+    "errors": (check_errors, "11 · a tool whose mistakes are error results the model can act on: find_table"),
+    "injection": (check_injection, "12 · a policy: sends outside example-shop.com wait for a person"),
+    "cost": (check_cost, "13 · a budget in dollars: stop a gpt-4.1-mini run at $0.02, then answer"),
 }
 """Every exercise by name: the check and one line on what it asks."""
 
