@@ -63,7 +63,7 @@ def exercises() -> dict[str, str]:
 
     Example:
         >>> sorted(exercises())
-        ['budget', 'capstone', 'policy', 'stop_at', 'tool']
+        ['budget', 'capstone', 'cost', 'errors', 'injection', 'mcp', 'output', 'policy', 'stop_at', 'tool']
     """
     return {name: text for name, (_, text) in EXERCISES.items()}
 
@@ -77,7 +77,7 @@ def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float 
 
     Args:
         exercise: the exercise name (see :func:`exercises`): ``"tool"``, ``"stop_at"``, ``"policy"``,
-            ``"budget"`` or ``"capstone"``.
+            ``"budget"``, ``"capstone"``, ``"output"``, ``"mcp"``, ``"errors"``, ``"injection"`` or ``"cost"``.
         *args: what the exercise asks for, e.g. ``check("tool", word_count)``.
         seed: draw the same random inputs as an earlier check (its report names its seed when something failed).
         time_limit: seconds one call of the student's code may take.
