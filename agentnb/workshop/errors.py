@@ -120,7 +120,8 @@ def _shape(report: Report, t: Tool) -> bool:
                    kind="description")
     undocumented = [k for k in ("party", "day") if not props[k].get("description")]
     if undocumented:
-        report.fix("its arguments are described", f"{', '.join(undocumented)} has no description",
+        report.fix("its arguments are described", f"{' and '.join(undocumented)} "
+                   f"{'has' if len(undocumented) == 1 else 'have'} no description",
                    ("the model also reads a description of each argument: where do those come from?",
                     "add an `Args:` section to the docstring, one line per argument, with what is allowed"),
                    kind="args-doc")

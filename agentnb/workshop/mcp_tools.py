@@ -13,6 +13,7 @@ calls every tool kept (each must answer ``ok``) and one tool left out (it must b
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from typing import Any
@@ -42,7 +43,12 @@ def check_mcp(report: Report, read_only: Any = None, *, rng: random.Random, leas
     if not takes(read_only, 1, report, "a function", "def read_only(server)", "the MCP server"):
         return
     seed = rng.randint(1, 10**6)
-    server = MCPServer.stdio(sys.executable, ["-m", "agentnb.workshop.mcp_shop", str(seed)], name="shop")
+    # the server must import this very agentnb (a checkout, a worktree), and the MCP SDK starts it with a bare
+    # environment: hand it the folder this package was imported from
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    server = MCPServer.stdio(sys.executable, ["-m", "agentnb.workshop.mcp_shop", str(seed)], name="shop",
+                             env={"PYTHONPATH": path})
     try:
         try:
             everything = server.tools()  # connect and list before the student's code runs: that is not timed
