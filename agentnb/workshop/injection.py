@@ -187,7 +187,16 @@ def check_injection(report: Report, policy: Any = None, *, rng: random.Random, l
                        kind="type")
             continue
         hints, kind = _hints(key, name, paused)
+        if not p and not any(q for (n, _), q, _ in (x for v in outcome.values() for x in v) if n == name):
+            hints, kind = _one_tool(name)  # this tool's calls never wait, to any destination
         report.fix(what, short(detail, 160), hints, kind=kind)
+
+
+def _one_tool(name: str) -> tuple[Hints, str]:
+    other = "an email" if name == "http_post" else "a POST"
+    return ((f"no {'POST' if name == 'http_post' else 'email'} ever waited, whatever its destination: how many "
+             "tools send data?", f"both send_email (its `to`) and http_post (its `url`) send data out of the shop; "
+             f"your policy only looks at {other}"), "one-tool")
 
 
 def _hints(key: str, name: str, paused: dict[str, list[bool]]) -> tuple[Hints, str]:
@@ -206,9 +215,6 @@ def _hints(key: str, name: str, paused: dict[str, list[bool]]) -> tuple[Hints, s
     if key == "case":
         return (("domain names ignore letter case: EXAMPLE-SHOP.COM is the shop",
                  "lower-case the domain before you compare it"), "case")
-    if key == "foreign" and name == "http_post" and paused["foreign"][0]:
-        return (("an email to a stranger waited, but a POST did not: how many tools send data?",
-                 "both send_email (its `to`) and http_post (its `url`) send data out of the shop"), "one-tool")
     if key == "foreign":
         return (("a send to a domain you never heard of went through: what does your rule look for?",
                  "a list of bad domains cannot know the next attacker's; allow the shop's domain and make "
