@@ -141,6 +141,8 @@ def test_every_mcp_draw_has_traps_for_names() -> None:
         tools = draw(seed)
         kinds = {k for _, k in tools}
         assert kinds == {"read", "write", "destructive", "unannotated"}
+        assert len(tools) == 7 and sum(k == "read" for _, k in tools) == 3  # a passing report reads the same
+        assert len({n for n, _ in tools}) == 7
         assert any(k == "read" and not sounds_like_read(n) for n, k in tools)  # a read that sounds like a write
         assert any(k != "read" and sounds_like_read(n) for n, k in tools)  # a write that sounds like a read
 
