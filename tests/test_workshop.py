@@ -78,7 +78,8 @@ def test_right_answers_pass(exercise: str, args: tuple[Any, ...], kwargs: dict[s
 
 
 def test_every_exercise_is_listed() -> None:
-    assert set(workshop.exercises()) == {"tool", "stop_at", "policy", "budget", "wire", "capstone"}
+    assert set(workshop.exercises()) == {"tool", "stop_at", "policy", "budget", "wire", "capstone",
+                                         "output", "mcp", "errors", "injection", "cost"}
 
 
 # -- wrong answers get a FIX line, never a traceback ------------------------------------------------------

@@ -32,9 +32,14 @@ from ._common import rng_for
 from ._guard import LIMIT_S, CheckTimeout, Leash
 from ._report import Line, Report, describe_exception, reset_hints
 from .capstone import SHOP_ORDERS, check_capstone
+from .cost import check_cost
+from .errors import check_errors
 from .exercises import check_budget, check_policy, check_stop_at, check_tool
+from .injection import check_injection
+from .mcp_tools import check_mcp
 from .switch import KEY_VARIABLES, course_model
 from .wire_exercise import check_wire
+from .typed_output import check_output
 
 __all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
            "exercises", "reset_hints"]
@@ -46,6 +51,11 @@ EXERCISES: dict[str, tuple[Callable[..., None], str]] = {
     "budget": (check_budget, "04 · a budget: 4 tool calls, then an answer"),
     "wire": (check_wire, "05 · read a streamed turn: read_stream(chunks) -> (calls, may_run)"),
     "capstone": (check_capstone, "07 · a support agent: two tools, a policy and a budget"),
+    "output": (check_output, "09 · an output type: a Ticket the run validates, wrong ones sent back"),
+    "mcp": (check_mcp, "10 · read_only(server): only the tools of an MCP server that cannot change anything"),
+    "errors": (check_errors, "11 · a tool whose mistakes are error results the model can act on: find_table"),
+    "injection": (check_injection, "12 · a policy: sends outside example-shop.com wait for a person"),
+    "cost": (check_cost, "13 · a budget in dollars: stop a gpt-4.1-mini run at $0.02, then answer"),
 }
 """Every exercise by name: the check and one line on what it asks."""
 
@@ -55,7 +65,7 @@ def exercises() -> dict[str, str]:
 
     Example:
         >>> sorted(exercises())
-        ['budget', 'capstone', 'policy', 'stop_at', 'tool', 'wire']
+        ['budget', 'capstone', 'cost', 'errors', 'injection', 'mcp', 'output', 'policy', 'stop_at', 'tool', 'wire']
     """
     return {name: text for name, (_, text) in EXERCISES.items()}
 
@@ -69,7 +79,8 @@ def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float 
 
     Args:
         exercise: the exercise name (see :func:`exercises`): ``"tool"``, ``"stop_at"``, ``"policy"``,
-            ``"budget"``, ``"wire"`` or ``"capstone"``.
+            ``"budget"``, ``"wire"``, ``"capstone"``, ``"output"``, ``"mcp"``, ``"errors"``, ``"injection"`` or
+            ``"cost"``.
         *args: what the exercise asks for, e.g. ``check("tool", word_count)``.
         seed: draw the same random inputs as an earlier check (its report names its seed when something failed).
         time_limit: seconds one call of the student's code may take.

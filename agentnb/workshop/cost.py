@@ -1,0 +1,241 @@
+"""Notebook 13's exercise: a budget in dollars, ``Budget(max_cost=..., prices=...)``, that ends a run with an answer.
+
+Theory of operation. A cost limit is only as good as its prices: a price filed under another model name, or
+given per token instead of per million tokens, or with input and output swapped, turns the limit off or moves
+it without a word. So the check does not read the student's numbers and compare them with the right ones; it
+plays models whose token usage is drawn at random every check, computes what each turn really costs at the
+published prices, and looks at *when* the run stopped:
+
+- a model that never stops, its context growing (mostly input tokens): the run must stop at the first turn
+  whose running cost reaches the limit, no earlier and no later, and then answer (``finalize``);
+- a model that writes a lot (mostly output tokens, where swapped prices cost half as much): the same;
+- a short task that costs less than the limit must finish by itself, untouched.
+
+Only once the behaviour is wrong does the check look at the budget to say *why* (a wrong model name, prices per
+token, swapped prices, cents for dollars, another limit that ran out first), in graduated hints.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from ..events import GuardTripped, TurnCompleted
+from ..guards import Budget
+from ..messages import Message
+from ..providers.scripted import ScriptedModel, ScriptStep
+from ..run import Loop, Run
+from ..states import LoopState
+from ..tools import tool
+from ._common import Hints, calls, is_placeholder, safe_run, shown
+from ._guard import Leash
+from ._report import Report
+
+__all__ = ["COST_LIMIT", "COST_MODEL", "COST_PRICES", "check_cost"]
+
+COST_MODEL = "gpt-4.1-mini"
+"""The model the exercise's runs use (the name ``usage`` is reported under, as the provider names it)."""
+COST_PRICES = (0.40, 1.60)
+"""Its published prices: US dollars per million input tokens, per million output tokens."""
+COST_LIMIT = 0.02
+"""What a run may spend, in US dollars."""
+
+
+def _search_fn(page: int) -> str:
+    """Read one page of the search results.
+
+    Args:
+        page: The page number, from 1.
+    """
+    return f"page {page}: " + "; ".join(f"result {page}.{i}" for i in range(5))
+
+
+_search = tool(name="search")(_search_fn)
+
+
+def dollars(usage: tuple[int, int], prices: Sequence[float] = COST_PRICES) -> float:
+    """What one turn's ``(input tokens, output tokens)`` cost at ``prices`` (dollars per million tokens)."""
+    return usage[0] * prices[0] / 1e6 + usage[1] * prices[1] / 1e6
+
+
+def _reading(rng: random.Random) -> tuple[int, int]:
+    """A turn of a model reading a long context: 2 to 9 turns reach the limit."""
+    return rng.randint(7_000, 20_000), rng.randint(50, 400)
+
+
+def _writing(rng: random.Random) -> tuple[int, int]:
+    """A turn of a model writing a lot (input a quarter of output): swapped prices count it at less than half."""
+    out = rng.randint(3_700, 5_300)
+    return out // 4 + rng.randint(0, 50), out
+
+
+def _endless(usages: list[tuple[int, int]]) -> ScriptStep:
+    """A model that reads page after page with the given usage per turn, and answers only when made to."""
+
+    def step(messages: Sequence[Message]) -> dict[str, Any]:
+        turn = sum(1 for m in messages if m.role == "assistant")
+        tin, tout = usages[min(turn, len(usages) - 1)]
+        usage = {"input_tokens": tin, "output_tokens": tout}
+        done = sum(len(m.tool_results) for m in messages if m.role == "tool")
+        if messages[-1].role == "user" and done:  # the loop's finalization instruction
+            return {"text": f"From the {done} pages I read: here is the answer.", "usage": usage}
+        return {**calls("search", {"page": done + 1}), "usage": usage}
+
+    return step
+
+
+def _first_over(usages: list[tuple[int, int]], limit: float) -> int:
+    """The number of turns after which the running cost first reaches ``limit``."""
+    spent = 0.0
+    for k, u in enumerate(usages, 1):
+        spent = round(spent + dollars(u), 6)
+        if spent >= limit:
+            return k
+    return len(usages) + 1
+
+
+def _turns_before_trip(run: Run) -> tuple[GuardTripped | None, int]:
+    turns = 0
+    for e in run.events:
+        if isinstance(e, TurnCompleted):
+            turns += 1
+        elif isinstance(e, GuardTripped) and e.guard != "approval_override":
+            return e, turns
+    return None, turns
+
+
+def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash: Leash) -> None:
+    """Notebook 13: a Budget that stops a ``gpt-4.1-mini`` run once it has spent $0.02, then asks for an answer."""
+    del leash  # a Budget is data: nothing of the student's runs
+    if is_placeholder(budget):
+        report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`", kind="missing")
+        return
+    if not isinstance(budget, Budget):
+        report.fix("a budget", f"got {shown(budget)}",
+                   ("a budget is an object agentnb reads: which class makes one?",
+                    "make it with anb.Budget(...), with the limits as keyword arguments"), kind="type")
+        return
+    report.ok("it is a Budget")
+    scenarios = [
+        ("a model that reads long pages and never stops", [_reading(rng) for _ in range(40)]),
+        ("a model that writes a lot and never stops", [_writing(rng) for _ in range(40)]),
+    ]
+    for what, usages in scenarios:
+        model = ScriptedModel([_endless(usages)] * 45, name=COST_MODEL)
+        run = safe_run(report, what, Loop(model=model, tools=[_search], budget=budget), "Find everything")
+        if run is None:
+            continue
+        expected = _first_over(usages, COST_LIMIT)
+        trip, turns = _turns_before_trip(run)
+        if trip is not None and trip.guard == "max_cost" and turns == expected and run.state is LoopState.COMPLETED:
+            report.ok(what, f"stopped at the first turn that reached ${COST_LIMIT:.2f}, then answered")
+            continue
+        _fix(report, what, budget, run, trip, turns, expected, usages)
+    _cheap_task(report, budget, rng)
+
+
+def _cheap_task(report: Report, budget: Budget, rng: random.Random) -> None:
+    what = f"a task that costs less than ${COST_LIMIT:.2f} finishes by itself"
+    n = rng.randint(2, 4)
+    share = rng.uniform(0.3, 0.8) * COST_LIMIT / (n + 1)  # the whole task: 30 to 80 % of the limit
+    tin = int(share / (COST_PRICES[0] + COST_PRICES[1] / 10) * 1e6)
+    usage = {"input_tokens": tin, "output_tokens": tin // 10}
+    answer = f"Found it on page {n}."
+    script: list[ScriptStep] = [{**calls("search", {"page": i + 1}), "usage": usage} for i in range(n)]
+    script.append({"text": answer, "usage": usage})
+    run = safe_run(report, what, Loop(model=ScriptedModel(script, name=COST_MODEL), tools=[_search], budget=budget),
+                   "Find it")
+    if run is None:
+        return
+    trip, _ = _turns_before_trip(run)
+    if run.state is LoopState.COMPLETED and run.output == answer and trip is None:
+        report.ok(what, "it made its calls and answered, untouched")
+        return
+    spent = dollars((tin, tin // 10)) * (n + 1)
+    if trip is not None and trip.guard == "max_cost":
+        hints, kind = _why(budget, early=True)
+        report.fix(what, f"the cost limit stopped a task that costs ${spent:.4f} in all", hints, kind=kind)
+    elif trip is not None:
+        report.fix(what, f"the {trip.guard} limit stopped it ({trip.message})",
+                   ("another limit of your budget ran out: which ones did you set?",
+                    "this exercise limits dollars only: leave the other limits at their defaults"),
+                   kind="wrong-limit")
+    else:
+        report.fix(what, f"it ended {run.state.value}: {run.reason}", ("read the run's events to see where it stopped",
+                                                                        "anb.Debugger(run) shows every step"),
+                   kind="no-result")
+
+
+def _fix(report: Report, what: str, budget: Budget, run: Run, trip: GuardTripped | None, turns: int,
+         expected: int, usages: list[tuple[int, int]]) -> None:
+    spent = sum(dollars(u) for u in usages[:turns])
+    if trip is not None and trip.guard == "max_cost" and turns == expected:  # right moment, wrong ending
+        if run.state is LoopState.WAITING_APPROVAL:
+            hints: Hints = ("nobody is there to approve more spending: what else can the run do at the limit?",
+                            "on_exhausted='escalate' asks a person; 'finalize' asks the model for an answer")
+            report.fix(what, "it stopped at the limit but waits for a person", hints, kind="escalates")
+        else:
+            report.fix(what, f"it stopped at the limit but ended {run.state.value}, with no answer",
+                       ("when the budget runs out the run can stop, ask a person, or ask the model for an answer: "
+                        "which one did you choose?", "on_exhausted='stop' ends with no answer; 'finalize' makes one "
+                        "more call, without tools, asking for an answer from what the model has"), kind="stops")
+        return
+    if trip is None or trip.guard != "max_cost":
+        ran = f"the {trip.guard} limit ran out" if trip is not None else f"it ended {run.state.value}"
+        detail = f"{ran} after {turns} turns and ${spent:.4f}; the cost limit never stopped it"
+        if trip is not None and trip.guard != "max_turns" and budget.max_cost is not None \
+                and _first_over(usages, budget.max_cost) > turns and COST_MODEL in budget.prices:
+            report.fix(what, detail, ("another limit of your budget ran out first: which ones did you set?",
+                                      "this exercise limits dollars only: leave turns, calls and tokens at their "
+                                      "defaults"), kind="wrong-limit")
+            return
+        hints, kind = _why(budget, early=False)
+        report.fix(what, detail, hints, kind=kind)
+        return
+    early = turns < expected
+    detail = (f"the cost limit stopped it {'early' if early else 'late'}: after {turns} turns (${spent:.4f} spent at "
+              f"the published prices); ${COST_LIMIT:.2f} was reached after turn {expected}")
+    hints, kind = _why(budget, early=early)
+    report.fix(what, detail, hints, kind=kind)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 + 1e-6 * abs(b)
+
+
+def _why(budget: Budget, *, early: bool) -> tuple[Hints, str]:
+    """Why a budget's cost limit is off: read from the budget, once its behaviour showed that it is."""
+    if budget.max_cost is None:
+        return (("which limit of a Budget counts dollars?",
+                 "max_cost is in US dollars, and it needs prices to turn tokens into dollars"), "no-cost-limit")
+    if not budget.prices:
+        return (("max_cost alone cannot know what a token costs: what else does the budget need?",
+                 "prices= maps a model name to (dollars per million input tokens, dollars per million output "
+                 "tokens); without a price for the model, max_cost is silently off"), "no-prices")
+    if COST_MODEL not in budget.prices:
+        return ((f"your prices are filed under {', '.join(map(repr, budget.prices))}: is that the model the run uses?",
+                 f"a price is looked up by the model name the provider reports ({COST_MODEL!r}, the RunStarted event "
+                 "shows it after the provider); under any other name max_cost is silently off"), "price-name")
+    price = tuple(float(p) for p in budget.prices[COST_MODEL])
+    if len(price) == 2 and _close(price[0], COST_PRICES[0] / 1e6) and _close(price[1], COST_PRICES[1] / 1e6):
+        return (("your prices are a million times too small: in what unit are they?",
+                 "prices are US dollars per million tokens, as providers publish them: $0.40 per million is 0.40"),
+                "per-token")
+    if len(price) == 2 and _close(price[0], COST_PRICES[1]) and _close(price[1], COST_PRICES[0]):
+        return (("look at the order of the two prices",
+                 "the pair is (input price, output price); output tokens cost more"), "prices-swapped")
+    if len(price) != 2 or not (_close(price[0], COST_PRICES[0]) and _close(price[1], COST_PRICES[1])):
+        return (("compare your prices with the ones in the exercise, one by one",
+                 "(dollars per million input tokens, dollars per million output tokens)"), "prices")
+    if _close(budget.max_cost, COST_LIMIT * 100):
+        return (("your limit is a hundred times too big: in what unit is max_cost?",
+                 "max_cost is in dollars: 2 cents is 0.02"), "cents")
+    if early:
+        return ((f"your limit is lower than ${COST_LIMIT:.2f}", "compare max_cost with the exercise's limit"),
+                "limit-low")
+    if budget.max_cost > COST_LIMIT:
+        return ((f"your limit is higher than ${COST_LIMIT:.2f}", "compare max_cost with the exercise's limit"),
+                "limit-high")
+    return (("another limit of your budget ran out first: which ones did you set?",
+             "this exercise limits dollars only: leave turns, calls and tokens at their defaults"), "wrong-limit")

@@ -1,0 +1,373 @@
+"""The mutation test of the checks of notebooks 09-13: known-wrong answers that must all get FIX (with the right
+diagnosis) on several random draws, and right answers that must PASS on every draw.
+
+The MCP check (10) starts a real MCP server in a subprocess for every check, so its mutants run on two draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import pydantic
+import pytest
+
+import agentnb as anb
+from agentnb import workshop
+from agentnb.workshop.mcp_shop import draw, sounds_like_read
+
+SEEDS = (1, 2, 3, 17, 4242)
+
+
+def assert_fix(exercise: str, answer: Any, kind: str | tuple[str, ...] | None, seeds: tuple[int, ...] = SEEDS,
+               time_limit: float = 0.5) -> None:
+    """``kind``: the diagnosis expected, or several of which one must be given (a draw decides which shows)."""
+    kinds = (kind,) if isinstance(kind, str) else kind
+    for seed in seeds:
+        report = workshop.check(exercise, answer, seed=seed, time_limit=time_limit)
+        assert not report.passed, f"passed with seed {seed}:\n{report}"
+        if kinds is not None:
+            assert set(kinds) & set(report.kinds), f"expected a {kinds} diagnosis, got {report.kinds}:\n{report}"
+        assert "Traceback" not in str(report)
+
+
+# -- 09 · an output type ------------------------------------------------------------------------------------------
+
+Category = Literal["refund", "delivery", "other"]
+
+
+class Ticket(pydantic.BaseModel):
+    order_id: str
+    category: Category
+    priority: int = pydantic.Field(ge=1, le=5)
+    summary: str
+
+
+def ticket(**changes: Any) -> Any:
+    """The right Ticket with some fields changed: ``field=(type, default or MISSING)``, or ``field=None`` to drop it."""
+    notes: dict[str, Any] = {"order_id": str, "category": Category, "priority": int, "summary": str}
+    defaults: dict[str, Any] = {"priority": pydantic.Field(ge=1, le=5)}
+    for name, change in changes.items():
+        defaults.pop(name, None)
+        if change is None:
+            notes.pop(name)
+            continue
+        notes[name], default = change
+        if default is not dataclasses.MISSING:
+            defaults[name] = default
+    return type("Ticket", (pydantic.BaseModel,), {"__annotations__": notes, **defaults})
+
+
+NO = dataclasses.MISSING
+
+OUTPUT_MUTANTS: dict[str, tuple[Any, str]] = {
+    "not written": (None, "missing"),
+    "priority without bounds": (ticket(priority=(int, NO)), "accepts-low"),
+    "priority from 0": (ticket(priority=(int, pydantic.Field(ge=0, le=5))), "accepts-low"),
+    "priority up to 6": (ticket(priority=(int, pydantic.Field(ge=1, le=6))), "accepts-high"),
+    "priority with a lower bound only": (ticket(priority=(int, pydantic.Field(ge=1))), "accepts-high"),
+    "gt instead of ge": (ticket(priority=(int, pydantic.Field(gt=1, le=5))), "boundary"),
+    "lt instead of le": (ticket(priority=(int, pydantic.Field(ge=1, lt=5))), "boundary"),
+    "a float priority": (ticket(priority=(float, pydantic.Field(ge=1, le=5))), "fraction"),
+    "a priority as text": (ticket(priority=(str, NO)), "rejects-good"),
+    "any category": (ticket(category=(str, NO)), "category"),
+    "two categories": (ticket(category=(Literal["refund", "delivery"], NO)), "category-missing"),
+    "an int order id": (ticket(order_id=(int, NO)), "order-type"),
+    "an optional order id": (ticket(order_id=(str | None, None)), "optional"),
+    "an optional summary": (ticket(summary=(str, "")), "optional"),
+    "no summary": (ticket(summary=None), "fields"),
+    "a ticket, not the type": (Ticket(order_id="42", category="other", priority=1, summary="x"), "not-a-type"),
+    "a dict": ({"order_id": "str"}, "not-a-type"),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_MUTANTS))
+def test_wrong_output_types_get_fix(name: str) -> None:
+    assert_fix("output", *OUTPUT_MUTANTS[name])
+
+
+@dataclasses.dataclass
+class TicketData:
+    order_id: str
+    category: Category
+    priority: Annotated[int, pydantic.Field(ge=1, le=5)]
+    summary: str
+
+
+# -- 10 · read-only tools of an MCP server ------------------------------------------------------------------------
+
+
+def _no_server() -> list[Any]:
+    return []
+
+
+def _spin(server: Any) -> list[Any]:
+    while True:
+        pass
+
+
+MCP_MUTANTS: dict[str, tuple[Any, str | tuple[str, ...] | None]] = {
+    "not written": (None, "missing"),
+    "every tool": (lambda s: s.tools(), ("unannotated", "by-name", "includes-write")),
+    "all but the dangerous ones": (lambda s: [t for t in s.tools() if t.risk != "dangerous"], "includes-write"),
+    "the demo shop's names": (lambda s: s.tools(include=["lookup_order", "list_orders"]), "crash"),
+    "by the name's first word": (lambda s: [t for t in s.tools() if sounds_like_read(t.name)], "by-name"),
+    "names instead of tools": (lambda s: [t.name for t in s.tools() if t.risk == "read"], "names"),
+    "the server itself": (lambda s: s, "type"),
+    "without the words that write": (lambda s: [t for t in s.tools() if not any(
+        w in t.name for w in ("refund", "cancel", "delete", "set", "update", "add", "assign", "clear"))],
+        ("by-name", "unannotated")),
+    "no readOnlyHint=false": (lambda s: [t for t in s.tools() if t.annotations.get("readOnlyHint") is not False],
+                              "unannotated"),
+    "the first three": (lambda s: s.tools()[:3], None),
+    "no argument": (_no_server, "arity"),
+    "an endless loop": (_spin, "timeout"),
+}
+
+
+@pytest.mark.parametrize("name", list(MCP_MUTANTS))
+def test_wrong_mcp_tool_lists_get_fix(name: str) -> None:
+    answer, kind = MCP_MUTANTS[name]
+    assert_fix("mcp", answer, kind, seeds=SEEDS[:1] if kind in ("timeout", "missing", "arity") else SEEDS[:2],
+               time_limit=1.0)
+
+
+def test_every_mcp_draw_has_traps_for_names() -> None:
+    for seed in range(50):
+        tools = draw(seed)
+        kinds = {k for _, k in tools}
+        assert kinds == {"read", "write", "destructive", "unannotated"}
+        assert len(tools) == 7 and sum(k == "read" for _, k in tools) == 3  # a passing report reads the same
+        assert len({n for n, _ in tools}) == 7
+        assert any(k == "read" and not sounds_like_read(n) for n, k in tools)  # a read that sounds like a write
+        assert any(k != "read" and sounds_like_read(n) for n, k in tools)  # a write that sounds like a read
+
+
+# -- 11 · error design --------------------------------------------------------------------------------------------
+
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+DOC = """Find a free table for a party on a day of the week.
+
+Args:
+    party: How many people, from 1 to 8.
+    day: A day of the week, e.g. "Friday".
+"""
+
+
+def finder(body: Callable[[int, str], Any], **options: Any) -> anb.Tool:
+    def find_table(party: int, day: str) -> Any:
+        return body(party, day)
+
+    find_table.__doc__ = DOC
+    return anb.tool(**options)(find_table) if options else anb.tool(find_table)
+
+
+def right_table(party: int, day: str) -> dict[str, Any]:
+    if not 1 <= party <= 8:
+        raise ValueError(f"party must be from 1 to 8 people, got {party}; for more, call the restaurant")
+    if day.lower() not in DAYS:
+        raise ValueError(f"day must be a day of the week ({', '.join(DAYS)}), got {day!r}")
+    return {"party": party, "day": day, "time": "19:30"}
+
+
+def _returns_text(party: int, day: str) -> Any:
+    return "Error: parties are 1 to 8 people" if not 1 <= party <= 8 else right_table(party, day)
+
+
+def _raise_vague(party: int, day: str) -> Any:
+    if not 1 <= party <= 8 or day.lower() not in DAYS:
+        raise ValueError("invalid input")
+    return right_table(party, day)
+
+
+def _case_sensitive(party: int, day: str) -> Any:
+    if day not in DAYS:
+        raise ValueError(f"day must be one of {', '.join(DAYS)}")
+    return right_table(party, day)
+
+
+def _nine(party: int, day: str) -> Any:
+    if not 1 <= party <= 9:
+        raise ValueError("party must be from 1 to 9")
+    return {"party": party, "day": day}
+
+
+def _seven(party: int, day: str) -> Any:
+    if not 1 <= party < 8:
+        raise ValueError("party must be from 1 to 8")
+    return right_table(party, day)
+
+
+def _spin_table(party: int, day: str) -> Any:
+    while True:
+        pass
+
+
+@anb.tool
+def int_day(party: int, day: int) -> str:
+    """Find a free table.
+
+    Args:
+        party: How many people.
+        day: The day.
+    """
+    return "ok"
+
+
+@anb.tool
+def undocumented(party: int, day: str) -> Any:
+    return right_table(party, day)
+
+
+ERROR_MUTANTS: dict[str, tuple[Any, str]] = {
+    "not written": (None, "missing"),
+    "returns the error as text": (finder(_returns_text), "returned-error"),
+    "returns an error dict": (finder(lambda p, d: {"error": "party must be 1 to 8"} if not 1 <= p <= 8
+                                     else right_table(p, d)), "returned-error"),
+    "checks nothing": (finder(lambda p, d: {"party": p, "day": d}), "accepts-big"),
+    "allows 9": (finder(_nine), "accepts-big"),
+    "refuses 8": (finder(_seven), "boundary"),
+    "a vague message": (finder(_raise_vague), "vague"),
+    "case-sensitive days": (finder(_case_sensitive), "case"),
+    "no check of the day": (finder(lambda p, d: right_table(p, "monday") and {"party": p, "day": d}),
+                            "accepts-day"),
+    "a constant": (finder(lambda p, d: "Table found"), "confirmation"),
+    "an endless loop": (finder(_spin_table), "timeout"),
+    "declared approval=True": (finder(right_table, approval=True), "paused"),
+    "a day as a number": (int_day, "type"),
+    "no docstring": (undocumented, "description"),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_MUTANTS))
+def test_wrong_error_designs_get_fix(name: str) -> None:
+    answer, kind = ERROR_MUTANTS[name]
+    assert_fix("errors", answer, kind, seeds=SEEDS[:2] if kind == "timeout" else SEEDS)
+
+
+@anb.tool
+def find_table_by_schema(party: Annotated[int, pydantic.Field(ge=1, le=8)], day: str) -> dict[str, Any]:
+    """Find a free table for a party on a day of the week.
+
+    Args:
+        party: How many people, from 1 to 8.
+        day: A day of the week, e.g. "Friday".
+    """
+    if day.lower() not in DAYS:
+        raise ValueError(f"no such day {day!r}: use one of {', '.join(DAYS)}")
+    return {"party": party, "day": day}
+
+
+# -- 12 · a policy against prompt injection -----------------------------------------------------------------------
+
+SHOP = "example-shop.com"
+
+
+def host(call: Any) -> str | None:
+    args = call.arguments or {}
+    if call.name == "send_email":
+        return str(args.get("to", "")).rsplit("@", 1)[-1].lower()
+    if call.name == "http_post":
+        return (urlsplit(str(args.get("url", ""))).hostname or "").lower()
+    return None
+
+
+def needs_approval(call: Any, state: Any) -> bool:
+    h = host(call)
+    return h is not None and not (h == SHOP or h.endswith("." + SHOP))
+
+
+INJECTION_MUTANTS: dict[str, tuple[Any, str]] = {
+    "not written": (None, "missing"),
+    "pauses everything": (lambda c, s: True, "pauses-all"),
+    "pauses nothing": (lambda c, s: False, "pauses-none"),
+    "the shop's name anywhere in the arguments": (lambda c, s: c.name != "fetch_page" and SHOP not in str(c.arguments),
+                                                  "lookalike"),
+    "a suffix without the dot": (lambda c, s: host(c) is not None and not str(host(c)).endswith(SHOP), "lookalike"),
+    "a block list": (lambda c, s: "attacker" in str(c.arguments) or "evil" in str(c.arguments), None),
+    "reads `to` of every call": (lambda c, s: not c.arguments["to"].endswith("@" + SHOP), "crash"),
+    "the exact domain only": (lambda c, s: host(c) is not None and host(c) != SHOP, "subdomain"),
+    "case-sensitive": (lambda c, s: c.name != "fetch_page" and not (
+        (c.arguments.get("to") or urlsplit(c.arguments.get("url", "")).hostname or "").rsplit("@", 1)[-1] == SHOP
+        or (c.arguments.get("to") or urlsplit(c.arguments.get("url", "")).hostname or "").endswith("." + SHOP)),
+                       "case"),
+    "emails only": (lambda c, s: c.name == "send_email" and needs_approval(c, s), "one-tool"),
+    "every send": (lambda c, s: c.name != "fetch_page", "pauses-own"),
+    "a URL prefix": (lambda c, s: c.name == "http_post" and not c.arguments["url"].lower().startswith(
+        ("https://" + SHOP, "http://" + SHOP)) or c.name == "send_email" and needs_approval(c, s), "mention"),
+    "returns the host": (lambda c, s: host(c) or "", "type"),
+    "one argument": (lambda call: True, "arity"),
+}
+
+
+@pytest.mark.parametrize("name", list(INJECTION_MUTANTS))
+def test_wrong_injection_policies_get_fix(name: str) -> None:
+    assert_fix("injection", *INJECTION_MUTANTS[name])
+
+
+# -- 13 · a budget in dollars -------------------------------------------------------------------------------------
+
+PRICES = {"gpt-4.1-mini": (0.40, 1.60)}
+
+COST_MUTANTS: dict[str, tuple[Any, str]] = {
+    "not written": (None, "missing"),
+    "a dict, not a Budget": ({"max_cost": 0.02}, "type"),
+    "prices per token": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini": (0.40e-6, 1.60e-6)}), "per-token"),
+    "prices under another model": (anb.Budget(max_cost=0.02, prices={"gpt-4o-mini": (0.40, 1.60)}), "price-name"),
+    "prices under the provider's prefix": (anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini": (0.40, 1.60)}),
+                                           "price-name"),
+    "swapped prices": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini": (1.60, 0.40)}), "prices-swapped"),
+    "cents for dollars": (anb.Budget(max_cost=2, prices=PRICES), "cents"),
+    "max_cost=0": (anb.Budget(max_cost=0, prices=PRICES), "limit-low"),
+    "a limit ten times too high": (anb.Budget(max_cost=0.2, prices=PRICES), "limit-high"),
+    "no prices": (anb.Budget(max_cost=0.02), "no-prices"),
+    "tokens instead of dollars": (anb.Budget(max_total_tokens=50_000), "no-cost-limit"),
+    "no limit": (anb.Budget(), "no-cost-limit"),
+    "stops with no answer": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="stop"), "stops"),
+    "asks a person": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="escalate"), "escalates"),
+    "a call limit too": (anb.Budget(max_cost=0.02, prices=PRICES, max_tool_calls=2), "wrong-limit"),
+}
+
+
+@pytest.mark.parametrize("name", list(COST_MUTANTS))
+def test_wrong_cost_budgets_get_fix(name: str) -> None:
+    assert_fix("cost", *COST_MUTANTS[name])
+
+
+# -- right answers pass, on many draws ----------------------------------------------------------------------------
+
+RIGHT: list[tuple[str, Any, int]] = [
+    ("output", Ticket, 10),
+    ("output", TicketData, 10),
+    ("errors", finder(right_table), 10),
+    ("errors", find_table_by_schema, 10),
+    ("injection", needs_approval, 10),
+    ("cost", anb.Budget(max_cost=0.02, prices=PRICES), 10),
+    ("cost", anb.Budget(max_cost=0.02, prices={**PRICES, "gpt-4o": (2.5, 10.0)}, on_exhausted="finalize"), 10),
+    ("mcp", lambda server: [t for t in server.tools() if t.risk == "read"], 3),
+]
+
+
+@pytest.mark.parametrize(("exercise", "answer", "draws"), RIGHT)
+def test_right_answers_pass_every_draw(exercise: str, answer: Any, draws: int) -> None:
+    for seed in [*SEEDS, *random.sample(range(10**6), 5)][:draws]:
+        report = workshop.check(exercise, answer, seed=seed)
+        assert report.passed, f"seed {seed}:\n{report}"
+
+
+def test_a_passing_report_reads_the_same_on_every_draw() -> None:
+    """The solutions notebook compares the passing reports as text, so nothing random may show in them."""
+    for exercise, answer, _ in RIGHT[:-1]:
+        texts = {str(workshop.check(exercise, answer, seed=s)) for s in SEEDS}
+        assert len(texts) == 1, texts
+
+
+def test_an_endless_mcp_answer_costs_one_time_limit() -> None:
+    started = time.monotonic()
+    report = workshop.check("mcp", _spin, seed=5, time_limit=0.5)
+    assert "did not finish within 0.5 s" in str(report)
+    assert time.monotonic() - started < 30  # the server's start, plus one time limit
