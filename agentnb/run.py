@@ -484,7 +484,8 @@ class Run:
         allowed = TRANSITIONS[rs.state].get(event.type)
         if allowed is None or state not in allowed:  # an illegal event is refused before it is stored
             check_transition(rs.state, event.type, state)
-        if not self._leases.fresh():
+        lease = self._leases.lease  # inline LeaseKeeper.fresh(): this runs for every event
+        if lease is None or lease.expires - time.time() <= self._leases.half:
             self._leases.hold(rs.seq)
         self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
         rs.apply(event)

@@ -27,7 +27,7 @@ from ..exceptions import InvalidArguments
 from ..states import LoopState, S
 from ..tools import describe_errors
 from .actions import Emit, EngineConfig, ToolSpec
-from .build import HEAD, finished
+from .build import UNSTAMPED, finished
 from .fold import APPROVAL_OVERRIDE, HEADLESS, TOO_DEEP, CallState, RunState
 
 
@@ -107,13 +107,15 @@ def parse(c: CallState, position: int) -> Emit:
             error = TOO_DEEP
         except ValueError as exc:
             error = str(exc)
-    return Emit(CallParsed(**HEAD, state=S.VALIDATING, call_id=c.call_id, name=c.name, index=position,
+    return Emit(CallParsed(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                           state=S.VALIDATING, call_id=c.call_id, name=c.name, index=position,
                            arguments=c.part.arguments, error=error))
 
 
 def _rejected(c: CallState, reason: Any, message: str, errors: list[dict[str, Any]] | None = None,
               state: LoopState = S.VALIDATING) -> Emit:
-    return Emit(CallRejected(**HEAD, state=state, call_id=c.call_id, name=c.name, reason=reason, message=message,
+    return Emit(CallRejected(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                             state=state, call_id=c.call_id, name=c.name, reason=reason, message=message,
                              errors=errors or []))
 
 
@@ -133,7 +135,8 @@ def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     ok, value, errors = spec.check(c.arguments)
     if not ok and attempt > spec.retries:
         return output_failed(attempt, errors)
-    return Emit(OutputValidated(**HEAD, state=S.VALIDATING, ok=ok, call_id=c.call_id, output=value, errors=errors,
+    return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                state=S.VALIDATING, ok=ok, call_id=c.call_id, output=value, errors=errors,
                                 attempt=attempt))
 
 
@@ -186,12 +189,14 @@ def validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     needs, note, waived = approval_needed(tool, cfg, c, rs)
     if waived and not c.waiver_recorded:
         return Emit(GuardTripped(
-            **HEAD, state=S.VALIDATING, guard=APPROVAL_OVERRIDE, limit=0.0, value=1.0, action="note",
+            seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+            state=S.VALIDATING, guard=APPROVAL_OVERRIDE, limit=0.0, value=1.0, action="note",
             call_id=c.call_id,
             message=(f"the loop's approval policy waived the approval that tool {c.name!r} requires "
                      f"(risk {tool.risk!r}) for call {c.call_id!r} (override_tool_approval=True)"),
         ))
-    return Emit(CallValidated(**HEAD, state=S.VALIDATING, call_id=c.call_id, name=c.name, arguments=arguments,
+    return Emit(CallValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                              state=S.VALIDATING, call_id=c.call_id, name=c.name, arguments=arguments,
                               needs_approval=needs, approval_note=note, idempotency_key=key), validated)
 
 
@@ -235,7 +240,8 @@ def ask(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
     assert c.arguments is not None
     tool = cfg.registry.get(c.name)
     return Emit(ApprovalRequested(
-        **HEAD, state=S.WAITING_APPROVAL, approval_id=f"apr_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"apr_{rs.run_id}_{c.call_id}", call_id=c.call_id,
         name=c.name, arguments=c.arguments, arguments_digest=arguments_digest(c.name, c.arguments),
         risk=tool.risk if tool else "read", kind="client_result" if tool is not None and tool.client else "approval",
         ttl_s=cfg.approval_ttl, note=c.approval_note,
@@ -245,7 +251,8 @@ def ask(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
 def start(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
     """Start a call: its idempotency key and the request hash its result will be bound to."""
     key = call_key(rs, cfg, c)
-    return Emit(ToolStarted(**HEAD, state=S.EXECUTING, call_id=c.call_id, name=c.name, idempotency_key=key,
+    return Emit(ToolStarted(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                            state=S.EXECUTING, call_id=c.call_id, name=c.name, idempotency_key=key,
                             request_sha256=request_hash(rs, cfg, c, key)))
 
 
@@ -256,7 +263,8 @@ def outcome_unknown(rs: RunState, cfg: EngineConfig, c: CallState, why: str) -> 
     """
     tool = cfg.registry.get(c.name)
     return ApprovalRequested(
-        **HEAD, state=S.WAITING_APPROVAL, approval_id=f"unk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"unk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
         name=c.name, arguments=c.arguments or {}, arguments_digest=arguments_digest(c.name, c.arguments),
         risk=tool.risk if tool else "write", kind="outcome_unknown", idempotency_key=c.idempotency_key,
         note=f"outcome unknown: {why}",
@@ -280,7 +288,8 @@ def resolution(
     arguments: dict[str, Any] | None = None, content: str | None = None, value: Any = None,
 ) -> ApprovalResolved:
     """The answer to a waiting call, with its next state (see :func:`resolved_state`)."""
-    return ApprovalResolved(**HEAD, state=resolved_state(rs, c), approval_id=c.approval_id or "", call_id=c.call_id,
+    return ApprovalResolved(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                            state=resolved_state(rs, c), approval_id=c.approval_id or "", call_id=c.call_id,
                             decision=decision, by=by, note=note, arguments=arguments, content=content, value=value)
 
 

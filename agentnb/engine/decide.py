@@ -26,7 +26,7 @@ from ..guards import Budget
 from ..messages import Message, ModelTurn
 from ..states import TERMINAL, LoopState, S
 from .actions import DONE, PULL, WAIT, Action, Compress, Emit, EngineConfig, RunTool
-from .build import HEAD, finished
+from .build import UNSTAMPED, finished
 from .calls import arguments_digest, ask, parse, resolve_headless, start, validate, verify_bindings
 from .calls import output_failed as _output_failed
 from .fold import CallState, RunState
@@ -133,12 +133,14 @@ def _repeat_policy(rs: RunState, b: Budget) -> str:
 
 
 def _trip(trip: guards.Trip, action: Any, state: LoopState = S.RESULTS_READY) -> Emit:
-    return Emit(GuardTripped(**HEAD, state=state, guard=trip.guard, limit=trip.limit, value=trip.value,
+    return Emit(GuardTripped(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                             state=state, guard=trip.guard, limit=trip.limit, value=trip.value,
                              action=action, message=trip.message))
 
 
 def _finalize_request(rs: RunState, cfg: EngineConfig) -> Emit:
-    return Emit(ModelRequested(**HEAD, state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
+    return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                               state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
                                new_messages=[Message.user(cfg.finalize_prompt)], tools=[],
                                settings={**cfg.settings, "tool_choice": "none"}, finalize=True))
 
@@ -147,7 +149,8 @@ def _escalation(rs: RunState, guard: str) -> Emit:
     last = next(g for g in reversed(rs.guards) if g.guard == guard)
     arguments = {"guard": guard, "limit": last.limit, "value": last.value, "message": last.message}
     return Emit(ApprovalRequested(
-        **HEAD, state=S.WAITING_APPROVAL, approval_id=f"esc_{rs.run_id}_{guard}_{len(rs.guards)}",
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"esc_{rs.run_id}_{guard}_{len(rs.guards)}",
         call_id=f"guard:{guard}", name=guard, arguments=arguments, arguments_digest=arguments_digest(guard, arguments),
         risk="budget", kind="escalation",
     ))
@@ -174,7 +177,8 @@ def prune_step(rs: RunState, cfg: EngineConfig, tokens: int) -> Emit:
         b = cfg.budget
         message = f"the conversation ({tokens} tokens) cannot be pruned below {b.compress_at:.0%} of the window"
         return _trip(guards.Trip("context_window", b.context_window or 0, tokens, message), "finalize", rs.state)
-    return Emit(CompressionApplied(**HEAD, state=rs.state, tier=2, tokens_before=tokens,
+    return Emit(CompressionApplied(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                   state=rs.state, tier=2, tokens_before=tokens,
                                    tokens_after=guards.estimate_tokens(kept, rs.tools), messages=kept,
                                    removed=removed))
 
@@ -205,10 +209,12 @@ def _text_output(rs: RunState, cfg: EngineConfig, text: str) -> Emit:
     ok, value, errors = spec.check_text(text)
     attempt = rs.output_attempts + 1
     if ok:
-        return Emit(OutputValidated(**HEAD, state=S.RESPONDED, ok=True, output=value, attempt=attempt))
+        return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                    state=S.RESPONDED, ok=True, output=value, attempt=attempt))
     if attempt > spec.retries:
         return _output_failed(attempt, errors)
-    return Emit(OutputValidated(**HEAD, state=S.RESULTS_READY, ok=False, errors=errors, attempt=attempt))
+    return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                state=S.RESULTS_READY, ok=False, errors=errors, attempt=attempt))
 
 
 def _paused(rs: RunState) -> Emit:
@@ -222,7 +228,7 @@ def _paused(rs: RunState) -> Emit:
         return _finish(S.INCOMPLETE, f"the provider paused the turn {paused} times in a row "
                                      f"({rs.response.finish_reason_raw if rs.response else 'pause'}); the limit is "
                                      f"{PAUSE_LIMIT}", rs.response.message.text or None if rs.response else None)
-    return Emit(ResultsBound(**HEAD, state=S.RESULTS_READY, call_ids=[]))
+    return Emit(ResultsBound(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=S.RESULTS_READY, call_ids=[]))
 
 
 def _never(rs: RunState, cfg: EngineConfig) -> Action:
@@ -241,10 +247,12 @@ def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
             return _finish(S.FAILED, f"the tool_choice policy failed: {type(exc).__name__}: {exc}")
         settings = {**settings, "tool_choice": choice}
     if note is not None:
-        return Emit(ModelRequested(**HEAD, state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
+        return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                   state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
                                    new_messages=[Message.user(note)], tools=rs.tool_names, settings=settings,
                                    tool_choice=choice))
-    return Emit(ModelRequested(**HEAD, state=S.MODEL_REQUESTED, message_count=len(rs.messages),
+    return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                               state=S.MODEL_REQUESTED, message_count=len(rs.messages),
                                tools=rs.tool_names, settings=settings, tool_choice=choice))
 
 
@@ -275,7 +283,8 @@ def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | 
         ok, value, errors = (cfg.output.check(forced[0].arguments) if forced else
                              cfg.output.check_text(resp.message.text))
         if ok and not rs.output_ok:
-            return Emit(OutputValidated(**HEAD, state=S.RESPONDED, ok=True, output=value,
+            return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                        state=S.RESPONDED, ok=True, output=value,
                                         attempt=rs.output_attempts + 1))
         if rs.output_ok:
             return _finish(S.COMPLETED, "the model answered in the tools-free finalization turn",
@@ -324,7 +333,8 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
         mismatch = verify_bindings(rs, cfg)
         if mismatch:
             return _finish(S.FAILED, f"refused to send results to the model: {mismatch}")
-        return Emit(ResultsBound(**HEAD, state=S.RESULTS_READY, call_ids=list(rs.calls)))
+        return Emit(ResultsBound(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                 state=S.RESULTS_READY, call_ids=list(rs.calls)))
     return _move_on(rs, cfg, best, best_rank)
 
 
@@ -364,10 +374,11 @@ def _before_tool(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit | None:
         if removed:
             history = [*kept, current]
             after = guards.estimate_tokens(history, rs.tools) + sum(len(r.content) for r in answered) // 4
-            return Emit(CompressionApplied(**HEAD, state=rs.state, tier=2, tokens_before=tokens, tokens_after=after,
+            return Emit(CompressionApplied(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                           state=rs.state, tier=2, tokens_before=tokens, tokens_after=after,
                                            messages=history, removed=removed))
     return Emit(CallRejected(
-        **HEAD, state=rs.state, call_id=c.call_id, name=c.name, reason="skipped",
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=rs.state, call_id=c.call_id, name=c.name, reason="skipped",
         message=(f"Skipped: the conversation ({tokens} tokens) is over {b.compress_at:.0%} of the model's "
                  f"window, so the remaining calls of this turn were not run."),
     ))

@@ -39,7 +39,7 @@ from ..messages import Message, ModelTurn, ToolCallPart
 from ..providers.base import HistoryView, ModelRequest
 from ..states import S
 from .actions import Emit, EngineConfig, RetryPolicy
-from .build import HEAD, finished
+from .build import UNSTAMPED, finished
 from .calls import request_hash
 from .decide import prune_step
 from .fold import CallState, RunState
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 def run_started(run_id: str, messages: list[Message], model: str, tools: list[ToolInfo],
                 settings: dict[str, Any]) -> RunStarted:
     """A run's first event (its ``run_id`` is the one thing the state cannot stamp)."""
-    return RunStarted(**{**HEAD, "run_id": run_id}, state=S.READY, messages=messages, model=model, tools=tools,
-                      settings=settings)
+    return RunStarted(seq=-1, ts=UNSTAMPED, run_id=run_id, turn=0, state=S.READY, messages=messages, model=model,
+                      tools=tools, settings=settings)
 
 
 def request_for(rs: RunState, cfg: EngineConfig, run_id: str) -> ModelRequest:
@@ -88,20 +88,22 @@ def request_for(rs: RunState, cfg: EngineConfig, run_id: str) -> ModelRequest:
 
 def text_merged(rs: RunState, fragment: str) -> TextMerged:
     """A text fragment (as shown: secrets already masked) joins the answer."""
-    return TextMerged(**HEAD, state=S.MODEL_REQUESTED, fragment=fragment, length=rs.text_length + len(fragment))
+    return TextMerged(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                      state=S.MODEL_REQUESTED, fragment=fragment, length=rs.text_length + len(fragment))
 
 
 def arguments_merged(rs: RunState, index: int, fragment: str, call_id: str | None, name: str | None
                      ) -> ArgumentsMerged:
     """An argument fragment (as shown) joins call ``index``'s buffer; ``length`` counts bytes so far."""
     length = rs.argument_lengths.get(index, 0) + len(fragment.encode())
-    return ArgumentsMerged(**HEAD, state=S.MODEL_REQUESTED, index=index, call_id=call_id, name=name,
+    return ArgumentsMerged(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                           state=S.MODEL_REQUESTED, index=index, call_id=call_id, name=name,
                            fragment=fragment, length=length)
 
 
 def turn_completed(turn: ModelTurn, latency_s: float) -> TurnCompleted:
     """The whole answer (its calls already given ids by :class:`CallIds`)."""
-    return TurnCompleted(**HEAD, state=S.RESPONDED, response=turn, latency_s=latency_s)
+    return TurnCompleted(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=S.RESPONDED, response=turn, latency_s=latency_s)
 
 
 def fresh_call_id(run_id: str, turn: int, position: int, taken: Collection[str]) -> str:
@@ -123,7 +125,8 @@ def assign_call_ids(turn: ModelTurn, run_id: str, turn_no: int, taken: set[str])
     Example:
         >>> from agentnb.messages import Message, ModelTurn, ToolCallPart
         >>> call = ToolCallPart(call_id="c1", name="f", arguments_raw="{}", arguments={})
-        >>> t = ModelTurn(message=Message(role="assistant", parts=(call, call)), finish_reason="tool_calls")
+        >>> t = ModelTurn(message=Message(role="assistant", parts=(call, call)), finish_reason="tool_calls",
+        ...               provider="scripted", model="m")
         >>> [c.call_id for c in assign_call_ids(t, "run_abc", 2, {"x"}).message.tool_calls]
         ['c1', 'call_abc_2_1']
     """
@@ -213,7 +216,8 @@ def model_failed(
         if policy.max_time is not None and spent + delay > policy.max_time:
             return finished(S.FAILED, f"the model call failed and retrying would pass max_retry_time="
                                       f"{policy.max_time:g} s: {shown}")
-        return ModelRetried(**HEAD, state=S.MODEL_REQUESTED, attempt=attempt, status=status, error=error,
+        return ModelRetried(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                            state=S.MODEL_REQUESTED, attempt=attempt, status=status, error=error,
                             delay_s=round(delay, 3))
     tries = f" after {rs.retries + 1} attempts" if rs.retries else ""
     return finished(S.FAILED, f"the model call failed{tries}: {shown}")
@@ -221,7 +225,8 @@ def model_failed(
 
 def resumed_request(rs: RunState) -> ModelRetried:
     """A run stopped in the middle of a model call asks again (the answer, if any, was lost with the process)."""
-    return ModelRetried(**HEAD, state=S.MODEL_REQUESTED, attempt=rs.retries + 1, status=None, delay_s=0.0,
+    return ModelRetried(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                        state=S.MODEL_REQUESTED, attempt=rs.retries + 1, status=None, delay_s=0.0,
                         error="the process stopped during the model call; asking again")
 
 
@@ -268,7 +273,8 @@ def tool_finished(
     request = c.expected_request or request_hash(rs, cfg, c)
     result = binding.result_sha256(c.call_id, out.status, out.content)
     return ToolFinished(
-        **HEAD, state=S.EXECUTING, call_id=c.call_id, name=c.name, status=out.status, content=out.content,
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.EXECUTING, call_id=c.call_id, name=c.name, status=out.status, content=out.content,
         value=out.value, error_type=out.error_type, error_message=out.error_message,
         duration_s=round(out.duration_s, 6), idempotency_key=c.idempotency_key, reused=reused,
         duplicate_of=duplicate_of, truncated=out.truncated, request_sha256=request, result_sha256=result,
@@ -285,7 +291,8 @@ def summarized(rs: RunState, cfg: EngineConfig, tokens: int, kept: list[Message]
     if kept is not None:
         after = guards.estimate_tokens(kept, rs.tools)
         if after < tokens:
-            return Emit(CompressionApplied(**HEAD, state=rs.state, tier=1, tokens_before=tokens, tokens_after=after,
+            return Emit(CompressionApplied(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                           state=rs.state, tier=1, tokens_before=tokens, tokens_after=after,
                                            messages=kept, removed=removed))
     return prune_step(rs, cfg, tokens)
 
