@@ -95,6 +95,16 @@ class UnpricedModelWarning(UserWarning):
     Prices are US dollars per million tokens, keyed by the model name the provider reports on its turns
     (``Budget(prices={"gpt-4o-mini": (0.15, 0.60)})``); a price keyed to another name (a typo, an alias, a
     dated version the provider answers as) does not apply. Warned once per run.
+
+    Example:
+        >>> import warnings
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel([{"text": "hi"}]), budget=anb.Budget(max_cost=0.5))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = loop.start("hi").run()
+        >>> [w.category.__name__ for w in caught]
+        ['UnpricedModelWarning']
     """
 
 
