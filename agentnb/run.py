@@ -31,12 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .driver.approvals import check_request
 from .driver.executor import Executor
 from .driver.history import (
     NATIVE_OUTPUT,
     budget_settings,
     complete_history,
-    policy_diff,
     policy_revision,
     summarize,
     summary_history,
@@ -51,7 +51,6 @@ from .engine import (
     PullModel,
     RunState,
     RunTool,
-    arguments_digest,
     arguments_merged,
     decide,
     finished,
@@ -60,7 +59,6 @@ from .engine import (
     not_an_item,
     request_for,
     resolution,
-    resumed_request,
     run_started,
     stamp,
     stream_broke,
@@ -68,16 +66,12 @@ from .engine import (
     summarized,
     text_merged,
     turn_completed,
-    verify_bindings,
 )
-from .events import ApprovalRequested, BaseEvent, CallValidated, ModelRequested, ModelRetried, ResultsBound, RunStarted
+from .events import BaseEvent, CallValidated, ModelRetried, ResultsBound
 from .exceptions import (
     ApprovalError,
-    ApprovalExpired,
     CheckpointError,
-    DigestMismatch,
     ModelError,
-    ResumeError,
     RunLocked,
     RunNotPaused,
     StreamInterrupted,
@@ -85,7 +79,7 @@ from .exceptions import (
 from .guards import UnpricedModelWarning, unpriced
 from .loop import Loop
 from .messages import Message, ModelTurn, coerce_messages
-from .providers.base import ArgumentsDelta, Seekable, StreamItem, TextDelta
+from .providers.base import ArgumentsDelta, StreamItem, TextDelta
 from .redact import RunSecrets, redact, redact_text
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .store import EffectDone, Store, as_store
@@ -364,30 +358,6 @@ class Run:
         self._events[:] = events
         self._leases.lease = None
 
-    def _request_for(self, call: CallState) -> ApprovalRequested:
-        for ev in reversed(self._events):
-            if isinstance(ev, ApprovalRequested) and ev.call_id == call.call_id:
-                return ev
-        raise ApprovalError(f"no approval request for call {call.call_id!r}")  # pragma: no cover - fold invariant
-
-    def _check_request(self, call: CallState, digest: str | None, *, for_approval: bool) -> ApprovalRequested:
-        req = self._request_for(call)
-        expires = req.expires_at
-        if for_approval and expires is not None and datetime.now(UTC) > expires:
-            raise ApprovalExpired(
-                f"the approval request for call {call.call_id!r} expired at {expires.isoformat(timespec='seconds')}; "
-                "nothing ran. Deny it (run.deny) or start again."
-            )
-        current = arguments_digest(call.name, call.arguments)
-        if current != req.arguments_digest:
-            raise DigestMismatch(f"call {call.call_id!r}: its arguments changed since approval was requested")
-        if digest is not None and digest != current:
-            raise DigestMismatch(
-                f"call {call.call_id!r}: the arguments you approved (digest {digest[:12]}…) are not the ones "
-                f"waiting (digest {current[:12]}…); nothing ran"
-            )
-        return req
-
     def approve(
         self, call_id: str, *, by: str | None = None, note: str | None = None, arguments: dict[str, Any] | None = None,
         digest: str | None = None,
@@ -415,7 +385,7 @@ class Run:
         call = self._pending(call_id)
         if call.kind == "client_result":
             raise ApprovalError(f"call {call_id!r} runs on the client: answer it with run.submit_result(...)")
-        self._check_request(call, digest, for_approval=True)
+        check_request(self, call, digest, for_approval=True)
         edited = None
         if arguments is not None:
             tool = self.loop.registry.get(call.name)
@@ -435,7 +405,7 @@ class Run:
         after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
         """
         call = self._pending(call_id)
-        self._check_request(call, None, for_approval=False)
+        check_request(self, call, None, for_approval=False)
         audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
         content = redact_text(render_value(audit))
         tool = self.loop.registry.get(call.name)
@@ -620,48 +590,10 @@ class Run:
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
-        store_ = as_store(store) if store is not None else loop.store
-        events = store_.load(run_id)
-        first = events[0]
-        if not isinstance(first, RunStarted):
-            raise ResumeError(f"run {run_id!r} does not start with RunStarted")
-        run = cls(loop, [], run_id=run_id, operation_id=first.settings.get("operation_id"), store=store_)
-        run._initial = list(first.messages)
-        run.prompt = [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages)
-        for ev in events:
-            run._rs.apply(ev)
-            run._events.append(ev)
-        rs = run._rs
-        recorded = first.settings.get("policy_revision")
-        if recorded != loop.policy_revision and not allow_policy_change:
-            raise ResumeError(
-                f"run {run_id!r} started under another tool or approval policy: {policy_diff(first, loop.registry)}. "
-                "Resume with the loop it started with, or pass allow_policy_change=True."
-            )
-        for call in rs.calls.values():
-            if call.status in ("valid", "approved", "running", "awaiting_approval") and call.arguments is not None:
-                tool = loop.registry.get(call.name)
-                if tool is None:
-                    raise ResumeError(f"call {call.call_id!r} names tool {call.name!r}, which this loop does not have")
-                try:
-                    run._exec.validated[call.call_id] = (call.arguments, tool.validate(call.arguments))
-                except Exception as exc:
-                    raise ResumeError(
-                        f"call {call.call_id!r} no longer fits the schema of {call.name!r}: {exc}"
-                    ) from exc
-        mismatch = verify_bindings(rs, loop.config, recompute=True) if rs.calls else None
-        if mismatch:
-            raise ResumeError(f"run {run_id!r}: {mismatch}")
-        # the checks passed: only now take the run (a refused resume must not leave a lease behind)
-        run._leases.take(rs.seq, take_over=take_over)
-        if rs.state is S.WAITING_APPROVAL or rs.state in TERMINAL:
-            run._let_go()  # nothing to drive until a person answers: approvers in other processes may take it
-        if isinstance(loop.model, Seekable):
-            attempts = sum(isinstance(e, ModelRequested | ModelRetried) for e in events)
-            loop.model.seek(run_id, attempts - 1 if rs.state is S.MODEL_REQUESTED else attempts)
-        if rs.state is S.MODEL_REQUESTED:
-            run._append(resumed_request(rs))
-        return run
+        from .driver.resume import resume
+
+        return resume(cls, run_id, loop, as_store(store) if store is not None else loop.store,
+                      allow_policy_change=allow_policy_change, take_over=take_over)
 
     # -- display -------------------------------------------------------------------------------------
 

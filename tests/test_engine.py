@@ -258,10 +258,12 @@ def _call(call_id: str, name: str = "f") -> ToolCallPart:
 
 def test_call_ids_are_made_unique_in_the_conversation() -> None:
     turn = ModelTurn(message=Message(role="assistant", parts=(_call(""), _call("c1"), _call("c1"))),
-                     finish_reason="tool_calls", provider="scripted", model="m")
+                     finish_reason="tool_calls",
+                      provider="scripted", model="m")
     ids = [c.call_id for c in assign_call_ids(turn, "run_abc", 4, {"call_abc_4_2"}).message.tool_calls]
     assert ids == ["call_abc_4_0", "c1", "call_abc_4_2_1"]
-    plain = ModelTurn(message=Message(role="assistant", parts=(_call("z"),)), finish_reason="tool_calls", provider="scripted", model="m")
+    plain = ModelTurn(message=Message(role="assistant", parts=(_call("z"),)), finish_reason="tool_calls",
+                      provider="scripted", model="m")
     assert assign_call_ids(plain, "run_abc", 0, set()) is plain  # nothing to change: the same turn
 
 
@@ -269,7 +271,8 @@ def test_the_call_id_memo_answers_as_a_full_read() -> None:
     earlier = Message(role="assistant", parts=(_call("a"),))
     rs = RunState(run_id="run_q", turn=2, messages=[Message.user("hi"), earlier])
     memo = CallIds()
-    again = ModelTurn(message=Message(role="assistant", parts=(_call("a"),)), finish_reason="tool_calls", provider="scripted", model="m")
+    again = ModelTurn(message=Message(role="assistant", parts=(_call("a"),)), finish_reason="tool_calls",
+                      provider="scripted", model="m")
     assert [c.call_id for c in memo.assign(rs, again).message.tool_calls] == ["call_q_2_0"]
     rs.messages = [Message.user("hi")]  # compressed: the old call is gone, its id is free again
     assert [c.call_id for c in memo.assign(rs, again).message.tool_calls] == ["a"]
@@ -294,7 +297,8 @@ def test_ledger_verdicts() -> None:
 
 
 def test_the_state_after_a_resolution() -> None:
-    a, b = CallState(part=_call("a"), status="awaiting_approval"), CallState(part=_call("b"), status="awaiting_approval")
+    a = CallState(part=_call("a"), status="awaiting_approval")
+    b = CallState(part=_call("b"), status="awaiting_approval")
     rs = RunState(calls={"a": a, "b": b})
     assert resolved_state(rs, a) is S.WAITING_APPROVAL  # b still waits
     b.status = "done"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from agentnb.events import event_to_dict
 from agentnb.messages import ModelTurn
 from agentnb.providers import openai_chat, sse
 from agentnb.providers._sdk import SdkModel
-from agentnb.providers.base import ModelRequest, StreamItem
+from agentnb.providers.base import ModelRequest
 from agentnb.recorder import ReplayedModel, read_cassette
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
