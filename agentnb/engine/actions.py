@@ -53,9 +53,9 @@ class PullModel:
     """Read the next item of the model's answer (start the request if none is open)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RunTool:
-    """Execute this validated call."""
+    """Execute this validated call (not frozen: a frozen dataclass costs more to build, one per call)."""
 
     call_id: str
 

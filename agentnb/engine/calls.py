@@ -8,6 +8,7 @@ names, the request hash a call starts with) travels in the event it emits, and t
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -73,6 +74,17 @@ def request_hash(rs: RunState, cfg: EngineConfig, c: CallState, key: str | None 
     )
 
 
+@lru_cache(maxsize=64)
+def bound_hashes(call_id: str, status: str, content: str, request: str) -> tuple[str, str]:
+    """The result hash of a call's result and the binding of it to ``request`` (see :mod:`agentnb.binding`).
+
+    A pure function, memoized: the hashes made when a result is recorded are the ones checked before the
+    results are bound, so the check of a live turn costs a lookup, not two hashes.
+    """
+    result = binding.result_sha256(call_id, status, content)
+    return result, binding.binding_sha256(request, result)
+
+
 def verify_bindings(rs: RunState, cfg: EngineConfig, *, recompute: bool = False) -> str | None:
     """Recompute every recorded binding of the turn; a description of the first mismatch, or None.
 
@@ -86,9 +98,10 @@ def verify_bindings(rs: RunState, cfg: EngineConfig, *, recompute: bool = False)
         expected = request_hash(rs, cfg, c) if recompute or not c.expected_request else c.expected_request
         if request != expected:
             return f"the result recorded for call {c.call_id!r} was made for a different call (request hash)"
-        if result != binding.result_sha256(c.call_id, c.result.status, c.result.content):
+        result_now, bound_now = bound_hashes(c.call_id, c.result.status, c.result.content, request)
+        if result != result_now:
             return f"the result of call {c.call_id!r} changed after it was recorded (result hash)"
-        if bound != binding.binding_sha256(request, result):
+        if bound != bound_now:
             return f"the binding of call {c.call_id!r} does not match its request and result"
     return None
 
@@ -303,6 +316,6 @@ def resolve_headless(rs: RunState, c: CallState) -> Emit:
     return Emit(resolution(rs, c, "denied", by=HEADLESS, note=what))
 
 
-__all__ = ["approval_needed", "arguments_digest", "ask", "call_key", "operation_id", "outcome_unknown", "parse",
-           "request_hash", "resolution", "resolve_headless", "resolved_state", "start", "validate",
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "outcome_unknown",
+           "parse", "request_hash", "resolution", "resolve_headless", "resolved_state", "start", "validate",
            "verify_bindings"]

@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import binding, guards
+from .. import guards
 from ..events import (
     ArgumentsMerged,
     CompressionApplied,
@@ -40,7 +40,7 @@ from ..providers.base import HistoryView, ModelRequest
 from ..states import S
 from .actions import Emit, EngineConfig, RetryPolicy
 from .build import UNSTAMPED, finished
-from .calls import request_hash
+from .calls import bound_hashes, request_hash
 from .decide import prune_step
 from .fold import CallState, RunState
 
@@ -270,15 +270,16 @@ def tool_finished(
     It carries the request hash (made when the call started), the result hash, and the binding of the two
     (see :mod:`agentnb.binding`).
     """
+    call_id = c.call_id
     request = c.expected_request or request_hash(rs, cfg, c)
-    result = binding.result_sha256(c.call_id, out.status, out.content)
+    result, bound = bound_hashes(call_id, out.status, out.content, request)
     return ToolFinished(
         seq=-1, ts=UNSTAMPED, run_id="", turn=0,
-        state=S.EXECUTING, call_id=c.call_id, name=c.name, status=out.status, content=out.content,
+        state=S.EXECUTING, call_id=call_id, name=c.name, status=out.status, content=out.content,
         value=out.value, error_type=out.error_type, error_message=out.error_message,
         duration_s=round(out.duration_s, 6), idempotency_key=c.idempotency_key, reused=reused,
         duplicate_of=duplicate_of, truncated=out.truncated, request_sha256=request, result_sha256=result,
-        call_binding_sha256=binding.binding_sha256(request, result),
+        call_binding_sha256=bound,
     )
 
 
