@@ -2,7 +2,7 @@
 
 Theory of operation. ``Run`` asks :func:`~agentnb.engine.decide` what comes next and does it: appends the
 event the engine built, pulls the next item of the model's answer (lazily, so one ``step()`` can be one
-merged fragment), runs started calls (:mod:`agentnb.driver.executor`), summarizes for compression. What it
+merged fragment: :mod:`agentnb.driver.stream`), runs started calls (:mod:`agentnb.driver.executor`), summarizes for compression. What it
 brings back from I/O -- an item, a model error and the time spent, a tool's outcome, a person's decision --
 goes through the engine's functions for it (:mod:`agentnb.engine.inputs`), which return the event; the
 driver stamps it with the time (:func:`~agentnb.engine.stamp`), masks secrets in it
@@ -20,13 +20,10 @@ prefix of it.
 from __future__ import annotations
 
 import copy
-import random
 import threading
 import time
-import traceback
 import uuid
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,43 +40,30 @@ from .driver.history import (
 )
 from .driver.lease import LeaseKeeper
 from .driver.scrub import TEXT_FIELDS, scrub
+from .driver.stream import ModelStream
 from .engine import (
-    CallIds,
     CallState,
     Compress,
     Emit,
     PullModel,
     RunState,
     RunTool,
-    arguments_merged,
     decide,
     finished,
-    model_failed,
-    model_raised,
-    not_an_item,
-    request_for,
     resolution,
     run_started,
     stamp,
-    stream_broke,
-    stream_ended,
     summarized,
-    text_merged,
-    turn_completed,
 )
-from .events import BaseEvent, CallValidated, ModelRetried, ResultsBound
+from .events import BaseEvent, CallValidated, ResultsBound
 from .exceptions import (
     ApprovalError,
     CheckpointError,
-    ModelError,
     RunLocked,
     RunNotPaused,
-    StreamInterrupted,
 )
-from .guards import UnpricedModelWarning, unpriced
 from .loop import Loop
-from .messages import Message, ModelTurn, coerce_messages
-from .providers.base import ArgumentsDelta, StreamItem, TextDelta
+from .messages import Message, coerce_messages
 from .redact import RunSecrets, redact, redact_text
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
 from .store import EffectDone, Store, as_store
@@ -120,16 +104,9 @@ class Run:
         """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
         self._cancel_reason: str | None = None
         self._exec = Executor(self)
-        self._held_item: StreamItem | None = None
-        """A stream item pulled from the model whose event a store fault kept out (written next step)."""
         self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
-        self._ids = CallIds()
         self._listeners: list[Callable[[BaseEvent], None]] = []
-        self._stream: Iterator[StreamItem] | None = None
-        self._t0 = 0.0
-        self._retry_at = 0.0
-        self._first_attempt = 0.0
-        self._price_warned = False
+        self._model = ModelStream(self)
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         if loop.system:
@@ -244,7 +221,7 @@ class Run:
                 self._exec.validated[event.call_id] = (event.arguments, action.validated)
             return event
         if isinstance(action, PullModel):
-            return self._pull()
+            return self._model.pull()
         if isinstance(action, RunTool):
             if batch and cfg.budget.max_parallel > 1:
                 return self._exec.execute([c for c in rs.calls.values() if c.status == "running"])
@@ -293,7 +270,7 @@ class Run:
             self._drive.release()
 
     def _cancel_now(self, reason: str) -> BaseEvent:
-        self._close_stream()
+        self._model.close()
         self._exec.cancel_running(reason)
         return self._append(finished(S.CANCELLED, reason))
 
@@ -475,84 +452,6 @@ class Run:
         if self._rs.state in TERMINAL:
             self._exec.shutdown()
         self._leases.let_go()
-
-    def _close_stream(self) -> None:
-        stream, self._stream = self._stream, None
-        close = getattr(stream, "close", None)
-        if close is not None:
-            try:
-                close()
-            except Exception:  # closing a broken stream must not mask what broke it
-                pass
-
-    def _pull(self) -> BaseEvent:
-        item = self._held_item
-        if item is None:
-            return self._pull_new()
-        self._held_item = None
-        return self._record(item)
-
-    def _record(self, item: StreamItem) -> BaseEvent:
-        """Append the event of a pulled item; if the store refuses it, keep the item for the next step."""
-        try:
-            return self._item_event(item)
-        except CheckpointError:
-            self._held_item = item  # the model's answer is not lost: the next step writes it (never asks again)
-            raise
-
-    def _pull_new(self) -> BaseEvent:
-        rs = self._rs
-        try:
-            if self._stream is None:
-                if rs.retries == 0:
-                    self._first_attempt = time.monotonic()
-                wait = self._retry_at - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                self._t0 = time.perf_counter()
-                self._stream = iter(self.loop.model.respond(request_for(rs, self.loop.config, self.run_id)))
-            item = next(self._stream)
-        except StopIteration:
-            self._stream = None
-            return self._append(stream_ended())
-        except StreamInterrupted as exc:
-            self._close_stream()
-            return self._append(stream_broke(str(exc)))
-        except ModelError as exc:
-            self._close_stream()
-            retry_after = getattr(exc, "retry_after", None)
-            event = model_failed(rs, self.loop.config.retry, str(exc), status=exc.status, retryable=exc.retryable,
-                                 retry_after=retry_after if isinstance(retry_after, int | float) else None,
-                                 spent=time.monotonic() - self._first_attempt, jitter=0.5 + random.random() / 2)
-            if isinstance(event, ModelRetried):
-                self._retry_at = time.monotonic() + event.delay_s
-            return self._append(event)
-        except Exception as exc:  # a bug in a model or a script turn: keep the run consistent, keep the cause
-            self._close_stream()
-            return self._append(model_raised(traceback.format_exception_only(type(exc), exc)[-1].strip()))
-        return self._record(item)
-
-    def _item_event(self, item: StreamItem) -> BaseEvent:
-        rs = self._rs
-        if isinstance(item, ModelTurn):
-            self._close_stream()
-            latency = round(time.perf_counter() - self._t0, 6)
-            event = self._append(turn_completed(self._ids.assign(rs, item), latency))
-            budget = self.loop.config.budget
-            if budget.max_cost is not None and not self._price_warned and unpriced(budget, item.model):
-                self._price_warned = True
-                warnings.warn(f"Budget(max_cost={budget.max_cost:g}) cannot be checked: no price for model "
-                              f"{item.model!r} (priced: {', '.join(map(repr, budget.prices)) or 'none'}). Prices are "
-                              "US dollars per million tokens, keyed by the model name the provider reports.",
-                              UnpricedModelWarning, stacklevel=2)
-            return event
-        if isinstance(item, ArgumentsDelta):
-            shown = self._secrets.fragment(item.index, item.name, item.fragment)
-            return self._append(arguments_merged(rs, item.index, shown, item.call_id, item.name))
-        if isinstance(item, TextDelta):
-            return self._append(text_merged(rs, self._secrets.fragment("text", None, item.fragment)))
-        self._close_stream()
-        return self._append(not_an_item(item))
 
     def _compress(self, tokens: int) -> BaseEvent:
         """Tier 1: summarize the older history with the summarizer; the engine falls back to pruning."""
