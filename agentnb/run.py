@@ -2,12 +2,13 @@
 
 Theory of operation. ``Run`` asks :func:`~agentnb.engine.decide` what comes next and does it: appends the
 event the engine built, pulls the next item of the model's answer (lazily, so one ``step()`` can be one
-merged fragment: :mod:`agentnb.driver.stream`), runs started calls (:mod:`agentnb.driver.executor`), summarizes for compression. What it
-brings back from I/O -- an item, a model error and the time spent, a tool's outcome, a person's decision --
-goes through the engine's functions for it (:mod:`agentnb.engine.inputs`), which return the event; the
-driver stamps it with the time (:func:`~agentnb.engine.stamp`), masks secrets in it
-(:mod:`agentnb.driver.scrub`), writes it to the store, and only then folds it. Everything a ``Run`` knows
-comes from folding those events (:class:`~agentnb.engine.RunState`).
+merged fragment: :mod:`agentnb.driver.stream`), runs started calls (:mod:`agentnb.driver.executor`),
+summarizes for compression. What it brings back from I/O -- an item, a model error and the time spent, a
+tool's outcome, a person's decision -- goes through the engine's functions for it
+(:mod:`agentnb.engine.inputs`), which return the event; the driver stamps it with the time
+(:func:`~agentnb.engine.stamp`), masks secrets in it (:mod:`agentnb.driver.scrub`), writes it to the
+store, and only then folds it. Everything a ``Run`` knows comes from folding those events
+(:class:`~agentnb.engine.RunState`).
 
 Guarantees per crash point: an event changes the run only after the store accepted it, so a store fault
 leaves the run equal to its checkpoint (stepping again carries on); a model item or a tool outcome whose
@@ -19,7 +20,6 @@ prefix of it.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 import uuid
@@ -41,6 +41,7 @@ from .driver.history import (
 from .driver.lease import LeaseKeeper
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.stream import ModelStream
+from .driver.view import RunView
 from .engine import (
     CallState,
     Compress,
@@ -147,17 +148,16 @@ class Run:
 
     @property
     def view(self) -> RunState:
-        """A snapshot of the folded state (calls, usage, counters): a copy, so changing it changes nothing here.
+        """A read-only snapshot of the folded state (calls, usage, counters) as of now; see :class:`RunView`.
 
         Example:
             >>> import agentnb as anb
             >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("hi")
-            >>> snap = run.run().view
-            >>> snap.tool_calls = 99
-            >>> run.view.tool_calls
-            1
+            >>> before = run.view
+            >>> run.run().view.tool_calls, before.tool_calls
+            (1, 0)
         """
-        return copy.deepcopy(self._rs)
+        return RunView(self)
 
     @property
     def done(self) -> bool:

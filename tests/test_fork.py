@@ -79,17 +79,24 @@ def test_a_fork_of_a_live_model_starts_without_seeking() -> None:
     assert run.fork(0).run().output == "fresh answer"
 
 
-def test_the_view_is_a_snapshot() -> None:
+def test_the_view_is_a_read_only_snapshot() -> None:
     run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("hi")
     run.run_until(lambda e: e.type == "ToolFinished")
     view = run.view
-    view.tool_calls = 99
-    view.messages.clear()
+    assert isinstance(view, RunState) and view.tool_calls == 1 and view.state is S.EXECUTING
+    with pytest.raises(AttributeError, match="read-only snapshot"):
+        view.tool_calls = 99
+    with pytest.raises(AttributeError, match="read-only snapshot"):
+        del view.messages
+    view.messages.clear()  # what it returns is a copy: changing it changes nothing
     next(iter(view.calls.values())).status = "unparsed"
-    view.state = S.CANCELLED
-    assert run.view.tool_calls == 1 and run.messages and run.state is S.EXECUTING
+    view.tokens_by_model.clear()
+    assert run.messages and next(iter(run.view.calls.values())).status == "done" and run.view.tokens_by_model
+    at = run.view
     assert run.run().state is S.COMPLETED and run.output == "It is 18 °C and sunny in Paris."
-    assert run.view == RunState.fold(run.events)
+    assert at.state is S.EXECUTING and at.seq == view.seq  # a snapshot: the moment it was taken
+    assert at == RunState.fold(run.events[: view.seq]) and at != run.view
+    assert run.view == RunState.fold(run.events) and run.view.pending_approvals() == []
 
 
 def test_a_cost_limit_with_no_price_for_the_model_warns_once() -> None:

@@ -22,6 +22,7 @@ import asyncio
 import concurrent.futures
 import threading
 import time
+import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -128,7 +129,7 @@ class Executor:
     """Runs a run's started calls; one per :class:`~agentnb.Run`, created with it."""
 
     def __init__(self, run: Run) -> None:
-        self.run = run
+        self.run: Run = weakref.proxy(run)  # the run owns this part: a strong reference back would be a cycle
         self._pool_: concurrent.futures.ThreadPoolExecutor | None = None
         self.unsaved: _Outcomes = {}
         """Outcomes of calls that ran but whose events a store fault kept from being written (written next)."""

@@ -16,6 +16,7 @@ import random
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -45,7 +46,7 @@ class ModelStream:
     """The model's answer to the current request of one run, as the run pulls it."""
 
     def __init__(self, run: Run) -> None:
-        self.run = run
+        self.run: Run = weakref.proxy(run)  # the run owns this part: a strong reference back would be a cycle
         self.items: Iterator[StreamItem] | None = None
         self.held: StreamItem | None = None
         """A stream item pulled from the model whose event a store fault kept out (written next pull)."""
