@@ -42,7 +42,7 @@ from .exceptions import (
     ValueConversionError,
 )
 from .frames import Frames
-from .guards import Budget
+from .guards import Budget, UnpricedModelWarning
 from .importers import import_history
 from .lint import Finding, lint
 from .mcp import MCPServer
@@ -137,6 +137,7 @@ __all__ = [
     "Transcript",
     "TranscriptCollection",
     "TranscriptError",
+    "UnpricedModelWarning",
     "Usage",
     "ValueConversionError",
     "batch",

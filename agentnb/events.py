@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
@@ -174,6 +174,9 @@ class CallValidated(BaseEvent):
     needs_approval: bool = False
     approval_note: str | None = None
     """Why a person must decide when no rule asked for it plainly (an approval policy that raised)."""
+    idempotency_key: str | None = None
+    """The key the tool's own idempotency-key function named for these arguments (None: the key, if the call
+    needs one, is made when it starts; see ``ToolStarted``)."""
 
 
 RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key", "output",
@@ -257,6 +260,9 @@ class ToolStarted(BaseEvent):
     name: str
     idempotency_key: str | None = None
     """The call's business intent (run's operation id + tool + canonical arguments, unless the tool says)."""
+    request_sha256: str | None = None
+    """The call's request hash, made from trusted state as it starts; its ``ToolFinished`` must carry the same
+    (see :mod:`agentnb.binding`). None in logs written before it was recorded here."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -382,11 +388,7 @@ def event_adapter() -> TypeAdapter[Event]:
 
 EVENT_CLASSES: dict[str, type[BaseEvent]] = {
     next(f.default for f in fields(cls) if f.name == "type"): cls  # type: ignore[misc]
-    for cls in (
-        RunStarted, ModelRequested, TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted, CallParsed,
-        CallValidated, CallRejected, ApprovalRequested, ApprovalResolved, ToolStarted, ToolFinished,
-        ResultsBound, GuardTripped, CompressionApplied, OutputValidated, RunFinished,
-    )
+    for cls in get_args(get_args(Event)[0])
 }
 """Every event class by its ``type``."""
 

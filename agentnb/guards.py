@@ -89,6 +89,30 @@ class Budget:
             raise ValueError("max_parallel must be at least 1 and max_repeats at least 2")
 
 
+class UnpricedModelWarning(UserWarning):
+    """A budget has ``max_cost`` but a model the run used has no price, so the cost limit cannot be checked.
+
+    Prices are US dollars per million tokens, keyed by the model name the provider reports on its turns
+    (``Budget(prices={"gpt-4o-mini": (0.15, 0.60)})``); a price keyed to another name (a typo, an alias, a
+    dated version the provider answers as) does not apply. Warned once per run.
+
+    Example:
+        >>> import warnings
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel([{"text": "hi"}]), budget=anb.Budget(max_cost=0.5))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = loop.start("hi").run()
+        >>> [w.category.__name__ for w in caught]
+        ['UnpricedModelWarning']
+    """
+
+
+def unpriced(budget: Budget, model: str) -> bool:
+    """True when ``budget`` has a cost limit and no price for ``model`` (the limit then cannot be checked)."""
+    return budget.max_cost is not None and model not in budget.prices
+
+
 @dataclass(frozen=True, slots=True)
 class Trip:
     """A guard that ran out."""

@@ -15,9 +15,10 @@ Theory of operation. :class:`Recorder` wraps any :class:`~agentnb.Model` and sit
 every request it writes what the loop asked, then every stream item the model yielded (``TextDelta``,
 ``ArgumentsDelta``) and the final ``ModelTurn`` -- including the provider's raw response as the model
 returned it -- or the error it raised, each with the offset in milliseconds from the start of the request.
-When the wrapped model is an SDK-backed provider model (it sends through ``_send(body)``), the recorder also
-taps that call: the JSON body that went to the provider and every raw stream event (or the whole response)
-the SDK handed back, with its own offset. Those ``wire_*`` lines are for reading and teaching; replay does
+When the wrapped model is an SDK-backed provider model (it reports its wire traffic through the public
+hook ``on_wire``, :class:`agentnb.providers.base.WireObservable`), the recorder also listens there: the
+JSON body that went to the provider and every raw stream event (or the whole response) the SDK handed
+back, with its own offset. Those ``wire_*`` lines are for reading and teaching; replay does
 not need them.
 
 The cassette is JSON Lines, one object per line, each with a ``type``, the request index ``turn`` (0-based,
@@ -50,12 +51,11 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import inspect
 import json
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -65,7 +65,15 @@ from pydantic import TypeAdapter
 from .events import ToolInfo
 from .exceptions import ModelError, StreamInterrupted
 from .messages import MESSAGE_ADAPTER, ModelTurn
-from .providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from .providers.base import (
+    ArgumentsDelta,
+    ModelRequest,
+    Seekable,
+    StreamItem,
+    TextDelta,
+    WireKind,
+    WireObservable,
+)
 from .providers.scripted import ScriptedModel
 from .redact import (
     HoldsCredentials,
@@ -158,17 +166,14 @@ class Recorder:
         self._seen: dict[str, tuple[object, int]] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] | None = self.path.open("w", encoding="utf-8")
-        self._tapped = False
+        self._untap: Callable[[], None] | None = None
         self._write({
             "type": "cassette", "version": CASSETTE_VERSION, "provider": self.provider, "model": self.name,
             "stream": getattr(model, "stream", None), "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "recorder": "agentnb.Recorder",
         })
-        send = getattr(model, "_send", None)
-        if wire and callable(send) and getattr(model, "adapter", None) is not None:
-            self._send = send
-            model._send = self._tapped_send
-            self._tapped = True
+        if wire and isinstance(model, WireObservable):
+            self._untap = model.on_wire(self._on_wire)
 
     def __repr__(self) -> str:
         state = "closed" if self._fh is None else f"{self._count} requests"
@@ -187,9 +192,9 @@ class Recorder:
 
     def close(self) -> None:
         """Finish the cassette and give the wrapped model back untouched."""
-        if self._tapped:
-            vars(self.model).pop("_send", None)
-            self._tapped = False
+        if self._untap is not None:
+            self._untap()
+            self._untap = None
         for k in list(self._pending):
             self._flush(k, secret=True)
         with self._lock:
@@ -204,9 +209,8 @@ class Recorder:
 
     def seek(self, run_id: str, position: int) -> None:
         """Pass a fork's or a resume's position on to the wrapped model, when it has one (a scripted model)."""
-        seek = getattr(self.model, "seek", None)
-        if callable(seek):
-            seek(run_id, position)
+        if isinstance(self.model, Seekable):
+            self.model.seek(run_id, position)
 
     # -- the seam ---------------------------------------------------------------------------------------
 
@@ -313,29 +317,17 @@ class Recorder:
 
     # -- the wire tap (SDK models) ------------------------------------------------------------------------
 
-    def _tapped_send(self, body: dict[str, Any]) -> Any:
+    def _on_wire(self, kind: WireKind, payload: Any) -> None:
         k, t0 = self._current
-        self._write({"type": "wire_request", "turn": k, "ms": _ms(t0), "body": _jsonable(body)})
-        result = self._send(body)
-        if inspect.isawaitable(result):  # an async client: the raw events are awaited elsewhere; not tapped
-            return result
-        if not getattr(self.model, "stream", False):
-            names = self._masks[k].names(None) if k in self._masks else frozenset()
-            self._write({"type": "wire_response", "turn": k, "ms": _ms(t0), "body": redact(_jsonable(result), names)})
-            return result
-        return self._wire_events(k, t0, result)
-
-    def _wire_events(self, k: int, t0: float, events: Any) -> Iterator[Any]:
+        if kind == "request":
+            self._write({"type": "wire_request", "turn": k, "ms": _ms(t0), "body": _jsonable(payload)})
+            return
         names = self._masks[k].names(None) if k in self._masks else frozenset()
-        try:
-            for event in events:  # written with the turn, once its secrets are known
-                line = {"type": "wire_event", "turn": k, "ms": _ms(t0), "event": redact(_jsonable(event), names)}
-                self._hold(k, line)
-                yield event
-        finally:
-            close = getattr(events, "close", None)
-            if callable(close):
-                close()
+        if kind == "response":
+            self._write({"type": "wire_response", "turn": k, "ms": _ms(t0), "body": redact(_jsonable(payload), names)})
+            return
+        # a raw stream event: written with the turn, once its secrets are known
+        self._hold(k, {"type": "wire_event", "turn": k, "ms": _ms(t0), "event": redact(_jsonable(payload), names)})
 
     def _write(self, line: dict[str, Any]) -> None:
         text = json.dumps(redact(line), ensure_ascii=False, separators=(",", ":"))

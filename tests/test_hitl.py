@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.engine import RunState, decide
+from agentnb.engine import Emit, RunState, decide
+from agentnb.events import ResultsBound, RunFinished
 
 S = anb.LoopState
 
@@ -189,17 +190,18 @@ def test_swapped_results_are_refused_before_they_reach_the_model() -> None:
     swapped[fin[0]] = replace(a, content=b.content, value=b.value)
     swapped[fin[1]] = replace(b, content=a.content, value=a.value)
     action = decide(RunState.fold(swapped), loop.config)
-    assert action.cls.__name__ == "RunFinished" and action.state is S.FAILED  # type: ignore[union-attr]
-    assert "changed after it was recorded" in action.fields["reason"]  # type: ignore[union-attr]
+    assert isinstance(action, Emit) and isinstance(action.event, RunFinished) and action.state is S.FAILED
+    assert "changed after it was recorded" in action.event.reason
 
     moved = list(events)  # a result (with all its hashes) attached to another call
     moved[fin[0]] = replace(b, call_id=a.call_id, seq=a.seq)
     moved[fin[1]] = replace(a, call_id=b.call_id, seq=b.seq)
     action = decide(RunState.fold(moved), loop.config)
-    assert action.state is S.FAILED and "made for a different call" in action.fields["reason"]  # type: ignore[union-attr]
+    assert isinstance(action, Emit) and isinstance(action.event, RunFinished) and action.state is S.FAILED
+    assert "made for a different call" in action.event.reason
 
     intact = decide(RunState.fold(events), loop.config)
-    assert intact.cls.__name__ == "ResultsBound"  # type: ignore[union-attr]
+    assert isinstance(intact, Emit) and isinstance(intact.event, ResultsBound)
 
 
 def test_duplicate_and_unknown_results_are_refused_by_the_fold() -> None:

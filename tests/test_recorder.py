@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,8 @@ import agentnb as anb
 from agentnb.events import event_to_dict
 from agentnb.messages import ModelTurn
 from agentnb.providers import openai_chat, sse
-from agentnb.providers.base import ModelRequest, StreamItem
+from agentnb.providers._sdk import SdkModel
+from agentnb.providers.base import ModelRequest
 from agentnb.recorder import ReplayedModel, read_cassette
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
@@ -189,16 +189,15 @@ class FakeClient:
     api_key = FAKE_KEY
 
 
-class WireModel:
-    """The shape of agentnb's SDK models: ``render`` then ``_send(body)`` then the adapter parses the answer."""
+class WireModel(SdkModel):
+    """An SDK model (the real request cycle and wire hook) whose one SDK call reads a recorded OpenAI answer."""
 
     provider = openai_chat.PROVIDER
     adapter = openai_chat
 
     def __init__(self, fixtures: list[str], *, stream: bool = True) -> None:
-        self.name = "gpt-4o"
-        self.stream = stream
-        self.client = FakeClient()
+        super().__init__(FakeClient(), model="gpt-4o", stream=stream,
+                         extra_headers={"Authorization": f"Bearer {FAKE_KEY}"})
         self.fixtures = list(fixtures)
         self.sent: list[dict[str, Any]] = []
 
@@ -208,14 +207,6 @@ class WireModel:
         if self.stream:
             return iter(list(sse.iter_sse_json([data])))
         return json.loads(data)
-
-    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
-        body = openai_chat.render_request(request.messages, request.tools, model=self.name, stream=self.stream,
-                                          extra_headers={"Authorization": f"Bearer {FAKE_KEY}"})
-        result = self._send(body)
-        if not self.stream:
-            return iter((openai_chat.parse_response(result),))
-        return iter(openai_chat.parse_stream(result))
 
 
 @anb.tool
@@ -230,9 +221,9 @@ def test_wire_events_are_recorded_beside_the_items(tmp_path: Path) -> None:
     model = WireModel([fixture, "stream-refusal.sse"])
     path = tmp_path / "wire.jsonl"
     with anb.Recorder(model, path) as rec:
-        assert model._send == rec._tapped_send  # noqa: SLF001 - the tap is installed ...
+        assert len(model._wire) == 1  # noqa: SLF001 - the recorder listens on the model's wire hook ...
         original = anb.Loop(model=rec, tools=[GetWeatherArgs]).start("Weather?", run_id="w").run()
-    assert "_send" not in vars(model)  # ... and removed on close
+    assert model._wire == []  # noqa: SLF001 - ... and stops listening on close
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     first = [line for line in lines[1:] if line["turn"] == 0]
     assert [line["type"] for line in first][:2] == ["request", "wire_request"]

@@ -63,6 +63,6 @@ def test_a_client_side_tool_search_ends_incomplete_naming_the_item() -> None:
 
     verdict = classify(turn)
     assert verdict is not None and verdict.state is anb.LoopState.INCOMPLETE
-    assert "tool_search_call ts_1" in verdict.fields["reason"]
+    assert "tool_search_call ts_1" in verdict.event.reason  # type: ignore[attr-defined]
     server_side = openai_responses.parse_response({**body, "output": [{**body["output"][0], "execution": "server"}]})
     assert server_side.finish_reason == "stop"  # run by the service: an ordinary answer

@@ -410,60 +410,8 @@ class Debugger:
         Returns a debugger on the forked run; the original run is untouched.
         """
         run = self._need_run()
-        if arguments:
-            return self._fork_with_arguments(run, arguments)
-        if seq is None and results:
-            wanted = set(results)
-            bound = [e.seq for e in self.events if wanted & set(getattr(e, "call_ids", ()))]
-            seq = max(bound) if bound else self.selected
-        seq = self.selected if seq is None else seq
-        history = self.timeline.messages_at(seq)
-        while history and history[-1].role == "assistant":
-            history = history[:-1]
-        if results:
-            history = _replace_results(history, results)
-        forked = run.loop.start(history[1:] if run.loop.system else history)
-        self._seek(run, forked, history, replayed=0)
-        return Debugger(forked, window=self.window, updates_per_second=1.0 / self._interval)
-
-    def _seek(self, run: Run, forked: Run, history: list[Any], replayed: int) -> None:
-        """A scripted model goes on from the turn the fork starts at (other models need nothing)."""
-        model = forked.loop.model
-        target = getattr(model, "then", model)
-        seek = getattr(target, "seek", None)
-        if callable(seek):
-            kept = sum(m.role == "assistant" for m in history) - sum(m.role == "assistant" for m in run.prompt)
-            kept += replayed
-            attempts = sum(e.type in ("ModelRequested", "ModelRetried") and e.turn <= kept for e in self.events)
-            seek(forked.run_id, attempts)
-
-    def _fork_with_arguments(self, run: Run, arguments: dict[str, dict[str, Any]]) -> Debugger:
-        import copy
-        from dataclasses import replace
-
-        turn_ev = next((e for e in self.events if e.type == "TurnCompleted" and
-                        set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)  # type: ignore[attr-defined]
-        if turn_ev is None:
-            raise AgentnbError(f"no turn made the call(s) {', '.join(sorted(arguments))}")
-        response = turn_ev.response  # type: ignore[attr-defined]
-        parts = []
-        for p in response.message.parts:
-            if getattr(p, "kind", "") == "tool_call" and p.call_id in arguments:
-                tool = run.loop.registry.get(p.name)
-                args = tool.dump(tool.validate(arguments[p.call_id])) if tool else dict(arguments[p.call_id])
-                p = replace(p, arguments=args, arguments_raw=json.dumps(args, ensure_ascii=False))
-            parts.append(p)
-        original = {c.call_id: c.arguments for c in response.message.tool_calls if c.call_id in arguments}
-        edited = replace(response, message=replace(response.message, parts=tuple(parts)),
-                         raw={"forked_from": run.run_id, "edited_calls": sorted(arguments),
-                              "original_arguments": original})
-        history = self.timeline.messages_at(turn_ev.seq - 1)
-        while history and history[-1].role == "assistant":
-            history = history[:-1]
-        loop = copy.copy(run.loop)
-        loop.model = _ReplayFirst(edited, run.loop.model)
-        forked = loop.start(history[1:] if loop.system else history)
-        self._seek(run, forked, history, replayed=1)
+        at = seq if seq is not None or results or arguments else self.selected
+        forked = run.fork(at, results=results, arguments=arguments)  # time travel lives in the driver (Run.fork)
         return Debugger(forked, window=self.window, updates_per_second=1.0 / self._interval)
 
     # -- view ------------------------------------------------------------------------------------------
@@ -818,23 +766,6 @@ class DebuggerView(anywidget.AnyWidget):
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
 
 
-class _ReplayFirst:
-    """A model that answers a fork's first request with a given (edited) turn, then hands over."""
-
-    def __init__(self, first: Any, then: Any) -> None:
-        self.first = first
-        self.then = then
-        self.provider = getattr(then, "provider", "?")
-        self.name = getattr(then, "name", "?")
-        self._served: set[str] = set()
-
-    def respond(self, request: Any) -> Any:
-        if request.run_id not in self._served:
-            self._served.add(request.run_id)
-            return iter((self.first,))
-        return self.then.respond(request)
-
-
 def plots_html(events: list[BaseEvent]) -> str:
     """The run's timeline, tokens per turn, tool latency and status per tool, as inline PNG images."""
     try:
@@ -858,28 +789,3 @@ def plots_html(events: list[BaseEvent]) -> str:
             images.append(f'<div class="agentnb-muted">{name}: {cards.esc(exc)}</div>')
     return "".join(images)
 
-
-def _replace_results(history: list[Any], results: dict[str, Any]) -> list[Any]:
-    from dataclasses import replace
-
-    from ..messages import Message, ToolResultPart
-    from ..tools import jsonable, render_value
-
-    out: list[Message] = []
-    found: set[str] = set()
-    for m in history:
-        if m.role == "tool":
-            parts = []
-            for p in m.parts:
-                if isinstance(p, ToolResultPart) and p.call_id in results:
-                    value = results[p.call_id]
-                    parts.append(replace(p, status="ok", content=render_value(value), audit=jsonable(value)))
-                    found.add(p.call_id)
-                else:
-                    parts.append(p)
-            m = replace(m, parts=tuple(parts))
-        out.append(m)
-    missing = set(results) - found
-    if missing:
-        raise AgentnbError(f"no result for call(s) {', '.join(sorted(missing))} before the fork point")
-    return out

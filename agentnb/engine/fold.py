@@ -265,6 +265,7 @@ def _f_call_validated(rs: RunState, ev: Any) -> None:
     c.arguments = ev.arguments
     c.needs_approval = ev.needs_approval
     c.approval_note = ev.approval_note
+    c.idempotency_key = ev.idempotency_key
 
 
 def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
@@ -334,12 +335,15 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
     if ev.arguments is not None:
         c.arguments = ev.arguments
         c.validated = None
+        if c.kind != "outcome_unknown":  # new arguments, new intent: the key is made again when it starts
+            c.idempotency_key = None
 
 
 def _f_tool_started(rs: RunState, ev: Any) -> None:
     c = rs.calls[ev.call_id]
     c.status = "running"
     c.idempotency_key = ev.idempotency_key
+    c.expected_request = ev.request_sha256
 
 
 def _f_tool_finished(rs: RunState, ev: Any) -> None:

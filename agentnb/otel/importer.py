@@ -266,7 +266,9 @@ class _Rebuild:
         if self.rs.finalizing or classify(resp) is not None:
             # the engine's own rule for a final turn (a finalization turn is read as the loop reads it)
             action = decide(self.rs, _CONFIG)
-            self._finish(action.fields if isinstance(action, Emit) else None)
+            ev = action.event if isinstance(action, Emit) else None
+            self._finish({"final": ev.final, "reason": ev.reason, "output": ev.output}
+                         if isinstance(ev, RunFinished) else None)
             return
         for p in calls:
             if p.call_id not in self.tool_spans:

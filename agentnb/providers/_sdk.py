@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError, ModelError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
-from .base import ModelRequest, StreamItem
+from .base import ModelRequest, StreamItem, WireKind
 
 __all__ = ["ProviderError", "SdkModel", "require"]
 
@@ -244,6 +244,45 @@ class SdkModel:
         self._not_before = 0.0
         self._lock = threading.Lock()
         self._tools: dict[str, list[ToolInfo]] = {}
+        self._wire: list[Callable[[WireKind, Any], None]] = []
+
+    def on_wire(self, callback: Callable[[WireKind, Any], None]) -> Callable[[], None]:
+        """Call ``callback(kind, payload)`` with what goes over the wire; returns the function that stops it.
+
+        ``kind`` is ``"request"`` (the body, before it is sent), ``"response"`` (a whole response) or
+        ``"event"`` (one raw stream event, as the SDK hands it over, before the adapter reads it). The
+        callback runs in the thread that pulls the answer; what it raises propagates (keep it small).
+
+        Example:
+            >>> import openai
+            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> model = OpenAIChatModel(openai.OpenAI(api_key="k"), model="m")
+            >>> seen = []
+            >>> stop = model.on_wire(lambda kind, payload: seen.append(kind))
+            >>> stop()
+        """
+        self._wire.append(callback)
+
+        def stop() -> None:
+            if callback in self._wire:
+                self._wire.remove(callback)
+
+        return stop
+
+    def _tell(self, kind: WireKind, payload: Any) -> None:
+        for callback in list(self._wire):
+            callback(kind, payload)
+
+    def _told(self, events: Iterator[Any]) -> Iterator[Any]:
+        """The raw stream events, each reported to the wire callbacks as it passes."""
+        try:
+            for event in events:
+                self._tell("event", event)
+                yield event
+        finally:
+            close = getattr(events, "close", None)
+            if callable(close):
+                close()
 
     def credentials(self) -> list[str]:
         """The credentials the SDK client holds (its key or token), so a run can mask them wherever echoed.
@@ -288,12 +327,16 @@ class SdkModel:
         """Send one request through the SDK client and yield the adapter's stream items, then the turn."""
         body = self.render(request)
         self._wait_retry_after()
+        if self._wire:
+            self._tell("request", body)
         try:
             result = self._send(body)
             if inspect.isawaitable(result):
                 result = run_coroutine(_awaited(result))
         except Exception as exc:
             raise self._error(exc) from exc
+        if self._wire and not self.stream:
+            self._tell("response", result)
         if not self.stream:
             try:
                 turn = self.adapter.parse_response(result)
@@ -301,6 +344,8 @@ class SdkModel:
                 raise
             return iter((self._tag(turn),))
         events: Iterator[Any] = iter(_drain_async(result) if self.is_async else result)
+        if self._wire:
+            events = self._told(events)
         # Some SDKs send the request only when their stream is first iterated (google-genai): the first
         # event is pulled here, so an HTTP error is a ModelError (retried, or a fallback) and not a broken
         # stream. Later failures are the adapter's business: an incomplete turn.

@@ -15,9 +15,9 @@ may help) and :class:`~agentnb.exceptions.StreamInterrupted` for a stream that b
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..events import ToolInfo
 from ..messages import Message, ModelTurn
@@ -79,6 +79,46 @@ class Model(Protocol):
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
         """Yield stream items and end with the final turn; raise ``ModelError`` on failure."""
+        ...
+
+
+@runtime_checkable
+class Seekable(Protocol):
+    """A model whose answers are a sequence it can be moved along (a script, a replayed cassette).
+
+    A resumed run, or a fork of a run (``Run.fork``), calls ``seek(run_id, position)`` so that the model's
+    next answer for ``run_id`` is its ``position``-th (0-based, counting every request of the run, retried
+    ones included). Models that answer live need nothing of the kind and do not implement it.
+
+    Example:
+        >>> import agentnb as anb
+        >>> isinstance(anb.ScriptedModel([{"text": "hi"}]), Seekable)
+        True
+    """
+
+    def seek(self, run_id: str, position: int) -> None:
+        """Answer ``run_id``'s next request with the answer at ``position``."""
+        ...
+
+
+Replayable = Seekable
+"""Another name for :class:`Seekable`: a model that replays recorded answers is moved along with ``seek``."""
+
+
+WireKind = Literal["request", "response", "event"]
+"""What a wire callback receives: the request ``body`` sent, a whole ``response``, or one raw stream ``event``."""
+
+
+@runtime_checkable
+class WireObservable(Protocol):
+    """A model that sends wire requests itself (an SDK-backed provider model) and reports them to callbacks.
+
+    ``on_wire(callback)`` registers ``callback(kind, payload)`` (see :data:`WireKind`) and returns a function
+    that removes it. The recorder uses it to write ``wire_*`` lines next to the canonical ones.
+    """
+
+    def on_wire(self, callback: Callable[[WireKind, Any], None]) -> Callable[[], None]:
+        """Call ``callback`` with what goes over the wire; returns the function that stops it."""
         ...
 
 

@@ -1,0 +1,321 @@
+"""The engine's rules for one call of a turn: parse, validate, ask, start, and resolve an approval.
+
+Each function reads a folded :class:`RunState` and returns the event that moves the call on; none writes to
+the state. What a decision computes that a later step needs (the idempotency key a tool's own key function
+names, the request hash a call starts with) travels in the event it emits, and the fold keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .. import binding
+from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    GuardTripped,
+    OutputValidated,
+    ToolStarted,
+)
+from ..exceptions import InvalidArguments
+from ..states import LoopState, S
+from ..tools import describe_errors
+from .actions import Emit, EngineConfig, ToolSpec
+from .build import UNSTAMPED, finished
+from .fold import APPROVAL_OVERRIDE, HEADLESS, TOO_DEEP, CallState, RunState
+
+
+def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
+    """SHA-256 of a call's tool name and canonical arguments (key order and spacing do not matter)."""
+    return binding.sha256(binding.canonical([name, arguments]))
+
+
+def operation_id(rs: RunState) -> str:
+    """The run's operation id (its run id unless the run was started with another)."""
+    return str(rs.settings.get("operation_id") or rs.run_id)
+
+
+def call_key(rs: RunState, cfg: EngineConfig, c: CallState, arguments: dict[str, Any] | None = None) -> str | None:
+    """The idempotency key of a call: the tool's own key function, or operation id + tool + arguments.
+
+    Keys serve the effect ledger, so they are made for side-effecting tools and for tools that ask for a
+    context (to hand the key downstream); a read-only tool's calls go without. ``arguments`` default to the
+    call's own.
+    """
+    if c.idempotency_key:
+        return c.idempotency_key  # a retry keeps its key; a key function named it at validation
+    tool = cfg.registry.get(c.name)
+    if tool is None or not (tool.side_effects or tool.context_param or tool.key_fn):
+        return None
+    arguments = c.arguments if arguments is None else arguments
+    if tool.key_fn is not None:
+        return tool.key_for(arguments or {})
+    if tool.idempotency == "call":  # identical calls are distinct effects: the call is the intent
+        return binding.idempotency_key(operation_id(rs), c.name, {"call_id": c.call_id})
+    return binding.idempotency_key(operation_id(rs), c.name, arguments)
+
+
+def request_hash(rs: RunState, cfg: EngineConfig, c: CallState, key: str | None = None) -> str:
+    """The request hash of a call, from trusted state (the model's turn, the arguments, the loop's tools)."""
+    tool = cfg.registry.get(c.name)
+    resp = rs.response
+    return binding.request_sha256(
+        provider=resp.provider if resp else "", response_id=resp.response_id if resp else None,
+        call_id=c.call_id, operation_id=operation_id(rs), idempotency_key=key or c.idempotency_key, tool=c.name,
+        schema_version=tool.schema_version if tool else "", policy_revision=str(rs.settings.get("policy_revision", "")),
+        arguments=c.arguments,
+    )
+
+
+@lru_cache(maxsize=64)
+def bound_hashes(call_id: str, status: str, content: str, request: str) -> tuple[str, str]:
+    """The result hash of a call's result and the binding of it to ``request`` (see :mod:`agentnb.binding`).
+
+    A pure function, memoized: the hashes made when a result is recorded are the ones checked before the
+    results are bound, so the check of a live turn costs a lookup, not two hashes.
+    """
+    result = binding.result_sha256(call_id, status, content)
+    return result, binding.binding_sha256(request, result)
+
+
+def verify_bindings(rs: RunState, cfg: EngineConfig, *, recompute: bool = False) -> str | None:
+    """Recompute every recorded binding of the turn; a description of the first mismatch, or None.
+
+    A result's request hash is checked against the one its ``ToolStarted`` recorded (made from trusted state
+    when the call started); ``recompute=True`` (a resumed run) makes it again from the state instead.
+    """
+    for c in rs.calls.values():
+        if c.binding is None or c.result is None:
+            continue
+        request, result, bound = c.binding
+        expected = request_hash(rs, cfg, c) if recompute or not c.expected_request else c.expected_request
+        if request != expected:
+            return f"the result recorded for call {c.call_id!r} was made for a different call (request hash)"
+        result_now, bound_now = bound_hashes(c.call_id, c.result.status, c.result.content, request)
+        if result != result_now:
+            return f"the result of call {c.call_id!r} changed after it was recorded (result hash)"
+        if bound != bound_now:
+            return f"the binding of call {c.call_id!r} does not match its request and result"
+    return None
+
+
+# -- parse and validate --------------------------------------------------------------------------------
+
+
+def parse(c: CallState, position: int) -> Emit:
+    """Read a call's arguments as a JSON object, or say why they are not one (they are never repaired)."""
+    error = None
+    if c.part.arguments is None:
+        try:
+            value = json.loads(c.part.arguments_raw)
+            error = f"expected a JSON object, got {type(value).__name__}" if not isinstance(value, dict) else TOO_DEEP
+        except RecursionError:
+            error = TOO_DEEP
+        except ValueError as exc:
+            error = str(exc)
+    return Emit(CallParsed(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                           state=S.VALIDATING, call_id=c.call_id, name=c.name, index=position,
+                           arguments=c.part.arguments, error=error))
+
+
+def _rejected(c: CallState, reason: Any, message: str, errors: list[dict[str, Any]] | None = None,
+              state: LoopState = S.VALIDATING) -> Emit:
+    return Emit(CallRejected(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                             state=state, call_id=c.call_id, name=c.name, reason=reason, message=message,
+                             errors=errors or []))
+
+
+def output_failed(attempt: int, errors: list[dict[str, Any]]) -> Emit:
+    """The run fails: its final answer did not fit the output type within the retries."""
+    first = errors[0] if errors else {"loc": "", "msg": "no answer"}
+    return Emit(finished(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts "
+                                   f"(last error: {first.get('loc') or '(answer)'}: {first.get('msg')})"))
+
+
+def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
+    spec = cfg.output
+    assert spec is not None
+    if c.output_error is not None:
+        return _rejected(c, "output", c.output_error)
+    attempt = rs.output_attempts + 1
+    ok, value, errors = spec.check(c.arguments)
+    if not ok and attempt > spec.retries:
+        return output_failed(attempt, errors)
+    return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                state=S.VALIDATING, ok=ok, call_id=c.call_id, output=value, errors=errors,
+                                attempt=attempt))
+
+
+def _check_arguments(c: CallState, tool: ToolSpec, cfg: EngineConfig) -> Emit | BaseModel:
+    """The call's validated arguments object, or the rejection the model reads."""
+    if c.parse_error == TOO_DEEP:  # a JSON object the value boundary refused (agentnb.messages.ToolCallPart)
+        return _rejected(c, "invalid_arguments",
+                         f"Invalid arguments for tool '{c.name}': {TOO_DEEP}. Send flatter arguments.",
+                         [{"loc": "(arguments)", "msg": TOO_DEEP, "type": "too_deep"}])
+    if c.arguments is None:
+        return _rejected(c, "invalid_json", f"The arguments for tool '{c.name}' are not a valid JSON object "
+                                            f"({c.parse_error}). Call the tool again with the arguments as one JSON "
+                                            "object.")
+    try:
+        return tool.validate(c.arguments)
+    except InvalidArguments as exc:  # the value boundary refused them before the schema (see agentnb.values)
+        return _rejected(c, "invalid_arguments", f"Invalid arguments for tool '{c.name}':\n" + "\n".join(
+            f"- {e['loc']}: {e['msg']}" for e in exc.errors), exc.errors)
+    except ValidationError as exc:
+        message, errors = describe_errors(c.name, exc)
+        return _rejected(c, "schema", message, errors)
+    except Exception as exc:  # a user validator that raised something else: still the arguments' fault
+        return _rejected(c, "schema", f"Invalid arguments for tool '{c.name}': a validator raised "
+                                      f"{type(exc).__name__}: {exc}",
+                         [{"loc": "(arguments)", "msg": f"{type(exc).__name__}: {exc}", "type": "validator_error"}])
+
+
+def validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
+    """Check a parsed call: a known tool, arguments that fit its schema and name its effect, who must approve."""
+    if cfg.output is not None and c.name == cfg.output.name:
+        if c.arguments is None:
+            return _rejected(c, "invalid_json", f"The arguments for '{c.name}' are not a valid JSON object "
+                                                f"({c.parse_error}). Call it again with the answer as one JSON object.")
+        return _validate_output(rs, c, cfg)
+    tool = cfg.registry.get(c.name)
+    if tool is None:
+        return _rejected(c, "unknown_tool", cfg.registry.unknown_message(c.name))
+    validated = _check_arguments(c, tool, cfg)
+    if isinstance(validated, Emit):
+        return validated
+    arguments = tool.dump(validated)
+    key = None
+    if tool.key_fn is not None:  # named once, here; the call starts with this key (see call_key)
+        try:
+            key = tool.key_for(arguments)
+        except Exception as exc:
+            return _rejected(c, "idempotency_key", f"Tool '{c.name}' could not name this call's effect (its "
+                                                   f"idempotency key function raised {type(exc).__name__}: {exc}), "
+                                                   "so it was not run.")
+    needs, note, waived = approval_needed(tool, cfg, c, rs)
+    if waived and not c.waiver_recorded:
+        return Emit(GuardTripped(
+            seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+            state=S.VALIDATING, guard=APPROVAL_OVERRIDE, limit=0.0, value=1.0, action="note",
+            call_id=c.call_id,
+            message=(f"the loop's approval policy waived the approval that tool {c.name!r} requires "
+                     f"(risk {tool.risk!r}) for call {c.call_id!r} (override_tool_approval=True)"),
+        ))
+    return Emit(CallValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                              state=S.VALIDATING, call_id=c.call_id, name=c.name, arguments=arguments,
+                              needs_approval=needs, approval_note=note, idempotency_key=key), validated)
+
+
+def _ask_policy(policy: Any, c: CallState, rs: RunState, who: str) -> tuple[bool, str | None]:
+    """Evaluate an approval policy, failing closed: a policy that raises means a person must decide."""
+    if policy is None or isinstance(policy, bool):
+        return bool(policy), None
+    try:
+        return bool(policy(c.part, rs)), None
+    except Exception as exc:
+        return True, f"the {who} approval policy raised {type(exc).__name__}: {exc}"
+
+
+def approval_needed(tool: ToolSpec, cfg: EngineConfig, c: CallState, rs: RunState) -> tuple[bool, str | None, bool]:
+    """Whether a call waits for a person: ``(needs, note, waived)``. See the precedence table in the README.
+
+    A client-side tool always waits (the client must answer). Otherwise the tool's own rule (its ``approval``,
+    or by risk: ``write``/``dangerous`` ask) and the loop's policy are both asked, and **either one** asking is
+    enough: a loop policy can raise approval, never lower it. Only ``override_tool_approval=True`` lets the
+    loop policy decide alone; when it then waives what the tool asked for, ``waived`` is True (and the engine
+    records an ``approval_override`` event). A policy that raises counts as "ask a person", with its error in
+    ``note``.
+    """
+    if tool.client:
+        return True, None, False
+    own = tool.approval if tool.approval is not None else tool.risk != "read"
+    tool_needs, tool_note = _ask_policy(own, c, rs, "tool's")
+    if cfg.approval is None:
+        return tool_needs, tool_note, False
+    loop_needs, loop_note = _ask_policy(cfg.approval, c, rs, "loop's")
+    if cfg.override_tool_approval:
+        return loop_needs, loop_note, tool_needs and not loop_needs
+    return tool_needs or loop_needs, tool_note or loop_note, False
+
+
+# -- ask, start, resolve ----------------------------------------------------------------------------------
+
+
+def ask(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
+    """Ask a person about a validated call (or the client, for a client-side tool)."""
+    assert c.arguments is not None
+    tool = cfg.registry.get(c.name)
+    return Emit(ApprovalRequested(
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"apr_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        name=c.name, arguments=c.arguments, arguments_digest=arguments_digest(c.name, c.arguments),
+        risk=tool.risk if tool else "read", kind="client_result" if tool is not None and tool.client else "approval",
+        ttl_s=cfg.approval_ttl, note=c.approval_note,
+    ))
+
+
+def start(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
+    """Start a call: its idempotency key and the request hash its result will be bound to."""
+    key = call_key(rs, cfg, c)
+    return Emit(ToolStarted(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                            state=S.EXECUTING, call_id=c.call_id, name=c.name, idempotency_key=key,
+                            request_sha256=request_hash(rs, cfg, c, key)))
+
+
+def outcome_unknown(rs: RunState, cfg: EngineConfig, c: CallState, why: str) -> ApprovalRequested:
+    """A side-effecting call may or may not have happened: a person reconciles it.
+
+    Approving runs it again with the same key; ``submit_result`` says what happened; denying answers it.
+    """
+    tool = cfg.registry.get(c.name)
+    return ApprovalRequested(
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"unk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        name=c.name, arguments=c.arguments or {}, arguments_digest=arguments_digest(c.name, c.arguments),
+        risk=tool.risk if tool else "write", kind="outcome_unknown", idempotency_key=c.idempotency_key,
+        note=f"outcome unknown: {why}",
+    )
+
+
+def resolved_state(rs: RunState, c: CallState) -> LoopState:
+    """The loop state after a person answers ``c``.
+
+    Still waiting while other calls wait; else back to work: an escalation's answer goes back to the next
+    request, a call's to executing.
+    """
+    for o in rs.calls.values():
+        if o.status == "awaiting_approval" and o is not c:
+            return S.WAITING_APPROVAL
+    return S.RESULTS_READY if c.kind == "escalation" else S.EXECUTING
+
+
+def resolution(
+    rs: RunState, c: CallState, decision: Any, *, by: str | None = None, note: str | None = None,
+    arguments: dict[str, Any] | None = None, content: str | None = None, value: Any = None,
+) -> ApprovalResolved:
+    """The answer to a waiting call, with its next state (see :func:`resolved_state`)."""
+    return ApprovalResolved(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                            state=resolved_state(rs, c), approval_id=c.approval_id or "", call_id=c.call_id,
+                            decision=decision, by=by, note=note, arguments=arguments, content=content, value=value)
+
+
+def resolve_headless(rs: RunState, c: CallState) -> Emit:
+    """Nobody can answer (``headless=True``): the waiting call is denied, saying why."""
+    what = {"client_result": "nobody is available to run this client-side tool",
+            "outcome_unknown": "nobody is available to reconcile this call's unknown outcome"}.get(
+        c.kind, "nobody is available to approve it")
+    if c.approval_note:
+        what = f"{what} ({c.approval_note})"
+    return Emit(resolution(rs, c, "denied", by=HEADLESS, note=what))
+
+
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "outcome_unknown",
+           "parse", "request_hash", "resolution", "resolve_headless", "resolved_state", "start", "validate",
+           "verify_bindings"]
