@@ -129,8 +129,9 @@ class OutputSpec:
         try:
             value = json.loads(fenced.group(1) if fenced else text)
         except ValueError as exc:
-            return False, None, [{"loc": "", "msg": f"the answer is not JSON ({exc}); call {self.name} with it",
-                                  "type": "json"}]
+            how = ("answer with JSON that fits the schema" if self.native
+                   else f"call {self.name} with it")  # native mode offers no output tool to call
+            return False, None, [{"loc": "", "msg": f"the answer is not JSON ({exc}); {how}", "type": "json"}]
         if self.wrapped and isinstance(value, dict) and set(value) == {"result"}:
             value = value["result"]
         elif self.nullable and isinstance(value, dict):  # strict form: null stands for "the default"

@@ -12,6 +12,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 import agentnb as anb
 from agentnb.emulator import Emulator
+from agentnb.output import OutputSpec
 from agentnb.states import LoopState as S
 
 
@@ -212,3 +213,11 @@ def test_native_strict_output_reads_null_as_the_default() -> None:
     spec = run.loop.config.output
     assert spec is not None and spec.settings()["strict"] is True
     assert spec.settings()["schema"]["required"] == ["text", "limit"]
+
+
+def test_native_mode_corrections_never_ask_for_the_output_tool_it_does_not_offer() -> None:
+    tool_mode = OutputSpec.of(Invoice)
+    native = OutputSpec.of(Invoice, native=True)
+    assert "call final_result" in tool_mode.check_text("It is INV-7.")[2][0]["msg"]
+    msg = native.check_text("It is INV-7.")[2][0]["msg"]
+    assert "final_result" not in msg and "answer with JSON" in msg
