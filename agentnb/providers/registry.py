@@ -19,7 +19,7 @@ from types import MappingProxyType
 from . import anthropic, gemini, openai_chat, openai_responses
 from .wireapi import WireAPI
 
-__all__ = ["WIRE_APIS", "WireAPI", "wire_api"]
+__all__ = ["NATIVE_OUTPUT", "WIRE_APIS", "WireAPI", "wire_api"]
 
 WIRE_APIS: MappingProxyType[str, WireAPI] = MappingProxyType({api.name: api for api in (
     openai_chat.API,
@@ -28,6 +28,9 @@ WIRE_APIS: MappingProxyType[str, WireAPI] = MappingProxyType({api.name: api for 
     gemini.API,
 )})
 """Every wire API by name (read-only)."""
+
+NATIVE_OUTPUT = frozenset(api.name for api in WIRE_APIS.values() if api.native_output)
+"""Wire APIs whose structured-output mode ``output_mode="auto"`` uses (the others get the output tool)."""
 
 
 def wire_api(name: str) -> WireAPI:
