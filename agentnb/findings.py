@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["INTERRUPTED", "Change", "Context", "Finding", "Rule", "View", "run_rules"]
+__all__ = ["INTERRUPTED", "Change", "Context", "Finding", "Rule", "View", "fix_rules", "run_rule", "run_rules"]
 
 Severity = Literal["error", "warning"]
 
@@ -145,6 +145,9 @@ class Rule:
         codes: every code the rule can report (default: ``(code,)``).
         moves: the fix adds, drops or moves items; such fixes run after those that replace values in place,
             so the positions the in-place fixes read still hold.
+        refuses: a request body this rule reports (documentation, and the conformance suite's failing case).
+        accepts: the same request made right: this rule reports nothing (the suite's passing case).
+        context: the :class:`Context` both examples are checked with (rules that need the emulator's).
 
     Example:
         >>> rule = Rule("empty_history", "a history must hold a message",
@@ -160,10 +163,20 @@ class Rule:
     fix: Fix | None = None
     codes: tuple[str, ...] = ()
     moves: bool = False
+    refuses: dict[str, Any] | None = None
+    accepts: dict[str, Any] | None = None
+    context: Context | None = None
 
     def reports(self) -> tuple[str, ...]:
         """Every code this rule can report."""
         return self.codes or (self.code,)
+
+
+def run_rule(rule: Rule, view: View) -> list[Finding]:
+    """The findings of one rule on ``view`` (per item for an ``each`` rule)."""
+    if not rule.each:
+        return list(rule.check(view))
+    return [f for i, item in enumerate(view.items) for f in rule.check(view, i, item)]
 
 
 def run_rules(rules: Sequence[Rule], view: View) -> list[Finding]:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
-from ...findings import INTERRUPTED, Change, Finding, Rule, View, fix_arguments, not_object
+from ...findings import INTERRUPTED, Change, Context, Finding, Rule, View, fix_arguments, not_object
 from ...pairing import Raw, Unit, merge_turns, pair
 
 __all__ = ["ANTHROPIC_INLINE_SYSTEM", "ANTHROPIC_NO_INLINE_SYSTEM", "RULES", "AnthropicView"]
@@ -255,20 +255,48 @@ def _fix_unanswered(messages: list[Any], findings: list[Finding]) -> list[Change
     return changes
 
 
+# -- examples: a request each rule refuses, and the same request made right (the conformance suite runs them) --
+
+_USER = {"role": "user", "content": "Add 1 and 2"}
+_THINK = {"type": "thinking", "thinking": "add them", "signature": "good"}
+_USE = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}}
+_CALL = {"role": "assistant", "content": [_THINK, _USE]}
+_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"}
+_ANSWER = {"role": "user", "content": [_RESULT]}
+_TOOLS = [{"name": "add", "input_schema": {"type": "object"}}]
+
+
+def _messages(*messages: dict[str, Any], **body: Any) -> dict[str, Any]:
+    return {"messages": list(messages), **body}
+
+
 RULES = (
     Rule("bad_role", "roles are user and assistant; a system entry depends on the model family", _roles,
-         codes=("bad_role", "system_not_first")),
+         codes=("bad_role", "system_not_first"), refuses=_messages(_USER, {"role": "critic", "content": "x"}),
+         accepts=_messages(_USER, {"role": "system", "content": "Be brief."}, model="claude-opus-5")),
     Rule("arguments_not_object", "a tool_use input that is not an object", _arguments,
-         fix=fix_arguments(lambda items, i, j: items[i]["content"][j or 0], "input", {})),
-    Rule("tools_undefined", "tool_use/tool_result blocks need tools", _tools),
+         fix=fix_arguments(lambda items, i, j: items[i]["content"][j or 0], "input", {}),
+         refuses=_messages(_USER, {"role": "assistant", "content": [{**_USE, "input": [1, 2]}]}, _ANSWER),
+         accepts=_messages(_USER, _CALL, _ANSWER)),
+    Rule("tools_undefined", "tool_use/tool_result blocks need tools", _tools,
+         refuses=_messages(_USER, _CALL, _ANSWER, tools=[]), accepts=_messages(_USER, _CALL, _ANSWER, tools=_TOOLS)),
     Rule("results_not_first", "tool_result blocks first in the next user message", _results_first,
-         fix=_fix_placement, moves=True),
+         fix=_fix_placement, moves=True,
+         refuses=_messages(_USER, _CALL, {"role": "user", "content": [{"type": "text", "text": "here"}, _RESULT]}),
+         accepts=_messages(_USER, _CALL, {"role": "user", "content": [_RESULT, {"type": "text", "text": "here"}]})),
     Rule("unanswered_call", "each tool_use answered exactly once, in the next user message", _pairing,
          fix=_fix_unanswered, moves=True,
-         codes=("orphan_result", "result_before_call", "duplicate_result", "unanswered_call", "duplicate_call_id")),
+         codes=("orphan_result", "result_before_call", "duplicate_result", "unanswered_call", "duplicate_call_id"),
+         refuses=_messages(_USER, _CALL, _USER), accepts=_messages(_USER, _CALL, _ANSWER)),
     Rule("missing_signature", "thinking blocks keep their signatures (and, with the emulator, its own)", _signatures,
-         codes=("missing_signature", "invalid_signature")),
+         codes=("missing_signature", "invalid_signature"),
+         refuses=_messages(_USER, {"role": "assistant", "content": [{**_THINK, "signature": "altered"}, _USE]},
+                           _ANSWER),
+         accepts=_messages(_USER, _CALL, _ANSWER), context=Context(verify=lambda kind, value, text: value == "good")),
     Rule("missing_signature", "with thinking on, the last tool-use turn starts with its thinking block",
-         _thinking_first),
-    Rule("empty_text", "text blocks must be non-empty", _empty_text),
+         _thinking_first, refuses=_messages(_USER, {"role": "assistant", "content": [_USE]}, _ANSWER,
+                                             thinking={"type": "enabled", "budget_tokens": 1024}),
+         accepts=_messages(_USER, _CALL, _ANSWER, thinking={"type": "enabled", "budget_tokens": 1024})),
+    Rule("empty_text", "text blocks must be non-empty", _empty_text,
+         refuses=_messages({"role": "user", "content": [{"type": "text", "text": ""}]}), accepts=_messages(_USER)),
 )

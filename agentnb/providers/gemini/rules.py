@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
-from ...findings import INTERRUPTED, Change, Finding, Rule, View, fix_arguments, not_object, short
+from ...findings import INTERRUPTED, Change, Context, Finding, Rule, View, fix_arguments, not_object, short
 from ...pairing import Raw, Unit, merge_turns, pair
 
 __all__ = ["GEMINI_PLACEHOLDER_SIGNATURES", "RULES", "GeminiView"]
@@ -195,7 +195,7 @@ def _unsigned(i: int, j: int, name: Any) -> Finding:
 
 
 def _fix_pairing(contents: list[Any], findings: list[Finding]) -> list[Change]:
-    """Drop stray responses; answer unanswered calls with "interrupted" error responses."""
+    """Drop response turns that follow no call turn; answer unanswered calls with "interrupted" error responses."""
     changes: list[Change] = []
     units = merge_turns(units_of(contents))
     for k in range(len(units) - 1, -1, -1):
@@ -235,16 +235,41 @@ def _answer(contents: list[Any], u: Unit, nxt: Unit | None) -> list[Change]:
                    f"an 'interrupted' function response for {p['functionResponse']['name']!r}") for p in parts]
 
 
+# -- examples: a request each rule refuses, and the same request made right (the conformance suite runs them) --
+
+_USER = {"role": "user", "parts": [{"text": "Add 1 and 2"}]}
+_CALL = {"role": "model", "parts": [{"functionCall": {"name": "add", "args": {"a": 1, "b": 2}},
+                                     "thoughtSignature": "good"}]}
+_ANSWER = {"role": "user", "parts": [{"functionResponse": {"name": "add", "response": {"output": 3}}}]}
+
+
+def _contents(*contents: dict[str, Any], **body: Any) -> dict[str, Any]:
+    return {"contents": list(contents), **body}
+
+
 RULES = (
     Rule("bad_role", "roles are user and model (the system prompt goes in systemInstruction)", _roles,
-         codes=("bad_role", "system_not_first")),
+         codes=("bad_role", "system_not_first"), refuses=_contents({"role": "system", "parts": [{"text": "x"}]}, _USER),
+         accepts=_contents(_USER, systemInstruction={"parts": [{"text": "x"}]})),
     Rule("call_misplaced", "a call turn after a user or response turn; as many responses as calls", _turns,
-         codes=("call_misplaced", "orphan_result", "result_before_call", "unanswered_call")),
+         fix=_fix_pairing, moves=True,
+         codes=("call_misplaced", "orphan_result", "result_before_call", "unanswered_call"),
+         refuses=_contents(_USER, _CALL, _USER), accepts=_contents(_USER, _CALL, _ANSWER)),
     Rule("orphan_result", "each response matches a call of the call turn (by id, else by name)", _pairing,
-         fix=_fix_pairing, moves=True, codes=("orphan_result", "duplicate_call_id", "unanswered_call")),
+         codes=("orphan_result", "duplicate_call_id"),
+         refuses=_contents(_USER, _CALL, {"role": "user", "parts": [
+             {"functionResponse": {"name": "mul", "response": {"output": 2}}}]}),
+         accepts=_contents(_USER, _CALL, _ANSWER)),
     Rule("arguments_not_object", "functionCall.args must be an object", _arguments,
-         fix=fix_arguments(lambda items, i, j: items[i]["parts"][j or 0]["functionCall"], "args", {})),
+         fix=fix_arguments(lambda items, i, j: items[i]["parts"][j or 0]["functionCall"], "args", {}),
+         refuses=_contents(_USER, {"role": "model", "parts": [{"functionCall": {"name": "add", "args": [1, 2]}}]},
+                           _ANSWER),
+         accepts=_contents(_USER, _CALL, _ANSWER)),
     Rule("missing_signature", "Gemini 3: the first call of each step of the current turn is signed; with the "
          "emulator's context, signatures it issued (placeholders accepted)", _signatures,
-         codes=("missing_signature", "invalid_signature")),
+         codes=("missing_signature", "invalid_signature"),
+         refuses=_contents(_USER, {"role": "model", "parts": [{"functionCall": {"name": "add", "args": {}}}]},
+                           _ANSWER, model="gemini-3-pro-preview"),
+         accepts=_contents(_USER, _CALL, _ANSWER, model="gemini-3-pro-preview"),
+         context=Context(verify=lambda kind, value, content: value == "good")),
 )

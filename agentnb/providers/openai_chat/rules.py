@@ -14,6 +14,7 @@ from typing import Any
 from ...findings import (
     INTERRUPTED,
     Change,
+    Context,
     Finding,
     Rule,
     View,
@@ -184,17 +185,40 @@ def _reasoning_content(v: ChatView) -> Iterator[Finding]:
                           param=f"messages.[{i}].reasoning_content")
 
 
+# -- examples: a request each rule refuses, and the same request made right (the conformance suite runs them) --
+
+_USER = {"role": "user", "content": "Add 1 and 2"}
+
+
+def _call(arguments: str = '{"a": 1, "b": 2}', extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, **(extra or {}), "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": arguments}}]}
+
+
+_RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "3"}
+_TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+
 RULES = (
-    Rule("bad_role", "a role Chat Completions does not know", _bad_role, each=True),
+    Rule("bad_role", "a role Chat Completions does not know", _bad_role, each=True,
+         refuses={"messages": [{"role": "critic", "content": "x"}]}, accepts={"messages": [_USER]}),
     Rule("system_not_first", "a system/developer message after the conversation started (a warning)",
-         _system_not_first, each=True),
+         _system_not_first, each=True, refuses={"messages": [_USER, {"role": "system", "content": "Be brief."}]},
+         accepts={"messages": [{"role": "system", "content": "Be brief."}, _USER]}),
     Rule("arguments_not_object", "a call's arguments that are not a JSON object (OpenAI-compatible servers refuse "
          "them)", _arguments, each=True,
-         fix=fix_arguments(lambda items, i, j: items[i]["tool_calls"][j or 0]["function"], "arguments", "{}")),
+         fix=fix_arguments(lambda items, i, j: items[i]["tool_calls"][j or 0]["function"], "arguments", "{}"),
+         refuses={"messages": [_USER, _call('{"a": 1,'), _RESULT]}, accepts={"messages": [_USER, _call(), _RESULT]}),
     Rule("unanswered_call", "each call answered exactly once, by the tool messages right after it",
          _pairing, fix=_fix_pairing, moves=True, codes=("orphan_result", "result_before_call", "duplicate_result",
-                                            "unanswered_call", "duplicate_call_id")),
-    Rule("tool_choice_without_tools", "tool_choice needs tools", _tool_choice),
+                                                        "unanswered_call", "duplicate_call_id"),
+         refuses={"messages": [_USER, _call(), _USER]}, accepts={"messages": [_USER, _call(), _RESULT]}),
+    Rule("tool_choice_without_tools", "tool_choice needs tools", _tool_choice,
+         refuses={"messages": [_USER], "tools": [], "tool_choice": "auto"},
+         accepts={"messages": [_USER], "tools": _TOOLS, "tool_choice": "auto"}),
     Rule("missing_reasoning", "reasoning_content sent back on tool-call turns that came with it (DeepSeek, vLLM; "
-         "needs the emulator's context)", _reasoning_content),
+         "needs the emulator's context)", _reasoning_content,
+         refuses={"messages": [_USER, _call(), _RESULT]},
+         accepts={"messages": [_USER, _call(extra={"reasoning_content": "add them"}), _RESULT]},
+         context=Context(reasoning_content_for={"call_1"})),
 )

@@ -16,6 +16,7 @@ from typing import Any
 from ...findings import (
     INTERRUPTED,
     Change,
+    Context,
     Finding,
     Rule,
     View,
@@ -194,19 +195,39 @@ def _fix_pairing(items: list[Any], findings: list[Finding]) -> list[Change]:
     return changes
 
 
+# -- examples: a request each rule refuses, and the same request made right (the conformance suite runs them) --
+
+_USER = {"type": "message", "role": "user", "content": "Add 1 and 2"}
+_RS = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "good"}
+_CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "add", "arguments": '{"a": 1, "b": 2}'}
+_OUT = {"type": "function_call_output", "call_id": "call_1", "output": "3"}
+
+
+def _input(*items: dict[str, Any], **body: Any) -> dict[str, Any]:
+    return {"input": list(items), **body}
+
+
 RULES = (
-    Rule("duplicate_item", "an item id used twice", _duplicate_id, each=True, codes=("duplicate_item",
-                                                                                     "duplicate_call_id")),
+    Rule("duplicate_item", "an item id used twice", _duplicate_id, each=True,
+         codes=("duplicate_item", "duplicate_call_id"), refuses=_input(_USER, _RS, _CALL, _OUT, _RS),
+         accepts=_input(_USER, _RS, _CALL, _OUT)),
     Rule("bad_role", "message roles, and system messages after the start (a warning)", _roles, each=True,
-         codes=("bad_role", "system_not_first")),
-    Rule("missing_reasoning", "a reasoning item followed by the output item it led to", _reasoning_follows, each=True),
+         codes=("bad_role", "system_not_first"), refuses=_input(_USER, {"role": "critic", "content": "x"}),
+         accepts=_input({"role": "developer", "content": "Be brief."}, _USER)),
+    Rule("missing_reasoning", "a reasoning item followed by the output item it led to", _reasoning_follows, each=True,
+         refuses=_input(_USER, _RS), accepts=_input(_USER, _RS, _CALL, _OUT)),
     Rule("invalid_signature", "with store=false, encrypted_content on reasoning items; with the emulator's context, "
-         "content it issued", _reasoning_content, each=True, codes=("missing_reasoning", "invalid_signature")),
+         "content it issued", _reasoning_content, each=True, codes=("missing_reasoning", "invalid_signature"),
+         refuses=_input(_USER, {**_RS, "encrypted_content": "altered"}, _CALL, _OUT),
+         accepts=_input(_USER, _RS, _CALL, _OUT), context=Context(verify=lambda kind, value, item: value == "good")),
     Rule("arguments_not_object", "a call's arguments that are not a JSON object", _arguments, each=True,
-         fix=fix_arguments(lambda items, i, j: items[i], "arguments", "{}")),
+         fix=fix_arguments(lambda items, i, j: items[i], "arguments", "{}"),
+         refuses=_input(_USER, {**_CALL, "arguments": "[1, 2]"}, _OUT), accepts=_input(_USER, _CALL, _OUT)),
     Rule("missing_reasoning", "a function call sent with the reasoning item that preceded it (emulator's context)",
-         _reasoning_sent, each=True),
+         _reasoning_sent, each=True, refuses=_input(_USER, _CALL, _OUT), accepts=_input(_USER, _RS, _CALL, _OUT),
+         context=Context(reasoning_for={"fc_1": "rs_1"})),
     Rule("unanswered_call", "each call answered exactly once, by an output after it", _pairing,
          fix=_fix_pairing, moves=True,
-         codes=("orphan_result", "result_before_call", "duplicate_result", "unanswered_call", "duplicate_call_id")),
+         codes=("orphan_result", "result_before_call", "duplicate_result", "unanswered_call", "duplicate_call_id"),
+         refuses=_input(_USER, _CALL), accepts=_input(_USER, _CALL, _OUT)),
 )
