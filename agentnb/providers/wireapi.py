@@ -192,11 +192,13 @@ class WireAPI:
     model_class: type[SdkModel]
     """The SDK model class (``OpenAIChatModel``, ...); it imports its SDK only when made."""
     client: Callable[..., Any]
-    """``client(api_key, base_url=None, *, async_=False, **options)``: the official SDK's client."""
+    """``client(api_key, base_url=None, *, async_=False, **options)``: the official SDK's client (``api_key``
+    may be None when :attr:`api_key_env` is empty)."""
     prefixes: tuple[str, ...]
     """The prefixes of ``anb.model("prefix:name")`` that pick this API (the first is the canonical one)."""
     api_key_env: tuple[str, ...]
-    """Environment variables holding the API key, tried in order."""
+    """Environment variables holding the API key, tried in order; empty when the API needs no key (a local
+    server): ``anb.model`` then makes the client with ``api_key=None``."""
     sdk_extra: str
     """The ``pip install 'agentnb[extra]'`` that brings the SDK."""
     where: tuple[str, str, str]

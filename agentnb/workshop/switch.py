@@ -108,7 +108,7 @@ def _real_model(spec: str, kind: str, options: dict[str, Any]) -> tuple[Any, str
     if keys is None:
         known = ", ".join([*KEY_VARIABLES, "replay"])
         return None, f"unknown provider {kind!r} (known: {known}): using the offline model"
-    if not any(os.environ.get(k) for k in keys):
+    if keys and not any(os.environ.get(k) for k in keys):  # no variables: a local server needs no key
         return None, f"no {' or '.join(keys)} in the environment: using the offline model"
     import agentnb
 
