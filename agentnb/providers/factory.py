@@ -62,9 +62,9 @@ def model(spec: str, *, api_key: str | None = None, base_url: str | None = None,
         raise ValueError(f"model({spec!r}): write 'provider:model-name' with provider one of "
                          f"{', '.join(sorted(known))}")
     api = known[prefix]
-    if api_key is None and api.api_key_env:  # an API without key variables (a local server) needs none
+    if api_key is None:
         api_key = api.key(os.environ.items())
-        if api_key is None:
+        if api_key is None and api.needs_key:
             raise ValueError(f"no API key for {api.prefixes[0]}: set {' or '.join(api.api_key_env)}, or pass "
                              "api_key=... (for offline work, point base_url at agentnb.emulator.Emulator)")
     return api.model_class(api.client(api_key, base_url, async_=async_), model=name, **options)

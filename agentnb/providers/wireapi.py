@@ -192,13 +192,11 @@ class WireAPI:
     model_class: type[SdkModel]
     """The SDK model class (``OpenAIChatModel``, ...); it imports its SDK only when made."""
     client: Callable[..., Any]
-    """``client(api_key, base_url=None, *, async_=False, **options)``: the official SDK's client (``api_key``
-    may be None when :attr:`api_key_env` is empty)."""
+    """``client(api_key, base_url=None, *, async_=False, **options)``: the official SDK's client."""
     prefixes: tuple[str, ...]
     """The prefixes of ``anb.model("prefix:name")`` that pick this API (the first is the canonical one)."""
     api_key_env: tuple[str, ...]
-    """Environment variables holding the API key, tried in order; empty when the API needs no key (a local
-    server): ``anb.model`` then makes the client with ``api_key=None``."""
+    """Environment variables holding the API key, tried in order."""
     sdk_extra: str
     """The ``pip install 'agentnb[extra]'`` that brings the SDK."""
     where: tuple[str, str, str]
@@ -207,6 +205,9 @@ class WireAPI:
     """Structured output is a request option of this API (a JSON schema the service enforces), not a tool."""
     otel_name: str = ""
     """The ``gen_ai.provider.name`` of OpenTelemetry's semantic conventions (``openai``, ``gcp.gemini``)."""
+    needs_key: bool = True
+    """False for a service that runs without a key (a local Ollama server): ``anb.model`` then makes the
+    client with ``api_key=None`` when none of :attr:`api_key_env` is set, instead of refusing."""
 
     def __repr__(self) -> str:
         return f"WireAPI({self.name!r})"
