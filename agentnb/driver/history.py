@@ -15,11 +15,10 @@ from .. import binding
 from ..events import RunStarted
 from ..guards import Budget, prune
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
+from ..pairing import unanswered_calls
 from ..providers.base import ModelRequest
+from ..providers.registry import NATIVE_OUTPUT as NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
 from ..tools import ToolRegistry
-
-NATIVE_OUTPUT = frozenset({"openai_chat", "openai_responses", "gemini"})
-"""Wire APIs whose structured-output mode ``output_mode="auto"`` uses (the others get the output tool)."""
 
 
 def native_output(model: Any, mode: str) -> bool:
@@ -102,17 +101,9 @@ def policy_diff(first: RunStarted, registry: ToolRegistry) -> str:
 def complete_history(messages: list[Message]) -> list[Message]:
     """The messages with every call answered: calls left without a result get a "skipped" result."""
     out = list(messages)
-    answered = {r.call_id for m in out for r in m.tool_results}
-    for i in range(len(out) - 1, -1, -1):
-        m = out[i]
-        if m.role == "assistant" and m.tool_calls:
-            missing = [c for c in m.tool_calls if c.call_id not in answered]
-            if missing:
-                results = tuple(
-                    ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
-                                   content="Skipped: the run was stopped before this call ran.")
-                    for c in missing
-                )
-                out.insert(i + 1, Message(role="tool", parts=results))
-            break
+    at, missing = unanswered_calls(out)
+    if missing:
+        out.insert(at + 1, Message(role="tool", parts=tuple(
+            ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
+                           content="Skipped: the run was stopped before this call ran.") for c in missing)))
     return out

@@ -38,8 +38,8 @@ from .exercises import check_budget, check_policy, check_stop_at, check_tool
 from .injection import check_injection
 from .mcp_tools import check_mcp
 from .switch import KEY_VARIABLES, course_model
-from .wire_exercise import check_wire
 from .typed_output import check_output
+from .wire_exercise import check_wire
 
 __all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
            "exercises", "reset_hints"]
