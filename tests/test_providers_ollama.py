@@ -1,0 +1,282 @@
+"""Ollama's /api/chat as a wire API: rendering, parsing (whole and JSON lines), histories, lint, SDK, emulator."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from agentnb.engine import classify
+from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
+from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from agentnb.providers.base import ArgumentsDelta, TextDelta
+from agentnb.providers.ollama import wire
+
+from .wire_builders import results_for, weather_tool
+
+S_COMPLETED, S_INCOMPLETE = "COMPLETED", "INCOMPLETE"
+
+
+def chunk(content: str = "", *, thinking: str = "", calls: list[dict[str, Any]] | None = None,
+          done: bool = False, reason: str = "stop", model: str = "qwen3") -> dict[str, Any]:
+    """One /api/chat stream chunk as the server writes it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking:
+        message["thinking"] = thinking
+    if calls:
+        message["tool_calls"] = calls
+    out: dict[str, Any] = {"model": model, "created_at": "2026-01-01T00:00:00Z", "message": message, "done": done}
+    if done:
+        out.update(done_reason=reason, prompt_eval_count=21, eval_count=9, total_duration=5_000_000)
+    return out
+
+
+def fn(name: str, **args: Any) -> dict[str, Any]:
+    return {"function": {"name": name, "arguments": args}}
+
+
+def whole_of(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The non-streamed response the same answer gives (what the server sends with stream: false)."""
+    content = "".join(c["message"].get("content", "") for c in chunks)
+    thinking = "".join(c["message"].get("thinking", "") for c in chunks)
+    calls = [tc for c in chunks for tc in c["message"].get("tool_calls", ())]
+    last = dict(chunks[-1])
+    last["message"] = {"role": "assistant", "content": content, **({"thinking": thinking} if thinking else {}),
+                       **({"tool_calls": calls} if calls else {})}
+    return last
+
+
+def with_ids(turn: ModelTurn) -> ModelTurn:
+    """What the driver does: give the id-less calls unique ids."""
+    parts = tuple(replace(p, call_id=f"gen_{i}") if isinstance(p, ToolCallPart) else p
+                  for i, p in enumerate(turn.message.parts))
+    return replace(turn, message=replace(turn.message, parts=parts))
+
+
+def state_of(turn: ModelTurn) -> str | None:
+    verdict = classify(turn)
+    return verdict.state.value if verdict else None
+
+
+PARALLEL = [chunk(thinking="Two cities."), chunk("Checking "), chunk("both."),
+            chunk(calls=[fn("weather", where={"city": "Paris"})]),
+            chunk(calls=[fn("weather", where={"city": "Rome"}, units="c")]), chunk(done=True)]
+
+
+# -- responses and streams --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_lines", [False, True], ids=["dicts", "json-lines"])
+def test_whole_and_stream_give_the_same_turn(as_lines: bool) -> None:
+    events: list[Any] = [json.dumps(c) for c in PARALLEL] if as_lines else PARALLEL
+    items = list(wire.parse_stream(events))
+    streamed, whole = items[-1], wire.parse_response(whole_of(PARALLEL))
+    assert isinstance(streamed, ModelTurn)
+    assert streamed.message == whole.message
+    assert (streamed.finish_reason, streamed.finish_reason_raw, streamed.usage) == (
+        whole.finish_reason, whole.finish_reason_raw, whole.usage)
+    assert streamed.finish_reason == "tool_calls" and streamed.finish_reason_raw == "stop"
+    assert (streamed.usage.input_tokens, streamed.usage.output_tokens) == (21, 9)
+    parts = streamed.message.parts
+    assert isinstance(parts[0], ReasoningPart) and parts[0].provider == "ollama" and parts[0].text == "Two cities."
+    assert parts[1] == TextPart(text="Checking both.")
+    calls = streamed.message.tool_calls
+    assert [(c.call_id, c.name, c.arguments, c.index) for c in calls] == [
+        ("", "weather", {"where": {"city": "Paris"}}, 0), ("", "weather", {"where": {"city": "Rome"}, "units": "c"}, 1)]
+    assert [i.fragment for i in items if isinstance(i, TextDelta)] == ["Checking ", "both."]
+    deltas = [i for i in items if isinstance(i, ArgumentsDelta)]
+    assert [(d.index, json.loads(d.fragment)) for d in deltas] == [(0, {"where": {"city": "Paris"}}),
+                                                                   (1, {"where": {"city": "Rome"}, "units": "c"})]
+    assert classify(streamed) is None  # the calls go on
+    assert streamed.raw["total_duration"] == 5_000_000  # the durations stay with the turn
+
+
+def test_a_plain_answer_completes_and_load_does_not() -> None:
+    turn = wire.parse_response(chunk("It is 3.", done=True))
+    assert (turn.finish_reason, state_of(turn)) == ("stop", S_COMPLETED)
+    loaded = wire.parse_response(chunk("", done=True, reason="load"))  # the server only loaded the model
+    assert (loaded.finish_reason, loaded.finish_reason_raw, state_of(loaded)) == ("other", "load", S_INCOMPLETE)
+
+
+def test_a_length_cut_is_incomplete_even_with_calls() -> None:
+    cut = [chunk("Writing"), chunk(calls=[fn("write_file", path="a.txt")]), chunk(done=True, reason="length")]
+    turn = list(wire.parse_stream(cut))[-1]
+    assert isinstance(turn, ModelTurn) and turn.complete and turn.finish_reason == "length"
+    verdict = classify(turn)
+    assert verdict is not None and verdict.state.value == S_INCOMPLETE
+    assert "inside a tool call" in verdict.fields["reason"]
+
+
+def test_a_stream_without_done_is_incomplete_and_nothing_is_executable() -> None:
+    turn = list(wire.parse_stream(PARALLEL[:-1]))[-1]
+    assert isinstance(turn, ModelTurn)
+    assert not turn.complete and "done: true" in (turn.incomplete_reason or "")
+    assert state_of(turn) == S_INCOMPLETE
+
+
+def test_a_broken_source_and_an_error_line_end_the_turn_incomplete() -> None:
+    def broken() -> Any:
+        yield PARALLEL[1]
+        raise ConnectionResetError("peer went away")
+
+    turn = list(wire.parse_stream(broken()))[-1]
+    assert isinstance(turn, ModelTurn) and not turn.complete
+    assert "ConnectionResetError" in (turn.incomplete_reason or "") and turn.message.text == "Checking "
+    errored = list(wire.parse_stream([PARALLEL[1], {"error": "model runner has unexpectedly stopped"}]))[-1]
+    assert isinstance(errored, ModelTurn) and not errored.complete
+    assert "unexpectedly stopped" in (errored.incomplete_reason or "")
+
+
+def test_json_lines_split_anywhere_give_the_same_chunks_and_a_cut_last_line_is_dropped() -> None:
+    body = b"".join(json.dumps(c).encode() + b"\n" for c in PARALLEL)
+    for size in (1, 7, 64, len(body)):
+        pieces = [body[i:i + size] for i in range(0, len(body), size)]
+        assert list(wire.iter_json_lines(pieces)) == PARALLEL
+    cut = body[: body.rindex(b"\n", 0, len(body) - 1) + 20]  # the done line, cut after 19 bytes
+    chunks = list(wire.iter_json_lines([cut]))
+    assert chunks == PARALLEL[:-1]
+    turn = list(wire.parse_stream(wire.iter_json_lines([cut])))[-1]
+    assert isinstance(turn, ModelTurn) and not turn.complete
+    with pytest.raises(WireFormatError, match="not JSON"):
+        list(wire.iter_json_lines([b'{"done": false}\n{oops}\n{"done": true}\n']))
+    with pytest.raises(StreamProtocolError, match="longer than 100 bytes"):
+        list(wire.iter_json_lines([b'{"x": "' + b"a" * 200], max_line_bytes=100))
+
+
+def test_arguments_are_bounded_in_bytes() -> None:
+    big = [chunk(calls=[fn("write_file", body="é" * 600)]), chunk(done=True)]
+    with pytest.raises(ArgumentsTooLarge):
+        list(wire.parse_stream(big, max_argument_bytes=1000))
+    assert len(list(wire.parse_stream(big, max_argument_bytes=1300))) == 2
+    with pytest.raises(ArgumentsTooLarge):  # a raw line is refused before it is decoded
+        list(wire.parse_stream([json.dumps(big[0]) + " " * 70_000], max_argument_bytes=1000))
+
+
+@pytest.mark.parametrize(("raw", "match"), [
+    ({"error": "model 'qwen9' not found"}, "error body"),
+    ({"model": "m", "done": True}, "without a message"),
+    ({"message": "hello", "done": True}, "without a message"),
+    ({"message": {"content": ["a"]}, "done": True}, "'content' is a list, expected str"),
+    ({"message": {"content": "", "tool_calls": {"function": {}}}, "done": True}, "'tool_calls' is a dict"),
+    ({"message": {"content": "", "tool_calls": ["add"]}, "done": True}, "tool call is a str"),
+    ({"message": {"content": "", "tool_calls": [{"function": "add"}]}, "done": True}, "'function' is a str"),
+    ({"message": {"content": ""}, "done": "yes"}, "'done' is a str"),
+    ({"message": {"content": ""}, "done": True, "done_reason": 7}, "'done_reason' is a int"),
+    ("[1, 2]", "not an object"),
+    (42, "not a JSON object"),
+])
+def test_hostile_responses_are_a_clear_error(raw: Any, match: str) -> None:
+    with pytest.raises(WireFormatError, match=match):
+        wire.parse_response(raw)
+    if isinstance(raw, dict) and isinstance(raw.get("message"), dict):  # the same chunk in a stream
+        with pytest.raises(WireFormatError, match=match):
+            list(wire.parse_stream([raw]))
+
+
+def test_arguments_that_are_not_an_object_are_kept_raw_and_not_executable() -> None:
+    turn = wire.parse_response(chunk(calls=[{"function": {"name": "add", "arguments": "{\"a\": 1,"}},
+                                            {"function": {"name": "add", "arguments": [1, 2]}},
+                                            {"function": {"name": "add", "arguments": "{\"a\": 2}"}}], done=True))
+    calls = turn.message.tool_calls
+    assert [(c.arguments_raw, c.arguments) for c in calls] == [('{"a": 1,', None), ("[1,2]", None),
+                                                               ('{"a": 2}', {"a": 2})]
+
+
+def test_sdk_response_objects_parse_like_dicts() -> None:
+    ollama = pytest.importorskip("ollama")
+    raw = whole_of(PARALLEL)
+    assert wire.parse_response(ollama.ChatResponse(**raw)).message == wire.parse_response(raw).message
+    streamed = list(wire.parse_stream([ollama.ChatResponse(**c) for c in PARALLEL]))[-1]
+    assert isinstance(streamed, ModelTurn) and streamed.message == wire.parse_response(raw).message
+
+
+# -- requests -----------------------------------------------------------------------------------------------
+
+
+def test_render_a_conversation_with_calls_thinking_and_results() -> None:
+    turn = with_ids(wire.parse_response(whole_of(PARALLEL)))
+    results = results_for(turn, error_for="gen_3")
+    swapped = Message(role="tool", parts=tuple(reversed(results.parts)))  # stored out of order
+    history = [Message.system("Be brief."), Message.user("Weather?"), turn.message, swapped, Message.user("Thanks.")]
+    body = wire.render_request(history, [weather_tool()], model="qwen3", max_tokens=100, temperature=0.2,
+                               stop="END", think=True, keep_alive="5m")
+    assert body["model"] == "qwen3" and body["stream"] is False and body["think"] is True
+    assert body["keep_alive"] == "5m"
+    assert body["options"] == {"num_predict": 100, "temperature": 0.2, "stop": ["END"]}
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Checking both.", "thinking": "Two cities.",
+         "tool_calls": [fn("weather", where={"city": "Paris"}), fn("weather", where={"city": "Rome"}, units="c")]},
+        {"role": "tool", "content": "result of gen_2", "tool_name": "weather"},  # in the calls' order
+        {"role": "tool", "content": "result of gen_3", "tool_name": "weather"},
+        {"role": "user", "content": "Thanks."},
+    ]
+    tool = body["tools"][0]
+    assert tool["type"] == "function" and tool["function"]["name"] == "weather"
+    assert tool["function"]["parameters"] == weather_tool().parameters
+    assert "secret" not in json.dumps(body)  # a result's audit value is never rendered
+
+
+def test_arguments_that_were_not_an_object_are_sent_as_an_empty_object() -> None:
+    bad = ToolCallPart(call_id="c1", name="add", arguments_raw='{"a": 1,', arguments=None)
+    body = wire.render_request([Message.user("q"), Message(role="assistant", parts=(bad,))])
+    assert body["messages"][1]["tool_calls"] == [{"function": {"name": "add", "arguments": {}}}]
+
+
+def test_other_providers_reasoning_is_not_sent_and_settings_ollama_cannot_express_are_refused() -> None:
+    foreign = Message(role="assistant", parts=(ReasoningPart(provider="anthropic", text="x", data={"signature": "s"}),
+                                               TextPart(text="hi")))
+    assert wire.render_request([foreign])["messages"] == [{"role": "assistant", "content": "hi"}]
+    tools = [weather_tool()]
+    for bad in ({"tool_choice": "required"}, {"tool_choice": {"name": "weather"}}, {"parallel_tool_calls": False}):
+        with pytest.raises(ValueError, match="cannot be expressed"):
+            wire.render_request([Message.user("q")], tools, **bad)
+    assert "tools" not in wire.render_request([Message.user("q")], tools, tool_choice="none")
+    schema = {"name": "Answer", "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    body = wire.render_request([Message.user("q")], output_schema=schema, stream=True, options={"num_ctx": 8192})
+    assert body["format"] == schema["schema"] and body["stream"] is True and body["options"] == {"num_ctx": 8192}
+
+
+# -- histories ----------------------------------------------------------------------------------------------
+
+
+def test_histories_read_back_bind_results_by_position_and_name() -> None:
+    body = {"model": "qwen3", "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather and time?"},
+        {"role": "assistant", "content": "", "tool_calls": [fn("weather", city="Paris"), fn("clock", tz="CET")]},
+        {"role": "tool", "content": "12:00", "tool_name": "clock"},  # out of order: bound by name
+        {"role": "tool", "content": "18C", "tool_name": "weather"},
+        {"role": "assistant", "content": "", "tool_calls": [fn("weather", city="Rome")]},
+        {"role": "tool", "content": "21C"},  # no tool_name: the next call in order
+        {"role": "tool", "content": "??", "tool_name": "weather"},  # more results than calls
+    ], "tools": [{"type": "function", "function": {"name": "weather", "description": "d", "parameters": {}}}]}
+    hist = wire.parse_history(body)
+    messages = hist.messages if hasattr(hist, "messages") else hist[0]
+    calls = [c for m in messages for c in m.tool_calls]
+    assert [c.call_id for c in calls] == ["ollama_2_0", "ollama_2_1", "ollama_5_0"]
+    results = [r for m in messages for r in m.tool_results]
+    assert [(r.call_id, r.name, r.content) for r in results] == [
+        ("ollama_2_1", "clock", "12:00"), ("ollama_2_0", "weather", "18C"), ("ollama_5_0", "weather", "21C"),
+        ("ollama_7_result", "weather", "??")]
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    again = wire.parse_history(body)
+    assert (again.messages if hasattr(again, "messages") else again[0]) == messages  # stable ids
+
+
+def test_a_rendered_history_reads_back_to_the_same_conversation() -> None:
+    turn = with_ids(wire.parse_response(whole_of(PARALLEL)))
+    history = [Message.system("Be brief."), Message.user("Weather?"), turn.message, results_for(turn),
+               Message.user("Thanks.")]
+    hist = wire.parse_history(wire.render_request(history, [weather_tool()], model="qwen3"))
+    messages = hist.messages if hasattr(hist, "messages") else hist[0]
+    assert [m.role for m in messages] == [m.role for m in history]
+    assert [m.text for m in messages] == [m.text for m in history]
+    back = messages[2].tool_calls
+    assert [(c.name, c.arguments) for c in back] == [(c.name, c.arguments) for c in turn.message.tool_calls]
+    assert [r.call_id for r in messages[3].tool_results] == [c.call_id for c in back]
+    assert [r.content for r in messages[3].tool_results] == [r.content for r in results_for(turn).parts
+                                                             if isinstance(r, ToolResultPart)]
