@@ -12,7 +12,8 @@ from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from agentnb.providers.base import ArgumentsDelta, TextDelta
-from agentnb.providers.ollama import wire
+from agentnb.providers.ollama import adapter as wire
+from agentnb.providers.ollama.history import parse_history
 
 from .wire_builders import results_for, weather_tool
 
@@ -254,8 +255,8 @@ def test_histories_read_back_bind_results_by_position_and_name() -> None:
         {"role": "tool", "content": "21C"},  # no tool_name: the next call in order
         {"role": "tool", "content": "??", "tool_name": "weather"},  # more results than calls
     ], "tools": [{"type": "function", "function": {"name": "weather", "description": "d", "parameters": {}}}]}
-    hist = wire.parse_history(body)
-    messages = hist.messages if hasattr(hist, "messages") else hist[0]
+    hist = parse_history(body)
+    messages = hist.messages
     calls = [c for m in messages for c in m.tool_calls]
     assert [c.call_id for c in calls] == ["ollama_2_0", "ollama_2_1", "ollama_5_0"]
     results = [r for m in messages for r in m.tool_results]
@@ -263,16 +264,16 @@ def test_histories_read_back_bind_results_by_position_and_name() -> None:
         ("ollama_2_1", "clock", "12:00"), ("ollama_2_0", "weather", "18C"), ("ollama_5_0", "weather", "21C"),
         ("ollama_7_result", "weather", "??")]
     assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
-    again = wire.parse_history(body)
-    assert (again.messages if hasattr(again, "messages") else again[0]) == messages  # stable ids
+    again = parse_history(body)
+    assert again.messages == messages  # stable ids
 
 
 def test_a_rendered_history_reads_back_to_the_same_conversation() -> None:
     turn = with_ids(wire.parse_response(whole_of(PARALLEL)))
     history = [Message.system("Be brief."), Message.user("Weather?"), turn.message, results_for(turn),
                Message.user("Thanks.")]
-    hist = wire.parse_history(wire.render_request(history, [weather_tool()], model="qwen3"))
-    messages = hist.messages if hasattr(hist, "messages") else hist[0]
+    hist = parse_history(wire.render_request(history, [weather_tool()], model="qwen3"))
+    messages = hist.messages
     assert [m.role for m in messages] == [m.role for m in history]
     assert [m.text for m in messages] == [m.text for m in history]
     back = messages[2].tool_calls
@@ -280,3 +281,90 @@ def test_a_rendered_history_reads_back_to_the_same_conversation() -> None:
     assert [r.call_id for r in messages[3].tool_results] == [c.call_id for c in back]
     assert [r.content for r in messages[3].tool_results] == [r.content for r in results_for(turn).parts
                                                              if isinstance(r, ToolResultPart)]
+
+
+# -- lint rules ---------------------------------------------------------------------------------------------
+
+
+def lint_body(body: Any) -> list[Any]:
+    from agentnb.findings import run_rules
+    from agentnb.providers.ollama.rules import RULES, OllamaView, normalize
+
+    clean, malformed = normalize(body)
+    return [m.position for m in malformed] + run_rules(RULES, OllamaView(clean, None))
+
+
+def fix_body(body: Any) -> tuple[list[Any], list[Any]]:
+    from agentnb.findings import fix_rules, run_rules
+    from agentnb.providers.ollama.rules import RULES, OllamaView, normalize
+
+    clean, _ = normalize(body)
+    findings = run_rules(RULES, OllamaView(clean, None))
+    changes = fix_rules(RULES, clean["messages"], findings)
+    return clean["messages"], changes
+
+
+def call_msg(*names: str, args: Any = None) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": n, "arguments": {} if args is None else args}} for n in names]}
+
+
+def tool_msg(name: str | None, content: str = "ok") -> dict[str, Any]:
+    return {"role": "tool", "content": content, **({"tool_name": name} if name is not None else {})}
+
+
+USER = {"role": "user", "content": "go"}
+
+
+@pytest.mark.parametrize(("messages", "codes"), [
+    ([USER, call_msg("add", "mul"), tool_msg("add"), tool_msg("mul"), USER], []),
+    ([USER, call_msg("add", "mul"), tool_msg("mul"), tool_msg("add")], []),  # out of order, names match
+    ([USER, call_msg("add"), tool_msg(None)], []),  # no tool_name: bound by position
+    ([USER, call_msg("add")], []),  # a pending turn at the end of a history
+    ([USER, tool_msg("add")], ["orphan_result"]),
+    ([USER, call_msg("add"), USER, tool_msg("add")], ["orphan_result", "unanswered_call"]),
+    ([USER, call_msg("add"), tool_msg("add"), tool_msg("add")], ["extra_result"]),
+    ([USER, call_msg("add", "mul"), tool_msg("add"), USER], ["unanswered_call"]),
+    ([USER, call_msg("add"), tool_msg("sub")], ["tool_name_mismatch"]),
+    ([USER, call_msg("add", args='{"a": 1}')], ["arguments_not_object"]),
+    ([USER, call_msg("add", args=[1])], ["arguments_not_object"]),
+    ([{"role": "robot", "content": "beep"}], ["bad_role"]),
+])
+def test_lint_rules(messages: list[dict[str, Any]], codes: list[str]) -> None:
+    found = lint_body({"model": "qwen3", "messages": messages})
+    assert sorted(f.code for f in found) == sorted(codes)
+    errors = [f for f in found if f.severity == "error"]
+    assert [f.code for f in errors] == [c for c in codes if c == "arguments_not_object"]  # the rest Ollama accepts
+    for f in errors:  # in the server's words (its Go decoder)
+        assert f.provider_message.startswith("json: cannot unmarshal ") and "ToolCallFunctionArguments" in (
+            f.provider_message)
+
+
+@pytest.mark.parametrize("messages", [
+    [USER, tool_msg("add"), call_msg("add"), USER],
+    [USER, call_msg("add", "mul"), tool_msg("add"), tool_msg("add"), tool_msg("add"), USER],
+    [USER, call_msg("add", args="{oops"), tool_msg("sub")],
+    [USER, call_msg("add"), USER, tool_msg("add"), call_msg("mul", "div"), tool_msg("mul")],
+])
+def test_fixes_leave_a_clean_history(messages: list[dict[str, Any]]) -> None:
+    fixed, changes = fix_body({"messages": messages})
+    assert changes and lint_body({"messages": fixed}) == []
+    again, more = fix_body({"messages": fixed})
+    assert again == fixed and more == []  # fixing is idempotent
+    interrupted = [m for m in fixed if m["role"] == "tool" and m["content"].startswith("interrupted")]
+    assert all(m["tool_name"] for m in interrupted)
+
+
+@pytest.mark.parametrize("body", [
+    "not a body", {"messages": "hi"}, {"messages": [1, None, "x"]}, {"messages": [{"role": 3, "content": ["a"]}]},
+    {"messages": [{"role": "assistant", "tool_calls": "add"}]},
+    {"messages": [{"role": "assistant", "tool_calls": [7, {"function": "f"}, {"function": {"name": 9}}]}]},
+    {"messages": [{"role": "tool", "tool_name": {"x": 1}}], "tools": {"a": 1}},
+])
+def test_hostile_bodies_are_findings_not_exceptions(body: Any) -> None:
+    found = lint_body(body)
+    assert found, body
+    from agentnb.providers.ollama.rules import normalize
+
+    clean, _ = normalize(body)
+    parse_history(clean)  # reads without an exception

@@ -24,9 +24,9 @@ from typing import Any
 from ...exceptions import ModelError
 from ...redact import client_credentials
 from .._sdk import ProviderError, SdkModel, map_error, require
-from . import wire
+from . import adapter as wire
 
-__all__ = ["DEFAULT_HOST", "OllamaModel", "make_client"]
+__all__ = ["DEFAULT_HOST", "OllamaModel", "client", "make_client"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 """Where a local Ollama server listens unless ``OLLAMA_HOST`` says otherwise."""
@@ -46,6 +46,18 @@ def make_client(host: str | None = None, *, async_: bool = False, **kwargs: Any)
     ollama = require("ollama", "ollama")
     host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
     return (ollama.AsyncClient if async_ else ollama.Client)(host=host, **kwargs)
+
+
+def client(api_key: str | None = None, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:
+    """The client ``anb.model("ollama:...")`` makes: ``base_url`` is the host; a key (rare) is a bearer header.
+
+    Example:
+        >>> client(None, "http://127.0.0.1:9")._client.headers.get("authorization") is None
+        True
+    """
+    if api_key:
+        options["headers"] = {**(options.get("headers") or {}), "Authorization": f"Bearer {api_key}"}
+    return make_client(base_url, async_=async_, **options)
 
 
 class OllamaModel(SdkModel):

@@ -16,7 +16,7 @@ and ``keep_alive`` are top-level. ``stream`` is always written: the server strea
 *Binding without ids.* The wire has no call ids. Ollama binds a result to a call by *position*: the tool
 messages that follow an assistant message answer its calls in order, and ``tool_name`` names the function
 each one answers. So results are rendered in the order of the calls they answer (whatever order they were
-stored in). Reading a history back (:func:`parse_history`) inverts that: each call gets the id
+stored in). Reading a history back (:func:`.history.parse_history`) inverts that: each call gets the id
 ``ollama_<message>_<call>`` -- unique in the conversation and the same every time the same body is read --
 and each tool message binds to the oldest unanswered call of the assistant message before it whose name is
 its ``tool_name`` (the next unanswered call when it has no ``tool_name``). A ``tool_call_id`` or call ``id``,
@@ -37,7 +37,7 @@ wrong JSON type raise :class:`~agentnb.exceptions.WireFormatError` naming the fi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ...events import ToolInfo
@@ -75,7 +75,7 @@ _OPTIONS = {"max_tokens": "num_predict", "temperature": "temperature", "top_p": 
 _LINE_SLACK = 64 * 1024
 """Bytes a stream line may hold beyond the argument cap (the chunk's other fields)."""
 
-__all__ = ["PROVIDER", "iter_json_lines", "parse_history", "parse_response", "parse_stream", "render_request",
+__all__ = ["PROVIDER", "call_part", "iter_json_lines", "parse_response", "parse_stream", "render_request",
            "render_tool"]
 
 
@@ -178,113 +178,22 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     return body
 
 
-# -- histories (requests read back) ----------------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else dumps(value)
+# -- calls --------------------------------------------------------------------------------------------
 
 
 def call_part(call_id: str, name: str, args: Any, index: int, provider_id: str | None = None) -> ToolCallPart:
-    """A canonical call from Ollama's ``function`` fields (arguments that are not an object stay raw)."""
+    """A canonical call from Ollama's ``function`` fields (arguments that are not an object stay raw).
+
+    Example:
+        >>> call_part("c", "add", {"a": 1}, 0).arguments_raw, call_part("c", "add", "[1]", 0).arguments
+        ('{"a":1}', None)
+    """
     if isinstance(args, dict):
         return ToolCallPart(call_id=call_id, name=name, arguments_raw=dumps(args), arguments=args, index=index,
                             provider_id=provider_id)
     raw = args if isinstance(args, str) else dumps(args)
     return ToolCallPart(call_id=call_id, name=name, arguments_raw=raw, arguments=loads_object(raw), index=index,
                         provider_id=provider_id)
-
-
-def _messages_of(history: Any) -> tuple[list[Any], list[Any]]:
-    if isinstance(history, Mapping):
-        messages, tools = history.get("messages"), history.get("tools")
-    else:
-        messages, tools = history, None
-    return (list(messages) if isinstance(messages, list | tuple) else [],
-            list(tools) if isinstance(tools, list | tuple) else [])
-
-
-def parse_history(history: Any) -> tuple[list[Message], list[ToolInfo]]:
-    """The canonical conversation and tools of an ``/api/chat`` request body (or of its ``messages`` list).
-
-    The emulator reads requests with it and :func:`~agentnb.importers.import_history` imports Ollama
-    histories with it. Calls get ids ``ollama_<message>_<call>``; a tool message binds to a call of the
-    assistant message before it by ``tool_name`` and position (see the module docs); one that matches no call
-    keeps an id ``ollama_<message>_result``. Anything that is not of the documented shape is skipped (the
-    linter reports it; see :mod:`agentnb.providers.ollama.lint`).
-
-    Example:
-        >>> msgs, _ = parse_history({"messages": [
-        ...     {"role": "user", "content": "2+3?"},
-        ...     {"role": "assistant", "tool_calls": [{"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]},
-        ...     {"role": "tool", "content": "5", "tool_name": "add"}]})
-        >>> msgs[1].tool_calls[0].call_id, msgs[2].tool_results[0].call_id
-        ('ollama_1_0', 'ollama_1_0')
-    """
-    raw_messages, raw_tools = _messages_of(history)
-    out: list[Message] = []
-    waiting: list[ToolCallPart] = []  # the calls of the last assistant message not answered yet
-    for i, item in enumerate(raw_messages):
-        m = item if isinstance(item, dict) else _as_plain(item)
-        if m is None:
-            continue
-        role = m.get("role")
-        if role == "assistant":
-            parts: list[Any] = []
-            if isinstance(m.get("thinking"), str) and m["thinking"]:
-                parts.append(ReasoningPart(provider=PROVIDER, text=m["thinking"]))
-            if m.get("content"):
-                parts.append(TextPart(text=_text(m.get("content"))))
-            calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
-            waiting = []
-            for k, tc in enumerate(calls):
-                fn = tc.get("function") if isinstance(tc, dict) else None
-                if not isinstance(fn, dict):
-                    continue
-                wire_id = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else None
-                name = fn.get("name") if isinstance(fn.get("name"), str) else ""
-                part = call_part(wire_id or f"ollama_{i}_{k}", name, fn.get("arguments"), k, wire_id)
-                parts.append(part)
-                waiting.append(part)
-            out.append(Message(role="assistant", parts=tuple(parts)))
-        elif role == "tool":
-            result = _bind(m, i, waiting)
-            if out and out[-1].role == "tool":
-                out[-1] = Message(role="tool", parts=(*out[-1].parts, result))
-            else:
-                out.append(Message(role="tool", parts=(result,)))
-        elif role in ("system", "user"):
-            out.append(Message(role=role, parts=(TextPart(text=_text(m.get("content"))),)))
-            waiting = []
-    tools = []
-    for t in raw_tools:
-        fn = t.get("function") if isinstance(t, dict) else None
-        if isinstance(fn, dict):
-            name, description, params = fn.get("name"), fn.get("description"), fn.get("parameters")
-            tools.append(ToolInfo(name=name if isinstance(name, str) else "",
-                                  description=description if isinstance(description, str) else "",
-                                  parameters=params if isinstance(params, dict) else {}))
-    return out, tools
-
-
-def _as_plain(item: Any) -> dict[str, Any] | None:
-    try:
-        return as_dict(item, "an Ollama message")
-    except WireFormatError:
-        return None
-
-
-def _bind(m: dict[str, Any], i: int, waiting: list[ToolCallPart]) -> ToolResultPart:
-    """The result a tool message holds, bound to a waiting call (which leaves the waiting list)."""
-    name = m.get("tool_name") if isinstance(m.get("tool_name"), str) else ""
-    by_id = m.get("tool_call_id")
-    match = next((c for c in waiting if by_id and c.call_id == by_id), None)
-    if match is None:
-        match = next((c for c in waiting if c.name == name), None) if name else (waiting[0] if waiting else None)
-    if match is not None:
-        waiting.remove(match)
-    return ToolResultPart(call_id=match.call_id if match else f"ollama_{i}_result", name=name or (
-        match.name if match else ""), status="ok", content=_text(m.get("content")))
 
 
 # -- responses ------------------------------------------------------------------------------------------

@@ -1,12 +1,11 @@
-"""The emulator's side of Ollama: turns written as ``/api/chat`` writes them, and its error bodies.
+"""Turns written as Ollama's ``/api/chat`` writes them, for the local emulator.
 
 :func:`encode` takes a scripted :class:`~agentnb.messages.ModelTurn` and produces the whole response (one
 JSON object) or the stream: JSON lines, one chunk per content fragment, one chunk per tool call (whole, as
 the server sends them), and a last chunk with ``done: true``, ``done_reason`` and the counts and durations
 (nanoseconds). A call the script cut (arguments that are not an object, with a ``length`` finish) is not
 sent: the server emits only calls it could parse. Thinking is sent in ``message.thinking``; a refusal is
-plain content (Ollama has no refusal field). Errors are ``{"error": "<message>"}`` with the HTTP status
-(https://github.com/ollama/ollama/blob/main/docs/api.md#errors).
+plain content (Ollama has no refusal field).
 """
 
 from __future__ import annotations
@@ -16,25 +15,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from ...emulator._encode import Encoded
 from ...messages import ModelTurn, ReasoningPart, RefusalPart, TextPart
+from ..wireapi import Encoded, EncodeRequest
 
-__all__ = ["CONTENT_TYPE", "PATH", "encode", "error_body"]
-
-PATH = "/api/chat"
-"""The route the emulator serves under ``url("ollama")``."""
-CONTENT_TYPE = "application/x-ndjson"
-"""The content type of a streamed answer (JSON lines)."""
-
-
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """Ollama's error body: ``{"error": message}`` (the status travels in the HTTP status line).
-
-    Example:
-        >>> error_body(404, 'model "qwen9" not found, try pulling it first')
-        {'error': 'model "qwen9" not found, try pulling it first'}
-    """
-    return {"error": message}
+__all__ = ["encode"]
 
 
 def _line(obj: dict[str, Any]) -> bytes:
@@ -45,15 +29,17 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def encode(turn: ModelTurn, model: str, *, stream: bool, size: int) -> Encoded:
+def encode(turn: ModelTurn, request: EncodeRequest) -> Encoded:
     """A ``/api/chat`` answer for ``turn``: the whole body, and the JSON lines of the stream.
 
     Example:
         >>> from agentnb.messages import Message
         >>> turn = ModelTurn(message=Message.assistant("Hi"), provider="scripted", model="s", finish_reason="stop")
-        >>> encode(turn, "qwen3", stream=False, size=8).body["message"]
-        {'role': 'assistant', 'content': 'Hi'}
+        >>> req = EncodeRequest(model="qwen3", body={}, stream=True, size=8, ids=str, sign=lambda k, c: "")
+        >>> encode(turn, req).frames[0]
+        b'{"model":"qwen3","created_at":...,"message":{"role":"assistant","content":"Hi"},"done":false}\\n'
     """
+    model, stream, size = request.model, request.stream, request.size
     msg = turn.message
     thinking = "".join(p.text or "" for p in msg.parts if isinstance(p, ReasoningPart))
     text = "".join(p.text for p in msg.parts if isinstance(p, TextPart | RefusalPart))
