@@ -368,3 +368,187 @@ def test_hostile_bodies_are_findings_not_exceptions(body: Any) -> None:
 
     clean, _ = normalize(body)
     parse_history(clean)  # reads without an exception
+
+
+# -- the official client against the emulator ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def emu() -> Any:
+    from agentnb.emulator import Emulator
+
+    with Emulator() as e:
+        yield e
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def answer(messages: list[Message]) -> dict[str, Any]:
+    return {"text": "Results: " + ", ".join(r.content for r in messages[-1].tool_results)}
+
+
+CALL = {"name": "add", "arguments": {"a": 1, "b": 2}}
+CALL2 = {"name": "add", "arguments": {"a": 3, "b": 4}}
+
+
+def test_the_official_client_sync_and_streamed(emu: Any) -> None:
+    ollama = pytest.importorskip("ollama")
+    emu.play([{"reasoning": "Two sums.", "text": "Adding.", "tool_calls": [CALL, CALL2]},
+              {"text": "Hello there, student."}])
+    client = ollama.Client(host=emu.url("ollama"))
+    whole = client.chat(model="qwen3", messages=[{"role": "user", "content": "Add."}], tools=[add], think=True)
+    assert whole.done and whole.done_reason == "stop" and whole.message.thinking == "Two sums."
+    assert [(c.function.name, dict(c.function.arguments)) for c in whole.message.tool_calls or ()] == [
+        ("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]
+    assert whole.prompt_eval_count and whole.eval_count
+    chunks = list(client.chat(model="qwen3", messages=[{"role": "user", "content": "Hi"}], stream=True))
+    assert len(chunks) > 2 and [c.done for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert "".join(c.message.content or "" for c in chunks) == "Hello there, student."
+    sent = emu.requests[-1]
+    assert sent.provider == "ollama" and sent.path == "/ollama/api/chat" and sent.stream
+
+
+def test_the_official_async_client(emu: Any) -> None:
+    ollama = pytest.importorskip("ollama")
+    import asyncio
+
+    emu.play([{"text": "Async hello."}, {"text": "Async stream."}])
+
+    async def go() -> tuple[str, str]:
+        client = ollama.AsyncClient(host=emu.url("ollama"))
+        whole = await client.chat(model="qwen3", messages=[{"role": "user", "content": "Hi"}])
+        text = "".join([c.message.content or "" async for c in await client.chat(
+            model="qwen3", messages=[{"role": "user", "content": "Hi"}], stream=True)])
+        return whole.message.content or "", text
+
+    assert asyncio.run(go()) == ("Async hello.", "Async stream.")
+
+
+def test_errors_come_in_ollamas_shape(emu: Any) -> None:
+    ollama = pytest.importorskip("ollama")
+    client = ollama.Client(host=emu.url("ollama"))
+    emu.play([{"text": "never"}]).fail(404, message='model "qwen9" not found, try pulling it first')
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="qwen9", messages=[{"role": "user", "content": "Hi"}])
+    assert info.value.status_code == 404 and info.value.error == 'model "qwen9" not found, try pulling it first'
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="", messages=[{"role": "user", "content": "Hi"}])  # the client sends no model
+    assert info.value.status_code == 400 and "model is required" in info.value.error
+    bad = [{"role": "user", "content": "q"},
+           {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "add", "arguments": "{}"}}]}]
+    import httpx
+
+    r = httpx.post(emu.url("ollama") + "/api/chat", json={"model": "qwen3", "messages": bad, "stream": False})
+    assert r.status_code == 400 and set(r.json()) == {"error"} and "cannot unmarshal string" in r.json()["error"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("async_", [False, True], ids=["sync", "async"])
+def test_a_loop_runs_tools_end_to_end_through_the_emulator(emu: Any, stream: bool, async_: bool) -> None:
+    import agentnb as anb
+
+    emu.play([{"text": "Let me add.", "tool_calls": [CALL, CALL2]}, answer])
+    start = len(emu.requests)
+    model = anb.model("ollama:qwen3", base_url=emu.url("ollama"), stream=stream, async_=async_, temperature=0.0)
+    assert type(model).__name__ == "OllamaModel" and model.is_async == async_ and model.credentials() == []
+    run = anb.Loop(model=model, tools=[anb.tool(add)]).start("Add 1 and 2, and 3 and 4.").run()
+    assert run.state is anb.LoopState.COMPLETED and run.output == "Results: 3, 7", run.reason
+    turns = [e.response for e in run.events if e.type == "TurnCompleted"]
+    assert {t.provider for t in turns} == {"ollama"}
+    assert len({c.call_id for t in turns for c in t.message.tool_calls}) == 2  # unique ids from the driver
+    second = emu.requests[start + 1].body
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool", "tool"]
+    assert [m["tool_name"] for m in second["messages"][2:]] == ["add", "add"]
+    assert [m["content"] for m in second["messages"][2:]] == ["3", "7"]  # in the calls' order
+    assert second["options"] == {"temperature": 0.0} and second["stream"] is stream
+    if stream:
+        assert any(e.type == "ArgumentsMerged" for e in run.events)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_length_cut_through_the_client_runs_nothing(emu: Any, stream: bool) -> None:
+    import agentnb as anb
+
+    emu.play([{"tool_calls": [CALL, {"name": "add", "arguments": '{"a": 1, "b'}], "finish": "length"}])
+    run = anb.Loop(model=anb.model("ollama:qwen3", base_url=emu.url("ollama"), stream=stream),
+                   tools=[anb.tool(add)]).start("Add.").run()
+    assert run.state is anb.LoopState.INCOMPLETE and "token limit" in (run.reason or ""), run.reason
+    assert not any(e.type == "ToolStarted" for e in run.events)
+
+
+def test_a_stream_cut_mid_call_is_incomplete_and_not_retried(emu: Any) -> None:
+    import agentnb as anb
+
+    emu.play([{"text": "Adding.", "tool_calls": [CALL], "interrupt": True}, {"text": "never asked"}])
+    run = anb.Loop(model=anb.model("ollama:qwen3", base_url=emu.url("ollama"), stream=True),
+                   tools=[anb.tool(add)], retry_base_delay=0.0).start("Add.").run()
+    assert run.state is anb.LoopState.INCOMPLETE, run.reason
+    assert "nothing in the turn was executed" in (run.reason or "")
+    assert not any(e.type in ("ToolStarted", "ModelRetried") for e in run.events)
+
+
+def test_server_errors_are_retried_then_fail_with_the_servers_message(emu: Any) -> None:
+    import agentnb as anb
+
+    emu.play([{"text": "Fine."}]).fail(503, times=1)
+    run = anb.Loop(model=anb.model("ollama:qwen3", base_url=emu.url("ollama")), retry_base_delay=0.0).start("Hi").run()
+    assert run.output == "Fine." and any(e.type == "ModelRetried" for e in run.events)
+    emu.play([{"text": "never"}]).fail(400, message="invalid options: num_gpu", times=1)
+    run = anb.Loop(model=anb.model("ollama:qwen3", base_url=emu.url("ollama")), retry_base_delay=0.0).start("Hi").run()
+    assert run.state is anb.LoopState.FAILED and "invalid options: num_gpu" in (run.reason or "")
+    assert not any(e.type == "ModelRetried" for e in run.events)
+
+
+def test_no_server_is_a_retryable_error_that_says_how_to_start_one() -> None:
+    import socket
+
+    import agentnb as anb
+    from agentnb.providers import ProviderError
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = anb.model("ollama:qwen3", base_url=f"http://127.0.0.1:{port}")
+    from agentnb.providers.base import ModelRequest
+
+    with pytest.raises(ProviderError, match="ollama serve") as info:
+        list(model.respond(ModelRequest(messages=[Message.user("Hi")], tools=[])))
+    assert info.value.retryable and str(port) in str(info.value)
+
+
+def test_settings_the_client_cannot_send_are_refused_before_sending(emu: Any) -> None:
+    import agentnb as anb
+    from agentnb.providers import ProviderError
+    from agentnb.providers.base import ModelRequest
+
+    start = len(emu.requests)
+    model = anb.model("ollama:qwen3", base_url=emu.url("ollama"), frobnicate=True)
+    with pytest.raises(ProviderError, match="frobnicate"):
+        list(model.respond(ModelRequest(messages=[Message.user("Hi")], tools=[])))
+    model = anb.model("ollama:qwen3", base_url=emu.url("ollama"), tool_choice="required")
+    with pytest.raises(ProviderError, match="nothing was sent"):
+        list(model.respond(ModelRequest(messages=[Message.user("Hi")], tools=[anb.tool(add).info])))
+    assert len(emu.requests) == start
+
+
+def test_an_auth_header_is_reported_and_redacted(emu: Any, tmp_path: Any) -> None:
+    ollama = pytest.importorskip("ollama")
+    import agentnb as anb
+    from agentnb.providers.ollama import OllamaModel
+
+    token = "zq9-ollama-proxy-token-4471"
+    client = ollama.Client(host=emu.url("ollama"), headers={"Authorization": f"Bearer {token}"})
+    model = OllamaModel(client, model="qwen3")
+    assert token in model.credentials()
+    emu.play([{"text": "never"}]).fail(401, message=f"unauthorized: token {token} is not valid")
+    store = anb.SqliteStore(tmp_path / "runs.db", key="ollama-test-key")
+    run = anb.Loop(model=model, store=store).start("Hi").run()
+    assert run.state is anb.LoopState.FAILED and "[REDACTED]" in (run.reason or ""), run.reason
+    run.transcript.save(tmp_path / "transcript.json")
+    for path in tmp_path.iterdir():  # the store, its journal files, the saved transcript
+        assert token.encode() not in path.read_bytes(), path.name
+    via_key = anb.model("ollama:qwen3", base_url=emu.url("ollama"), api_key=token)
+    assert token in via_key.credentials()

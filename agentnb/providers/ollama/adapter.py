@@ -49,7 +49,6 @@ from ...messages import (
     ReasoningPart,
     TextPart,
     ToolCallPart,
-    ToolResultPart,
     Usage,
 )
 from .._wire import (
@@ -58,7 +57,6 @@ from .._wire import (
     as_dict,
     dumps,
     loads_object,
-    own_reasoning,
     split_settings,
     tool_choice,
 )
@@ -102,7 +100,7 @@ def _arguments(p: ToolCallPart) -> dict[str, Any]:
 
 def _assistant(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": m.text + (m.refusal or "")}
-    thinking = "".join(p.text or "" for p in m.parts if own_reasoning(p, PROVIDER))
+    thinking = "".join(p.text or "" for p in m.parts if isinstance(p, ReasoningPart) and p.provider == PROVIDER)
     if thinking:
         out["thinking"] = thinking
     calls = [{"function": {"name": p.name, "arguments": _arguments(p)}} for p in m.tool_calls]

@@ -30,14 +30,14 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def encode(turn: ModelTurn, request: EncodeRequest) -> Encoded:
-    """A ``/api/chat`` answer for ``turn``: the whole body, and the JSON lines of the stream.
+    r"""A ``/api/chat`` answer for ``turn``: the whole body, and the JSON lines of the stream.
 
     Example:
         >>> from agentnb.messages import Message
         >>> turn = ModelTurn(message=Message.assistant("Hi"), provider="scripted", model="s", finish_reason="stop")
         >>> req = EncodeRequest(model="qwen3", body={}, stream=True, size=8, ids=str, sign=lambda k, c: "")
         >>> encode(turn, req).frames[0]
-        b'{"model":"qwen3","created_at":...,"message":{"role":"assistant","content":"Hi"},"done":false}\\n'
+        b'{"model":"qwen3","created_at":...,"message":{"role":"assistant","content":"Hi"},"done":false}\n'
     """
     model, stream, size = request.model, request.stream, request.size
     msg = turn.message

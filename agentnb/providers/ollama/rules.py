@@ -45,11 +45,15 @@ _GO_TYPES = {"string": "string", "an object": "api.Message", "an array": "[]api.
 
 
 def _kind(value: Any) -> str:
+    """The JSON kind of a value, in the words of Go's decoder errors."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "null" if value is None else "value")
+    for kind, name in ((str, "string"), (list, "array"), (dict, "object")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else "value"
 
 
 class _Walk:
