@@ -552,3 +552,62 @@ def test_an_auth_header_is_reported_and_redacted(emu: Any, tmp_path: Any) -> Non
         assert token.encode() not in path.read_bytes(), path.name
     via_key = anb.model("ollama:qwen3", base_url=emu.url("ollama"), api_key=token)
     assert token in via_key.credentials()
+
+
+# -- properties -----------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_names = st.sampled_from(["add", "mul", "weather"])
+_args = st.dictionaries(st.sampled_from(["a", "b", "city"]), st.integers(-5, 5) | st.text(max_size=5), max_size=3)
+
+
+@st.composite
+def conversations(draw: Any) -> list[Message]:
+    """Valid canonical conversations: user turns, answers, and call turns each answered in full."""
+    out = [Message.system("sys")] if draw(st.booleans()) else []
+    out.append(Message.user(draw(st.text(max_size=8))))
+    n = 0
+    for _ in range(draw(st.integers(0, 4))):
+        calls = [ToolCallPart(call_id=f"c{n + k}", name=draw(_names), arguments_raw="", arguments=draw(_args))
+                 for k in range(draw(st.integers(1, 3)))]
+        n += len(calls)
+        text = draw(st.text(max_size=6))
+        out.append(Message(role="assistant", parts=((TextPart(text=text),) if text else ()) + tuple(calls)))
+        results = [ToolResultPart(call_id=c.call_id, name=c.name, status="ok", content=draw(st.text(max_size=6)))
+                   for c in calls]
+        out.append(Message(role="tool", parts=tuple(draw(st.permutations(results)))))
+        if draw(st.booleans()):
+            out.append(Message.user(draw(st.text(max_size=8))))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(conversations())
+def test_every_rendered_conversation_lints_clean_and_reads_back_bound_the_same(messages: list[Message]) -> None:
+    body = wire.render_request(messages, model="qwen3")
+    assert lint_body(body) == []
+    back = parse_history(json.loads(json.dumps(body))).messages
+    calls_in = [c for m in messages for c in m.tool_calls]
+    calls_out = [c for m in back for c in m.tool_calls]
+    assert [(c.name, c.arguments) for c in calls_out] == [(c.name, c.arguments) for c in calls_in]
+    # Results are rendered in the calls' order, so each tool message binds back to exactly the call it answered
+    # (the first unanswered call of its name is that call), whatever order the results were stored in.
+    given_content = {r.call_id: r.content for m in messages for r in m.tool_results}
+    read_content = {r.call_id: r.content for m in back for r in m.tool_results}
+    assert [read_content[c.call_id] for c in calls_out] == [given_content[c.call_id] for c in calls_in]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30))
+def test_any_chunking_of_the_json_lines_gives_the_same_turn(cuts: list[int]) -> None:
+    body = b"".join(json.dumps(c).encode() + b"\n" for c in PARALLEL)
+    pieces, at = [], 0
+    for n in cuts:
+        pieces.append(body[at:at + n])
+        at += n
+    pieces.append(body[at:])
+    turn = list(wire.parse_stream(wire.iter_json_lines(pieces)))[-1]
+    assert isinstance(turn, ModelTurn) and turn.complete
+    assert turn.message == wire.parse_response(whole_of(PARALLEL)).message
