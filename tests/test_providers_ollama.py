@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
@@ -555,9 +557,6 @@ def test_an_auth_header_is_reported_and_redacted(emu: Any, tmp_path: Any) -> Non
 
 
 # -- properties -----------------------------------------------------------------------------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _names = st.sampled_from(["add", "mul", "weather"])
 _args = st.dictionaries(st.sampled_from(["a", "b", "city"]), st.integers(-5, 5) | st.text(max_size=5), max_size=3)
