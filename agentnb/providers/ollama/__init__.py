@@ -35,7 +35,7 @@ from .adapter import PROVIDER, iter_json_lines, parse_response, parse_stream, re
 from .emulate import ENDPOINT
 from .history import parse_history
 from .model import OllamaModel, client
-from .rules import RULES, normalize
+from .rules import RULES, OllamaView, normalize
 
 __all__ = ["API", "PROVIDER", "OllamaModel", "adapter", "iter_json_lines", "parse_history", "parse_response",
            "parse_stream", "render_request", "render_tool"]
@@ -51,11 +51,12 @@ API = WireAPI(
     system_key=None,
     normalize=normalize,
     rules=RULES,
+    view=OllamaView,
     emulator=ENDPOINT,
     model_class=OllamaModel,
     client=client,
     prefixes=("ollama",),
-    api_key_env=("OLLAMA_API_KEY",),
+    api_key_env=(),  # no key: a local server needs none (the client itself reads OLLAMA_API_KEY, if set)
     sdk_extra="ollama",
     where=("messages[0], role system", "assistant tool_calls[].function (no id; arguments an object)",
            "role tool message (tool_name), in the calls' order"),

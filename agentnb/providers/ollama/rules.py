@@ -228,7 +228,7 @@ def _mismatch(view: OllamaView) -> Iterator[Finding]:
                               "", "warning", part=j)
 
 
-# -- fixes (each acts on its own codes; they run in rule order, and only the last changes positions) -----
+# -- fixes (each acts on its own codes; in-place ones first, then the one that moves positions) ----------
 
 
 def _fix_mismatch(items: list[Any], findings: list[Finding]) -> list[Change]:
@@ -278,10 +278,10 @@ RULES: tuple[Rule, ...] = (
          _mismatch, fix=_fix_mismatch),
     Rule("orphan_result", "a tool message follows an assistant message with tool_calls", _orphans),
     Rule("extra_result", "no more tool messages than calls", _extra),
-    # The last rule's fix repairs the pairing as a whole (drops orphan and extra results, adds the missing
-    # ones), because dropping and adding move positions the other findings name.
+    # One fix repairs the pairing as a whole (drops orphan and extra results, adds the missing ones): it moves
+    # positions, so it runs after the in-place fixes (moves=True).
     Rule("unanswered_call", "every call has its tool message before the conversation goes on", _unanswered,
-         fix=_fix_pairing),
+         fix=_fix_pairing, moves=True),
 )
 """The rules, in the order their findings are reported."""
 
