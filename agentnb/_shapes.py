@@ -31,20 +31,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GEMINI_ALIASES", "Malformed", "normalize"]
-
-GEMINI_ALIASES = {
-    "function_call": "functionCall",
-    "function_response": "functionResponse",
-    "thought_signature": "thoughtSignature",
-    "function_declarations": "functionDeclarations",
-    "system_instruction": "systemInstruction",
-    "inline_data": "inlineData",
-    "file_data": "fileData",
-    "parameters_json_schema": "parametersJsonSchema",
-}
-"""The snake_case names Gemini accepts for the camelCase fields the rules read (protobuf JSON takes both)."""
-
+__all__ = ["Malformed", "Walk", "list_of", "normalize"]
 
 @dataclass(frozen=True, slots=True)
 class Malformed:
@@ -71,9 +58,15 @@ def _kind(value: Any) -> str:
     return "object" if isinstance(value, dict) else type(value).__name__
 
 
-class _Walk:
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
+class Walk:
+    """One pass over a body: the repairs made, as :class:`Malformed` records in the service's words.
+
+    ``style`` picks the words: ``openai`` (OpenAI's ``Invalid type for ...``), ``anthropic`` (pydantic's
+    ``Input should be ...``) or ``gemini`` (protobuf's ``Invalid value at ...``).
+    """
+
+    def __init__(self, style: str) -> None:
+        self.provider = style
         self.found: list[Malformed] = []
 
     def bad(self, path: list[Any], index: int, expected: str, value: Any) -> None:
@@ -134,52 +127,8 @@ def _article(kind: str) -> str:
     return ("an " if kind[:1] in "aeiou" else "a ") + kind
 
 
-def normalize(provider: str, body: Any) -> tuple[dict[str, Any], list[Malformed]]:
-    """A copy of ``body`` the rules can read without a type check, and what had to be repaired.
-
-    Example:
-        >>> clean, found = normalize("anthropic", {"messages": [{"role": "user", "content": ["hello"]}]})
-        >>> clean["messages"]
-        [{'role': 'user', 'content': []}]
-        >>> found[0].provider_message
-        'messages.0.content.0: Input should be a valid dictionary or object to extract fields from'
-    """
-    w = _Walk(provider)
-    if not isinstance(body, dict):
-        w.bad(["body"], -1, "an object", body)
-        return {}, w.found
-    out = dict(body)
-    if provider == "openai_chat":
-        out["messages"] = [_chat_message(w, m, i) for i, m in enumerate(_list(w, body, "messages"))]
-    elif provider == "openai_responses":
-        items = body.get("input")
-        if isinstance(items, list):
-            out["input"] = [_responses_item(w, it, i) for i, it in enumerate(items)]
-        elif items is not None and not isinstance(items, str):
-            w.bad(["input"], -1, "a string or an array", items)
-            out["input"] = []
-    elif provider == "anthropic":
-        out["messages"] = [_anthropic_message(w, m, i) for i, m in enumerate(_list(w, body, "messages"))]
-        if body.get("thinking") is not None and not isinstance(body.get("thinking"), dict):
-            w.bad(["thinking"], -1, "an object", body["thinking"])
-            out["thinking"] = None
-    elif provider == "gemini":
-        out = {GEMINI_ALIASES.get(k, k): v for k, v in body.items()}
-        out["contents"] = [_gemini_content(w, c, i) for i, c in enumerate(_list(w, out, "contents"))]
-        tools = out.get("tools")
-        if isinstance(tools, dict):  # the service takes one Tool object for the list
-            tools = [tools]
-        out["tools"] = [{GEMINI_ALIASES.get(k, k): v for k, v in t.items()} for t in w.objects(tools, ["tools"], -1)]
-        for t in out["tools"]:
-            t["functionDeclarations"] = w.objects(t.get("functionDeclarations"), ["tools", "functionDeclarations"], -1)
-        if out.get("tools") == [] and "tools" not in body:
-            del out["tools"]
-    if provider != "gemini" and body.get("tools") is not None:
-        out["tools"] = w.objects(body.get("tools"), ["tools"], -1)
-    return out, w.found
-
-
-def _list(w: _Walk, body: dict[str, Any], key: str) -> list[Any]:
+def list_of(w: Walk, body: dict[str, Any], key: str) -> list[Any]:
+    """The list under ``key`` (absent: empty; not a list: reported, and empty)."""
     value = body.get(key)
     if value is None:
         return []
@@ -189,80 +138,33 @@ def _list(w: _Walk, body: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _chat_message(w: _Walk, m: Any, i: int) -> dict[str, Any]:
-    d = w.obj(m, ["messages", i], i)
-    if d is None:
-        return {"role": None, "content": None, "malformed": True}
-    d = dict(d)
-    w.ident(d, "role", ["messages", i], i)
-    w.ident(d, "tool_call_id", ["messages", i], i)
-    if "tool_calls" in d:
-        calls = []
-        for j, tc in enumerate(w.objects(d.get("tool_calls"), ["messages", i, "tool_calls"], i)):
-            tc = dict(tc)
-            w.ident(tc, "id", ["messages", i, "tool_calls", j], i)
-            fn = tc.get("function")
-            if fn is not None and not isinstance(fn, dict):
-                w.bad(["messages", i, "tool_calls", j, "function"], i, "an object", fn)
-                fn = {}
-            fn = dict(fn or {})
-            w.ident(fn, "name", ["messages", i, "tool_calls", j, "function"], i)
-            tc["function"] = fn
-            calls.append(tc)
-        d["tool_calls"] = calls
-    return d
+def normalize(provider: str, body: Any) -> tuple[dict[str, Any], list[Malformed]]:
+    """A copy of ``body`` the rules can read without a type check, and what had to be repaired.
+
+    Each wire API walks its own shape (``agentnb/providers/<api>/shapes.py``); this looks it up by name.
+
+    Example:
+        >>> clean, found = normalize("anthropic", {"messages": [{"role": "user", "content": ["hello"]}]})
+        >>> clean["messages"]
+        [{'role': 'user', 'content': []}]
+        >>> found[0].provider_message
+        'messages.0.content.0: Input should be a valid dictionary or object to extract fields from'
+    """
+    from .providers.registry import WIRE_APIS
+
+    return WIRE_APIS[provider].normalize(body)
 
 
-def _responses_item(w: _Walk, it: Any, i: int) -> dict[str, Any]:
-    d = w.obj(it, ["input", i], i)
-    if d is None:
-        return {"type": "malformed", "malformed": True}
-    d = dict(d)
-    for key in ("type", "role", "id", "call_id", "name"):
-        w.ident(d, key, ["input", i], i)
-    return d
+def walk_body(style: str, body: Any) -> tuple[Walk, dict[str, Any] | None]:
+    """Start a walk: the body as a dict copy, or None (reported) when it is not an object."""
+    w = Walk(style)
+    if not isinstance(body, dict):
+        w.bad(["body"], -1, "an object", body)
+        return w, None
+    return w, dict(body)
 
 
-def _anthropic_message(w: _Walk, m: Any, i: int) -> dict[str, Any]:
-    d = w.obj(m, ["messages", i], i)
-    if d is None:
-        return {"role": None, "content": [], "malformed": True}
-    d = dict(d)
-    w.ident(d, "role", ["messages", i], i)
-    content = d.get("content")
-    if not isinstance(content, str):
-        blocks = []
-        for j, b in enumerate(w.objects(content, ["messages", i, "content"], i)):
-            b = dict(b)
-            for key in ("type", "id", "tool_use_id", "name"):
-                w.ident(b, key, ["messages", i, "content", j], i)
-            blocks.append(b)
-        d["content"] = blocks
-    return d
-
-
-def _gemini_content(w: _Walk, c: Any, i: int) -> dict[str, Any]:
-    d = w.obj(c, ["contents", i], i)
-    if d is None:
-        return {"role": "user", "parts": [], "malformed": True}
-    d = dict(d)
-    w.ident(d, "role", ["contents", i], i)
-    parts = []
-    for j, p in enumerate(w.objects(d.get("parts"), ["contents", i, "parts"], i)):
-        p = {GEMINI_ALIASES.get(k, k): v for k, v in p.items()}
-        for key in ("functionCall", "functionResponse"):
-            if key in p:
-                inner = p[key]
-                if not isinstance(inner, dict):
-                    w.bad(["contents", i, "parts", j, key], i, "an object", inner)
-                    inner = {}
-                inner = dict(inner)
-                for k in ("id", "name"):
-                    w.ident(inner, k, ["contents", i, "parts", j, key], i)
-                p[key] = inner
-        if "thoughtSignature" in p and not isinstance(p["thoughtSignature"], str | None):
-            w.bad(["contents", i, "parts", j, "thoughtSignature"], i, "a string", p["thoughtSignature"])
-            p["thoughtSignature"] = None
-        parts.append(p)
-    d["parts"] = parts
-    return d
+def tools_list(w: Walk, body: dict[str, Any], out: dict[str, Any]) -> None:
+    """``tools`` as a list of objects, when the body has them (OpenAI and Anthropic)."""
+    if body.get("tools") is not None:
+        out["tools"] = w.objects(body.get("tools"), ["tools"], -1)

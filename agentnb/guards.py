@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .binding import canonical
 from .messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from .pairing import answered_turns
 
 if TYPE_CHECKING:
     from .engine import RunState
@@ -242,12 +243,7 @@ def prune(messages: Sequence[Message], keep_pairs: int) -> tuple[list[Message], 
     first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
     if first_user is not None:
         keep.add(first_user)
-    pairs: list[tuple[int, int]] = []
-    for i in range(len(messages) - 1):
-        a, b = messages[i], messages[i + 1]
-        if a.role == "assistant" and a.tool_calls and b.role == "tool":
-            if {c.call_id for c in a.tool_calls} == {r.call_id for r in b.tool_results}:
-                pairs.append((i, i + 1))
+    pairs = answered_turns(messages)
     for i, j in pairs[-keep_pairs:] if keep_pairs > 0 else []:
         keep.update((i, j))
     # everything after the last kept pair stays (the history is complete when it is compressed)

@@ -1344,8 +1344,7 @@ _SCRUB = frozenset({RunStarted, ModelRequested, TurnCompleted, ModelRetried, Run
                     CallValidated, CallRejected, ApprovalResolved})
 
 
-NATIVE_OUTPUT = frozenset({"openai_chat", "openai_responses", "gemini"})
-"""Wire APIs whose structured-output mode ``output_mode="auto"`` uses (the others get the output tool)."""
+from .providers.registry import NATIVE_OUTPUT  # noqa: E402 -- the wire APIs with native structured output
 
 
 def _native_output(model: Any, mode: str) -> bool:
@@ -1438,18 +1437,12 @@ def _policy_diff(first: RunStarted, loop: Loop) -> str:
 
 def complete_history(messages: list[Message]) -> list[Message]:
     """The messages with every call answered: calls left without a result get a "skipped" result."""
+    from .pairing import unanswered_calls
+
     out = list(messages)
-    answered = {r.call_id for m in out for r in m.tool_results}
-    for i in range(len(out) - 1, -1, -1):
-        m = out[i]
-        if m.role == "assistant" and m.tool_calls:
-            missing = [c for c in m.tool_calls if c.call_id not in answered]
-            if missing:
-                results = tuple(
-                    ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
-                                   content="Skipped: the run was stopped before this call ran.")
-                    for c in missing
-                )
-                out.insert(i + 1, Message(role="tool", parts=results))
-            break
+    at, missing = unanswered_calls(out)
+    if missing:
+        out.insert(at + 1, Message(role="tool", parts=tuple(
+            ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
+                           content="Skipped: the run was stopped before this call ran.") for c in missing)))
     return out

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import agentnb as anb
 from agentnb.importers import (
     Finding,
     Imported,
@@ -92,29 +93,36 @@ def test_unknown_format_is_named() -> None:
 
 
 def codes(imported: Imported) -> list[tuple[str, int]]:
-    return [(f.code, f.position) for f in imported.findings]
+    return [(f.code, f.index) for f in imported.findings]
+
+
+_TC = [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+       {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{not json"}}]
+HISTORY_CHAT_BROKEN: list[Any] = [
+    {"role": "tool", "tool_call_id": "b", "content": "early"},                      # 0: before its call
+    {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]},
+    {"role": "assistant", "content": None, "tool_calls": _TC},                       # 2: duplicate id, bad JSON
+    {"role": "tool", "tool_call_id": "zzz", "content": "?"},                         # 3: orphan
+    {"role": "assistant", "tool_calls": [{"id": "b", "type": "function",
+                                          "function": {"name": "g", "arguments": "{}"}}]},
+    {"role": "critic", "content": "x"},                                              # 5: unknown role
+    {"role": "assistant", "content": "done"},
+]
 
 
 def test_broken_chat_history_is_flagged_with_positions() -> None:
-    tc = [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-          {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{not json"}}]
-    imported = from_openai_chat([
-        {"role": "tool", "tool_call_id": "b", "content": "early"},                      # 0: before its call
-        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]},
-        {"role": "assistant", "content": None, "tool_calls": tc},                        # 2: duplicate id, bad JSON
-        {"role": "tool", "tool_call_id": "zzz", "content": "?"},                         # 3: orphan
-        {"role": "assistant", "tool_calls": [{"id": "b", "type": "function",
-                                              "function": {"name": "g", "arguments": "{}"}}]},
-        {"role": "critic", "content": "x"},                                              # 5: unknown role
-        {"role": "assistant", "content": "done"},
-    ])
+    imported = from_openai_chat(HISTORY_CHAT_BROKEN)
     assert not imported.ok
+    # the same rules and codes as anb.lint(..., "openai_chat"): 'b' is answered before its call, so the
+    # call at 4 has no tool message after it either
     assert codes(imported) == [
-        ("result_before_call", 0), ("unsupported_part", 1), ("duplicate_call_id", 2), ("invalid_arguments", 2),
-        ("unanswered_call", 2), ("orphan_result", 3), ("unknown_role", 5),
+        ("result_before_call", 0), ("unsupported_part", 1), ("unanswered_call", 2), ("arguments_not_object", 2),
+        ("duplicate_call_id", 2), ("orphan_result", 3), ("unanswered_call", 4), ("bad_role", 5),
     ]
+    assert [f.code for f in imported.findings if f.code != "unsupported_part"] == [
+        f.code for f in anb.lint(HISTORY_CHAT_BROKEN, "openai_chat")]
     unsupported = next(f for f in imported.findings if f.code == "unsupported_part")
-    assert unsupported.path == "[1].content[1]" and unsupported.severity == "warning"
+    assert unsupported.position == "messages[1].content[1]" and unsupported.severity == "warning"
     assert imported.messages[1].text == "look[image_url]"
     calls = imported.transcript.frames.calls()
     assert calls["call_id"].tolist() == ["a", "a", "b"]
@@ -130,7 +138,7 @@ def test_anthropic_result_must_come_first() -> None:
                                      {"type": "tool_result", "tool_use_id": "t1",
                                       "content": [{"type": "text", "text": "42"}]}]},
     ])
-    assert codes(imported) == [("anthropic_result_not_first", 2)]
+    assert codes(imported) == [("results_not_first", 2)]  # the code anb.lint gives it
     assert [m.role for m in imported.messages] == ["user", "assistant", "tool", "user"]
     reasoning = imported.messages[1].parts[0]
     assert isinstance(reasoning, ReasoningPart) and reasoning.provider == "anthropic"
@@ -146,7 +154,7 @@ def test_gemini_matches_responses_by_name_and_flags_strays() -> None:
                                    {"functionResponse": {"name": "h", "response": {"output": 0}}},
                                    {"functionResponse": {"name": "f", "response": {"output": "ok"}}}]},
     ])
-    assert codes(imported) == [("orphan_result", 2), ("unmatched_response", 2)]
+    assert codes(imported) == [("orphan_result", 2)]  # 'h' matches no call of the call turn
     results = imported.messages[2].tool_results
     assert [r.call_id for r in results] == ["gemini_1_1", "gemini_response_2_1", "gemini_1_0"]
     first_call = imported.messages[1].tool_calls[0]
@@ -161,7 +169,8 @@ def test_responses_items_group_into_one_assistant_message() -> None:
         {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "id": "fc_1"},
         {"type": "web_search_call", "id": "ws"},
     ])
-    assert codes(imported) == [("unanswered_call", 3), ("unsupported_part", 4)]
+    # the reasoning item is followed by an edited message (no id), which the Responses API refuses
+    assert codes(imported) == [("missing_reasoning", 1), ("unanswered_call", 3), ("unsupported_part", 4)]
     assistant = imported.messages[1]
     assert [p.kind for p in assistant.parts] == ["reasoning", "text", "tool_call"]
     assert assistant.tool_calls[0].provider_id == "fc_1"
@@ -174,8 +183,8 @@ def test_lint_on_canonical_messages() -> None:
     twice = [*CONVERSATION[:4], CONVERSATION[3]]
     assert [f.code for f in lint(twice)] == ["duplicate_result", "duplicate_result"]
     assert lint([CONVERSATION[2], Message.user("and?")]) == [
-        Finding("unanswered_call", "call 'c1' has no result", 0, "[0]"),
-        Finding("unanswered_call", "call 'c2' has no result", 0, "[0]"),
+        Finding("unanswered_call", "[0]", 0, "call 'c1' has no result", call_id="c1"),
+        Finding("unanswered_call", "[0]", 0, "call 'c2' has no result", call_id="c2"),
     ]
 
 
@@ -185,4 +194,4 @@ def test_sdk_like_objects_and_junk_items() -> None:
             return {"role": "user", "content": "from an SDK"}
 
     imported = from_openai_chat([Obj(), 42])
-    assert imported.messages[0].text == "from an SDK" and codes(imported) == [("not_a_message", 1)]
+    assert imported.messages[0].text == "from an SDK" and codes(imported) == [("malformed", 1)]

@@ -101,9 +101,9 @@ def test_pydantic_ai_history_findings_point_at_the_input_item() -> None:
     del items[2]  # the request holding both results: the calls are left unanswered
     out = anb.import_history(items, format="pydantic_ai")
     assert not out.ok
-    assert {(f.code, f.position) for f in out.findings} == {("unanswered_call", 1)}
+    assert {(f.code, f.index) for f in out.findings} == {("unanswered_call", 1)}
     items.append({"kind": "banana"})
-    assert ("unknown_role", len(items) - 1) in {(f.code, f.position) for f in
+    assert ("unknown_role", len(items) - 1) in {(f.code, f.index) for f in
                                                  anb.import_history(items, format="pydantic_ai").findings}
 
 
@@ -228,7 +228,7 @@ def test_langchain_messages_to_dict() -> None:
 
     orphan = [*dicts, lc.messages_to_dict([lc.ToolMessage("?", tool_call_id="c9")])[0]]
     found = anb.import_history(orphan, format="langchain").findings
-    assert ("orphan_result", len(orphan) - 1) in {(f.code, f.position) for f in found}
+    assert ("orphan_result", len(orphan) - 1) in {(f.code, f.index) for f in found}
 
 
 def test_provider_formats_still_import_and_unknown_formats_say_what_exists() -> None:

@@ -9,26 +9,28 @@ what "provider-agnostic" hides: where the system prompt goes, how a call and its
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..events import BaseEvent, ToolInfo
-from ..providers import anthropic, gemini, openai_chat, openai_responses
+from ..providers.registry import WIRE_APIS
 from .timeline import Timeline
 
-ADAPTERS = (
-    ("OpenAI Chat Completions", openai_chat),
-    ("OpenAI Responses", openai_responses),
-    ("Anthropic Messages", anthropic),
-    ("Google Gemini", gemini),
-)
 
-WHERE = (
-    ("system prompt", "messages[0], role system", "instructions", "system", "systemInstruction"),
-    ("a tool call", "assistant tool_calls[] (id)", "function_call item (call_id)", "tool_use block (id)",
-     "functionCall part (name)"),
-    ("its result", "role tool message (tool_call_id)", "function_call_output item (call_id)",
-     "tool_result block in the next user message (tool_use_id)", "functionResponse part (name)"),
+class Adapter(NamedTuple):
+    """What the wire view needs of a wire API: its tag on turns, and how it renders a request."""
+
+    PROVIDER: str
+    render_request: Any
+
+
+ADAPTERS = tuple((api.title, Adapter(api.name, api.render_request)) for api in WIRE_APIS.values())
+"""(title, adapter) for every wire API of :data:`agentnb.providers.WIRE_APIS`, in its order (the tabs)."""
+
+WHERE = tuple(
+    (label, *(api.where[k] for api in WIRE_APIS.values()))
+    for k, label in enumerate(("system prompt", "a tool call", "its result"))
 )
+"""Rows of (what, where it goes in each wire API, in the order of :data:`ADAPTERS`)."""
 
 
 def request_at(timeline: Timeline, seq: int) -> tuple[BaseEvent | None, list[Any], list[ToolInfo], dict[str, Any]]:

@@ -15,32 +15,6 @@ from typing import Any
 from ..messages import ModelTurn, TextPart, ToolCallPart
 
 
-def requested_choice(provider: str, body: dict[str, Any]) -> str | dict[str, str] | None:
-    """The request's tool choice in canonical form (``auto``, ``none``, ``required``, ``{"name": ...}``)."""
-    if provider == "gemini":
-        config = body.get("toolConfig") or body.get("tool_config") or {}
-        fcc = config.get("functionCallingConfig") or config.get("function_calling_config") or {}
-        mode = str(fcc.get("mode", "AUTO")).upper()
-        names = fcc.get("allowedFunctionNames") or fcc.get("allowed_function_names") or []
-        if mode == "NONE":
-            return "none"
-        if mode in ("ANY", "VALIDATED") and len(names) == 1:
-            return {"name": str(names[0])}
-        return "required" if mode == "ANY" else None
-    choice = body.get("tool_choice")
-    if isinstance(choice, str):
-        return {"any": "required"}.get(choice, choice)
-    if not isinstance(choice, dict):
-        return None
-    kind = choice.get("type")
-    if provider == "anthropic":
-        if kind == "tool":
-            return {"name": str(choice.get("name"))}
-        return {"any": "required", "none": "none", "auto": "auto"}.get(str(kind))
-    name = choice.get("name") or (choice.get("function") or {}).get("name")
-    return {"name": str(name)} if kind == "function" and name else None
-
-
 def honour_tool_choice(turn: ModelTurn, choice: str | dict[str, str] | None, tools: Sequence[Any]) -> ModelTurn:
     """Make a scripted turn obey the request's tool choice, as the service would.
 
@@ -97,25 +71,6 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
     if kind == "boolean":
         return False
     return None
-
-
-def strict_tools(provider: str, body: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The request's tools in strict mode, by name: ``{name: parameters schema}``."""
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        return {}
-    out: dict[str, dict[str, Any]] = {}
-    for t in tools:
-        if not isinstance(t, dict):
-            continue
-        if provider == "openai_chat":
-            fn = t.get("function") or {}
-            if isinstance(fn, dict) and fn.get("strict") is True and isinstance(fn.get("parameters"), dict):
-                out[str(fn.get("name"))] = fn["parameters"]
-        elif provider == "openai_responses" and t.get("type") == "function" and t.get("strict", True) is not False:
-            if isinstance(t.get("parameters"), dict):  # the Responses API makes strict the default
-                out[str(t.get("name"))] = t["parameters"]
-    return out
 
 
 def enforce_strict(turn: ModelTurn, strict: dict[str, dict[str, Any]]) -> ModelTurn:

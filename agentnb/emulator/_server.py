@@ -15,20 +15,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .._shapes import normalize
 from ..exceptions import ModelError, StreamInterrupted
 from ..lint import Context, Finding, validate
 from ..messages import ModelTurn
 from ..providers.base import ModelRequest
+from ..providers.registry import WIRE_APIS
 from ..providers.scripted import ScriptedModel, ScriptStep
-from . import _decode, _encode
-from ._choice import enforce_strict, honour_tool_choice, requested_choice, strict_tools
-
-_ROUTES = {"openai": "/openai/v1", "openai_chat": "/openai/v1", "openai_responses": "/openai/v1",
-           "anthropic": "/anthropic", "gemini": "/gemini", "google": "/gemini"}
-
-_DECODERS = {"openai_chat": _decode.chat, "openai_responses": _decode.responses, "anthropic": _decode.anthropic,
-             "gemini": _decode.gemini}
+from ..providers.wireapi import Encoded, EncodeRequest, RouteMatch, WireAPI
+from ._choice import enforce_strict, honour_tool_choice
 
 _STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
                 408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",
@@ -89,45 +83,35 @@ class Logged:
 
 
 def _default_message(provider: str, status: int) -> str:
-    if status == 429:
-        return {"anthropic": "Number of request tokens has exceeded your per-minute rate limit.",
-                "gemini": "Resource has been exhausted (e.g. check quota)."}.get(
-            provider, "Rate limit reached for requests. Please try again shortly.")
-    if status == 503:
-        return {"anthropic": "Service unavailable.", "gemini": "The model is overloaded. Please try again later."}.get(
-            provider, "The engine is currently overloaded, please try again later.")
-    if status >= 500:
-        return {"anthropic": "Internal server error", "gemini": "An internal error has occurred."}.get(
-            provider, "The server had an error while processing your request. Sorry about that!")
-    return "Invalid request."
+    return WIRE_APIS[provider].emulator.default_message(status)
 
 
 def error_body(provider: str, status: int, message: str, param: str | None = None) -> dict[str, Any]:
     """The error body each service sends for ``status`` (the shapes of their API references)."""
-    if provider == "anthropic":
-        kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                405: "invalid_request_error", 408: "timeout_error", 413: "request_too_large",
-                429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
-        return {"type": "error", "error": {"type": kind, "message": message},
-                "request_id": "req_emu" + secrets.token_hex(8)}
-    if provider == "gemini":
-        state = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 405: "INVALID_ARGUMENT",
-                 408: "DEADLINE_EXCEEDED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
-                 503: "UNAVAILABLE"}.get(status, "INTERNAL")
-        return {"error": {"code": status, "message": message, "status": state}}
-    kind = {400: "invalid_request_error", 404: "invalid_request_error", 405: "invalid_request_error",
-            408: "invalid_request_error", 413: "invalid_request_error", 429: "requests"}.get(status, "server_error")
-    code = {429: "rate_limit_exceeded", 404: "unknown_url", 405: "method_not_allowed"}.get(status)
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return WIRE_APIS[provider].emulator.error_body(status, message, param)
+
+
+def _mounts() -> dict[str, WireAPI]:
+    """Every name ``Emulator.url``/``client`` take (``openai``, ``anthropic``, ...), and its wire API."""
+    return {n: api for api in WIRE_APIS.values() for n in api.emulator.url_names}
+
+
+def _route(path: str) -> tuple[WireAPI, RouteMatch] | None:
+    """The wire API that serves a POST to ``path``, and what the path says (model, streaming)."""
+    for api in WIRE_APIS.values():
+        match = api.emulator.route(path)
+        if match is not None:
+            return api, match
+    return None
 
 
 def _provider_of(path: str) -> str:
     """The wire API whose error shape a path gets (also for paths no route serves)."""
-    if path.startswith("/anthropic"):
-        return "anthropic"
-    if path.startswith("/gemini"):
-        return "gemini"
-    return "openai_responses" if "/responses" in path else "openai_chat"
+    routed = _route(path)
+    if routed is not None:
+        return routed[0].name
+    return next((api.name for api in WIRE_APIS.values() if path.startswith(api.emulator.mount + "/")),
+                next(iter(WIRE_APIS)))
 
 
 class _Request(Exception):
@@ -229,27 +213,17 @@ class Emulator:
             >>> Emulator().start().url("openai").endswith("/openai/v1")
             True
         """
-        if provider not in _ROUTES:
-            raise ValueError(f"provider={provider!r}: use 'openai', 'anthropic' or 'gemini'")
-        return f"http://127.0.0.1:{self.port}{_ROUTES[provider]}"
+        mounts = _mounts()
+        if provider not in mounts:
+            raise ValueError(f"provider={provider!r}: use one of {', '.join(repr(n) for n in mounts)}")
+        return f"http://127.0.0.1:{self.port}{mounts[provider].emulator.mount}"
 
     def client(self, provider: str, *, async_: bool = False) -> Any:
         """A real SDK client pointed at the emulator (``openai``, ``anthropic`` or ``gemini``)."""
-        from ..providers._sdk import require
-
-        if provider in ("openai", "openai_chat", "openai_responses"):
-            openai = require("openai", "openai")
-            cls = openai.AsyncOpenAI if async_ else openai.OpenAI
-            return cls(base_url=self.url("openai"), api_key="test", max_retries=0)
-        if provider == "anthropic":
-            anthropic = require("anthropic", "anthropic")
-            cls = anthropic.AsyncAnthropic if async_ else anthropic.Anthropic
-            return cls(base_url=self.url("anthropic"), api_key="test", max_retries=0)
-        if provider in ("gemini", "google"):
-            genai = require("google.genai", "gemini")
-            client = genai.Client(api_key="test", http_options={"base_url": self.url("gemini")})
-            return client.aio if async_ else client
-        raise ValueError(f"provider={provider!r}: use 'openai', 'anthropic' or 'gemini'")
+        api = _mounts().get(provider)
+        if api is None or api.emulator.client is None:
+            raise ValueError(f"provider={provider!r}: use one of {', '.join(repr(n) for n in _mounts())}")
+        return api.emulator.client(self.url(provider), async_)
 
     # -- scripting and faults -----------------------------------------------------------------------------
 
@@ -311,20 +285,24 @@ class Emulator:
                 return f
         return None
 
-    def answer(self, provider: str, body: dict[str, Any], model: str, stream: bool) -> tuple[_encode.Encoded, bool]:
+    def answer(self, provider: str, body: dict[str, Any], model: str, stream: bool) -> tuple[Encoded, bool]:
         """The encoded answer to one request, and whether to cut it; raises ``_Request`` for errors."""
         with self._lock:
             fault = self._fault(provider)
             if fault is not None and fault.status is not None:
                 raise _Request(fault.status, fault.message or _default_message(provider, fault.status),
                                retry_after=fault.retry_after)
-            self._check_shape(provider, body)
+            api = WIRE_APIS[provider]
+            problem = api.emulator.check_request(body)
+            if problem is not None:
+                raise _Request(400, *problem)
             findings = validate(provider, body, self._context(provider))
             errors = [f for f in findings if f.severity == "error"]
             if errors:
                 raise _Request(400, errors[0].provider_message, errors[0].param, findings=errors)
-            clean, _ = normalize(provider, body)  # the shapes the service tolerates, in the documented form
-            messages, tools = _DECODERS[provider](clean)
+            clean, _ = api.normalize(body)  # the shapes the service tolerates, in the documented form
+            history = api.parse_history(clean)
+            messages, tools = history.messages, history.tools
             request = ModelRequest(messages=messages, tools=tools, settings={}, run_id="emulator")
             self._position += 1
             try:
@@ -341,45 +319,14 @@ class Emulator:
                 raise _Request(status, str(exc) if exc.status else _default_message(provider, status)) from exc
             turn = items[-1]
             assert isinstance(turn, ModelTurn)
-            turn = honour_tool_choice(turn, requested_choice(provider, clean), tools)
-            turn = enforce_strict(turn, strict_tools(provider, clean))
+            turn = honour_tool_choice(turn, history.tool_choice, tools)
+            turn = enforce_strict(turn, history.strict)
             turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
-            encoded = self._encode(provider, turn, model, body, stream)
+            encoded = api.emulator.encode(turn, EncodeRequest(
+                model, body, stream, self.chunk_size, self._id, self._sign, self.require_thought_signatures))
             self._reasoning_for.update(encoded.issued.get("reasoning_for") or {})
             self._reasoning_content_for.update(encoded.issued.get("reasoning_content_for") or ())
             return encoded, cut
-
-    def _check_shape(self, provider: str, body: dict[str, Any]) -> None:
-        if provider in ("openai_chat", "openai_responses", "anthropic") and not body.get("model"):
-            raise _Request(400, "you must provide a model parameter" if provider != "anthropic" else
-                           "model: Field required", "model")
-        if provider in ("openai_chat", "openai_responses", "anthropic") and not isinstance(body["model"], str):
-            raise _Request(400, "model: Input should be a valid string" if provider == "anthropic" else
-                           "Invalid type for 'model': expected a string.", "model")
-        if provider == "anthropic" and not body.get("max_tokens"):
-            raise _Request(400, "max_tokens: Field required")
-        if provider == "anthropic" and (isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"],
-                                                                                               int)):
-            raise _Request(400, "max_tokens: Input should be a valid integer")
-        if provider == "openai_chat" and not isinstance(body.get("messages"), list):
-            raise _Request(400, "Missing required parameter: 'messages'.", "messages")
-
-    def _encode(self, provider: str, turn: ModelTurn, model: str, body: dict[str, Any],
-                stream: bool) -> _encode.Encoded:
-        size = self.chunk_size
-        if provider == "openai_chat":
-            usage_chunk = bool((body.get("stream_options") or {}).get("include_usage"))
-            return _encode.chat(turn, model, self._id, stream=stream, usage_chunk=usage_chunk, size=size)
-        if provider == "openai_responses":
-            encrypted = "reasoning.encrypted_content" in (body.get("include") or ())
-            return _encode.responses(turn, model, self._id, self._sign, stream=stream, encrypted=encrypted,
-                                     size=size)
-        if provider == "anthropic":
-            return _encode.anthropic(turn, model, self._id, self._sign, stream=stream, size=size)
-        thinking = self.require_thought_signatures
-        if thinking is None:
-            thinking = model.split("/")[-1].startswith("gemini-3")
-        return _encode.gemini(turn, model, self._id, self._sign, stream=stream, size=size, thinking=thinking)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -418,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Every route takes POST only: 405 on a known route, 404 elsewhere, in the service's error shape."""
         path = urllib.parse.urlsplit(self.path).path
         provider = _provider_of(path)
-        if self._route(path) is None:
+        if _route(path) is None:
             self._json(404, error_body(provider, 404, f"Unknown request URL: {self.command} {path}."))
         else:
             self._json(405, error_body(provider, 405, f"Method {self.command} is not allowed for {path}: use POST."),
@@ -492,11 +439,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read_body(_provider_of(path))
         if raw is None:
             return
-        route = self._route(path)
-        if route is None:
+        routed = _route(path)
+        if routed is None:
             self._json(404, error_body(_provider_of(path), 404, f"Unknown request URL: POST {path}."))
             return
-        provider, model_in_path, stream_path = route
+        api, match = routed
+        provider = api.name
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
@@ -504,11 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, RecursionError):
             self._error(provider, path, {}, _Request(400, "We could not parse the JSON body of your request."), False)
             return
-        stream = stream_path or bool(body.get("stream"))
-        model = model_in_path or str(body.get("model") or "")
-        if provider == "gemini":
+        stream = match.stream if match.stream is not None else bool(body.get("stream", api.emulator.stream_default))
+        model = match.model or str(body.get("model") or "")
+        if match.model:  # the model named in the path is the request's model (Gemini)
             body = {**body, "model": model}
-            stream = stream_path
         emu = self.emulator
         try:
             encoded, cut = emu.answer(provider, body, model, stream)
@@ -529,20 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(200, encoded.body)
             return
-        self._stream(encoded, cut)
-
-    def _route(self, path: str) -> tuple[str, str, bool] | None:
-        if path.startswith("/openai/v1/chat/completions"):
-            return "openai_chat", "", False
-        if path.startswith("/openai/v1/responses"):
-            return "openai_responses", "", False
-        if path.startswith("/anthropic/v1/messages"):
-            return "anthropic", "", False
-        if path.startswith("/gemini/") and "/models/" in path and ":" in path:
-            model, _, method = path.split("/models/", 1)[1].partition(":")
-            if method in ("generateContent", "streamGenerateContent"):
-                return "gemini", model, method == "streamGenerateContent"
-        return None
+        self._stream(encoded, cut, api.emulator.stream_media_type)
 
     def _error(self, provider: str, path: str, body: dict[str, Any], exc: _Request, stream: bool) -> None:
         self.emulator.requests.append(Logged(provider, path, body, exc.status, stream, exc.message, exc.findings))
@@ -570,9 +504,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data[: len(data) // 2])
         self._abort()
 
-    def _stream(self, encoded: _encode.Encoded, cut: bool) -> None:
+    def _stream(self, encoded: Encoded, cut: bool, media_type: str) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", media_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()

@@ -2,22 +2,20 @@
 
 A framework importer maps its history to canonical messages, remembering for each message the position of
 the input item it came from, then :meth:`History.done` runs the same structural checks as the provider
-importers (:func:`agentnb.importers.lint`) and gives findings the input positions back.
+importers (:func:`agentnb.importers.lint`, that is :func:`agentnb.pairing.check`) with the input positions.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from ..events import RunStarted
-from ..importers import Finding, Imported, lint
+from ..findings import Finding
+from ..importers import Imported, transcript_of
 from ..messages import Message, ToolCallPart, ToolResultPart
-from ..states import LoopState
-from ..transcript import Transcript
+from ..pairing import check
 
 
 def dumps(value: Any) -> str:
@@ -57,7 +55,7 @@ class History:
 
     def find(self, code: str, message: str, position: int, path: str, severity: Any = "warning") -> None:
         """Record a finding about input item ``position``."""
-        self.findings.append(Finding(code, message, position, path, severity))
+        self.findings.append(Finding(code, path, position, message, severity=severity))
 
     def call(self, call_id: str, name: str, args: Any, index: int, position: int, path: str) -> ToolCallPart:
         """A call part; arguments as an object or as JSON text (never repaired)."""
@@ -76,14 +74,6 @@ class History:
 
     def done(self, *, model: str | None = None, run_id: str | None = None, ts: datetime | None = None) -> Imported:
         """The imported history: a transcript of one ``RunStarted`` and the findings, sorted by position."""
-        structural = [replace(f, position=self.sources[f.position] if 0 <= f.position < len(self.sources) else -1,
-                              path=f"[{self.sources[f.position]}]" if 0 <= f.position < len(self.sources) else "")
-                      for f in lint(self.messages)]
-        findings = sorted([*self.findings, *structural], key=lambda f: (f.position, f.code))
-        event = RunStarted(
-            seq=0, ts=ts or datetime.now(UTC), run_id=run_id or f"imported_{self.format}", turn=0,
-            state=LoopState.READY, messages=self.messages,
-            model=f"{self.format}:{model or self.model or 'unknown'}", tools=[],
-            settings={"imported_from": self.format, "findings": len(findings)},
-        )
-        return Imported(Transcript([event]), list(self.messages), findings, self.format)
+        sources = [[src] * len(m.parts) for m, src in zip(self.messages, self.sources, strict=True)]
+        findings = sorted([*self.findings, *check(self.messages, sources)], key=lambda f: (f.index, f.code))
+        return transcript_of(self.messages, findings, self.format, model or self.model, run_id, ts)

@@ -90,13 +90,15 @@ A_KIND = "agentnb.approval.kind"
 
 # -- provider names and finish reasons ------------------------------------------------------------------------
 
-_PROVIDER_NAMES = {"openai_chat": "openai", "openai_responses": "openai", "anthropic": "anthropic",
-                   "gemini": "gcp.gemini", "ollama": "ollama"}
-
-
 def provider_name(wire: str) -> str:
-    """The conventions' ``gen_ai.provider.name`` for an agentnb wire API (others pass through)."""
-    return _PROVIDER_NAMES.get(wire, wire)
+    """The conventions' ``gen_ai.provider.name`` for an agentnb wire API (each declares its ``otel_name``).
+
+    Names that are not a registered wire API pass through.
+    """
+    from ..providers.registry import WIRE_APIS
+
+    api = WIRE_APIS.get(wire)
+    return api.otel_name or api.name if api is not None else wire
 
 
 _TO_SPEC: dict[str, str] = {"stop": "stop", "tool_calls": "tool_call", "length": "length",

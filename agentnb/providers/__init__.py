@@ -1,25 +1,29 @@
-"""Models and wire adapters. :mod:`.base` defines what a model is; :mod:`.scripted` is the offline model.
+"""Models and wire APIs. :mod:`.base` defines what a model is; :mod:`.scripted` is the offline model.
 
-One pure adapter per wire API, with the same three functions (``render_request``, ``parse_response``,
-``parse_stream``): :mod:`.openai_chat`, :mod:`.openai_responses`, :mod:`.anthropic`, :mod:`.gemini`. They
-import no SDK; :mod:`.sse` turns streamed response bodies into the events they read.
-
-The provider models wrap the official SDK clients (imported only when a model is made): :mod:`.openai_models`
-(``OpenAIChatModel``, ``OpenAIResponsesModel``), :mod:`.anthropic_model`, :mod:`.gemini_model`; :mod:`.fallback`
-chains models; :mod:`.factory` makes one from ``"provider:model-name"``.
+One package per wire API, each holding everything about that format (rendering, parsing whole and streamed
+responses, reading histories back, the emulator's encoder, lint rules, the SDK model):
+:mod:`.openai_chat`, :mod:`.openai_responses`, :mod:`.anthropic`, :mod:`.gemini`. Each exports a
+:class:`~.wireapi.WireAPI` named ``API``; :data:`WIRE_APIS` (:mod:`.registry`) lists them, and every part
+of agentnb that treats providers one by one iterates it. The pure parts import no SDK; :mod:`.sse` turns
+streamed response bodies into the events they read. :mod:`.fallback` chains models; :mod:`.factory` makes
+one from ``"provider:model-name"``.
 """
 
 from . import anthropic, gemini, openai_chat, openai_responses, sse
 from ._sdk import ProviderError
-from .anthropic_model import AnthropicModel
+from .anthropic import AnthropicModel
 from .base import ArgumentsDelta, Model, ModelRequest, StreamItem, TextDelta
 from .factory import model
 from .fallback import FallbackModel
-from .gemini_model import GeminiModel
-from .openai_models import OpenAIChatModel, OpenAIResponsesModel
+from .gemini import GeminiModel
+from .openai_chat import OpenAIChatModel
+from .openai_responses import OpenAIResponsesModel
+from .registry import WIRE_APIS, wire_api
 from .scripted import ScriptedModel
+from .wireapi import WireAPI
 
 __all__ = [
+    "WIRE_APIS",
     "AnthropicModel",
     "ArgumentsDelta",
     "FallbackModel",
@@ -32,10 +36,12 @@ __all__ = [
     "ScriptedModel",
     "StreamItem",
     "TextDelta",
+    "WireAPI",
     "anthropic",
     "gemini",
     "model",
     "openai_chat",
     "openai_responses",
     "sse",
+    "wire_api",
 ]

@@ -1,7 +1,9 @@
 """``agentnb.model("provider:model-name")``: a provider model from a short string and the environment.
 
-The prefix picks the wire API and the SDK; the client is made from the environment's API key (or the
-``api_key`` and ``base_url`` given), sync or async:
+The prefix picks the wire API (each :class:`~agentnb.providers.wireapi.WireAPI` in
+:data:`~agentnb.providers.WIRE_APIS` lists its ``prefixes``, ``api_key_env``, ``model_class`` and ``client``);
+the client is made from the environment's API key (or the ``api_key`` and ``base_url`` given), sync or
+async:
 
 ======================================= ============================ ===================================
 prefix                                  model class                  key (environment)
@@ -18,33 +20,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._sdk import SdkModel, require
+from ._sdk import SdkModel
+from .wireapi import WireAPI
 
-__all__ = ["model"]
-
-_KEYS = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
-         "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
-_PREFIXES = {"openai": "openai_chat", "openai-chat": "openai_chat", "openai_chat": "openai_chat",
-             "openai-responses": "openai_responses", "openai_responses": "openai_responses",
-             "anthropic": "anthropic", "gemini": "gemini", "google": "gemini", "google-gla": "gemini"}
+__all__ = ["model", "prefixes"]
 
 
-def _client(sdk: str, api_key: str | None, base_url: str | None, async_: bool) -> Any:
-    if api_key is None:
-        names = _KEYS[sdk]
-        api_key = next((os.environ[n] for n in names if os.environ.get(n)), None)
-        if api_key is None:
-            raise ValueError(f"no API key for {sdk}: set {' or '.join(names)}, or pass api_key=... "
-                             "(for offline work, point base_url at agentnb.emulator.Emulator)")
-    if sdk == "openai":
-        openai = require("openai", "openai")
-        return (openai.AsyncOpenAI if async_ else openai.OpenAI)(api_key=api_key, base_url=base_url)
-    if sdk == "anthropic":
-        anthropic = require("anthropic", "anthropic")
-        return (anthropic.AsyncAnthropic if async_ else anthropic.Anthropic)(api_key=api_key, base_url=base_url)
-    genai = require("google.genai", "gemini")
-    client = genai.Client(api_key=api_key, http_options={"base_url": base_url} if base_url else None)
-    return client.aio if async_ else client
+def prefixes() -> dict[str, WireAPI]:
+    """Every prefix ``anb.model`` takes, and the wire API it picks."""
+    from .registry import WIRE_APIS
+
+    return {p: api for api in WIRE_APIS.values() for p in api.prefixes}
 
 
 def model(spec: str, *, api_key: str | None = None, base_url: str | None = None, async_: bool = False,
@@ -71,19 +57,14 @@ def model(spec: str, *, api_key: str | None = None, base_url: str | None = None,
         'Hi!'
     """
     prefix, sep, name = spec.partition(":")
-    if not sep or not name or prefix not in _PREFIXES:
+    known = prefixes()
+    if not sep or not name or prefix not in known:
         raise ValueError(f"model({spec!r}): write 'provider:model-name' with provider one of "
-                         f"{', '.join(sorted(_PREFIXES))}")
-    wire = _PREFIXES[prefix]
-    if wire in ("openai_chat", "openai_responses"):
-        from .openai_models import OpenAIChatModel, OpenAIResponsesModel
-
-        cls: type[SdkModel] = OpenAIChatModel if wire == "openai_chat" else OpenAIResponsesModel
-        return cls(_client("openai", api_key, base_url, async_), model=name, **options)
-    if wire == "anthropic":
-        from .anthropic_model import AnthropicModel
-
-        return AnthropicModel(_client("anthropic", api_key, base_url, async_), model=name, **options)
-    from .gemini_model import GeminiModel
-
-    return GeminiModel(_client("gemini", api_key, base_url, async_), model=name, **options)
+                         f"{', '.join(sorted(known))}")
+    api = known[prefix]
+    if api_key is None:
+        api_key = api.key(os.environ.items())
+        if api_key is None:
+            raise ValueError(f"no API key for {api.prefixes[0]}: set {' or '.join(api.api_key_env)}, or pass "
+                             "api_key=... (for offline work, point base_url at agentnb.emulator.Emulator)")
+    return api.model_class(api.client(api_key, base_url, async_=async_), model=name, **options)

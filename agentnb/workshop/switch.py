@@ -20,19 +20,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..providers.registry import WIRE_APIS
 from ..providers.scripted import ScriptedModel
 from ._report import describe_exception
 
 __all__ = ["KEY_VARIABLES", "course_model"]
 
-_OPENAI = ("OPENAI_API_KEY",)
-_GOOGLE = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "openai": _OPENAI, "openai-chat": _OPENAI, "openai_chat": _OPENAI, "openai-responses": _OPENAI,
-    "openai_responses": _OPENAI, "anthropic": ("ANTHROPIC_API_KEY",), "gemini": _GOOGLE, "google": _GOOGLE,
-    "google-gla": _GOOGLE,
-}
-"""The environment variables that hold the key, for each prefix of :func:`agentnb.model`."""
+    prefix: api.api_key_env for api in WIRE_APIS.values() for prefix in api.prefixes}
+"""The environment variables that hold the key, for each prefix of :func:`agentnb.model` (from the registry)."""
 
 _OFFLINE = ("", "offline", "scripted")
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..events import ToolInfo
-from ..exceptions import ArgumentsTooLarge, WireFormatError
-from ..messages import (
+from ...events import ToolInfo
+from ...exceptions import ArgumentsTooLarge, WireFormatError
+from ...messages import (
     FinishReason,
     Message,
     ModelTurn,
@@ -48,7 +48,7 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
-from ._wire import (
+from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     EventSource,
     as_dict,
@@ -61,7 +61,7 @@ from ._wire import (
     system_and_rest,
     tool_choice,
 )
-from .base import ArgumentsDelta, StreamItem, TextDelta
+from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "gemini"
 """The tag of this wire API on turns and on the continuation data it produces."""

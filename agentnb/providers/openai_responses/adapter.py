@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..events import ToolInfo
-from ..exceptions import StreamProtocolError, WireFormatError
-from ..messages import (
+from ...events import ToolInfo
+from ...exceptions import StreamProtocolError, WireFormatError
+from ...messages import (
     FinishReason,
     Message,
     ModelTurn,
@@ -44,7 +44,7 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
-from ._wire import (
+from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
     EventSource,
@@ -56,8 +56,8 @@ from ._wire import (
     tool_choice,
     wire_arguments,
 )
-from .base import ArgumentsDelta, StreamItem, TextDelta
-from .openai_chat import _check_strict
+from ..base import ArgumentsDelta, StreamItem, TextDelta
+from ..openai_chat.adapter import _check_strict
 
 PROVIDER = "openai_responses"
 """The tag of this wire API on turns and on the continuation data it produces."""

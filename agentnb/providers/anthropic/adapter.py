@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..events import ToolInfo
-from ..exceptions import StreamProtocolError, WireFormatError
-from ..messages import (
+from ...events import ToolInfo
+from ...exceptions import StreamProtocolError, WireFormatError
+from ...messages import (
     FinishReason,
     Message,
     ModelTurn,
@@ -47,7 +47,7 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
-from ._wire import (
+from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
     EventSource,
@@ -60,7 +60,7 @@ from ._wire import (
     system_and_rest,
     tool_choice,
 )
-from .base import ArgumentsDelta, StreamItem, TextDelta
+from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "anthropic"
 """The tag of this wire API on turns and on the continuation data it produces."""

@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..events import ToolInfo
-from ..exceptions import WireFormatError
-from ..messages import (
+from ...events import ToolInfo
+from ...exceptions import WireFormatError
+from ...messages import (
     FinishReason,
     Message,
     ModelTurn,
@@ -43,7 +43,7 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
-from ._wire import (
+from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
     EventSource,
@@ -56,7 +56,7 @@ from ._wire import (
     tool_choice,
     wire_arguments,
 )
-from .base import ArgumentsDelta, StreamItem, TextDelta
+from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "openai_chat"
 """The tag of this wire API on turns and on the continuation data it produces."""

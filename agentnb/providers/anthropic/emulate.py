@@ -1,0 +1,60 @@
+"""How the local emulator serves the Messages API: route, error shape, request checks, the client.
+
+Anthropic's error body is ``{"type": "error", "error": {"type", "message"}, "request_id"}``
+(https://docs.anthropic.com/en/api/errors).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from ..wireapi import Endpoint, RouteMatch
+from .encode import encode
+
+__all__ = ["ENDPOINT"]
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """Anthropic's error body for ``status``."""
+    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+            405: "invalid_request_error", 408: "timeout_error", 413: "request_too_large",
+            429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message},
+            "request_id": "req_emu" + secrets.token_hex(8)}
+
+
+def default_message(status: int) -> str:
+    """Anthropic's usual message for a status the emulator is asked to fail with."""
+    if status == 429:
+        return "Number of request tokens has exceeded your per-minute rate limit."
+    if status == 503:
+        return "Service unavailable."
+    return "Internal server error" if status >= 500 else "Invalid request."
+
+
+def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
+    if not body.get("model"):
+        return "model: Field required", "model"
+    if not isinstance(body["model"], str):
+        return "model: Input should be a valid string", "model"
+    if not body.get("max_tokens"):
+        return "max_tokens: Field required", None
+    if isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"], int):
+        return "max_tokens: Input should be a valid integer", None
+    return None
+
+
+def _route(path: str) -> RouteMatch | None:
+    return RouteMatch() if path.startswith("/anthropic/v1/messages") else None
+
+
+def client(base_url: str, async_: bool = False) -> Any:
+    """An ``anthropic`` client on ``base_url`` (no SDK retries)."""
+    from .model import client as make
+
+    return make("test", base_url, async_=async_, max_retries=0)
+
+
+ENDPOINT = Endpoint(mount="/anthropic", url_names=("anthropic",), route=_route, encode=encode,
+                    error_body=error_body, default_message=default_message, check_request=_check, client=client)
