@@ -289,21 +289,15 @@ def test_a_rendered_history_reads_back_to_the_same_conversation() -> None:
 
 
 def lint_body(body: Any) -> list[Any]:
-    from agentnb.findings import run_rules
-    from agentnb.providers.ollama.rules import RULES, OllamaView, normalize
+    import agentnb as anb
 
-    clean, malformed = normalize(body)
-    return [m.position for m in malformed] + run_rules(RULES, OllamaView(clean, None))
+    return anb.lint(body, "ollama")
 
 
 def fix_body(body: Any) -> tuple[list[Any], list[Any]]:
-    from agentnb.findings import fix_rules, run_rules
-    from agentnb.providers.ollama.rules import RULES, OllamaView, normalize
+    import agentnb as anb
 
-    clean, _ = normalize(body)
-    findings = run_rules(RULES, OllamaView(clean, None))
-    changes = fix_rules(RULES, clean["messages"], findings)
-    return clean["messages"], changes
+    return anb.lint(body, "ollama", fix=True)
 
 
 def call_msg(*names: str, args: Any = None) -> dict[str, Any]:
@@ -436,15 +430,18 @@ def test_errors_come_in_ollamas_shape(emu: Any) -> None:
     with pytest.raises(ollama.ResponseError) as info:
         client.chat(model="qwen9", messages=[{"role": "user", "content": "Hi"}])
     assert info.value.status_code == 404 and info.value.error == 'model "qwen9" not found, try pulling it first'
-    with pytest.raises(ollama.ResponseError) as info:
-        client.chat(model="", messages=[{"role": "user", "content": "Hi"}])  # the client sends no model
-    assert info.value.status_code == 400 and "model is required" in info.value.error
+    import httpx  # bodies the client would not send
+
+    r = httpx.post(emu.url("ollama") + "/api/chat", json={"messages": [{"role": "user", "content": "Hi"}]})
+    assert (r.status_code, r.json()) == (400, {"error": "model is required"})
     bad = [{"role": "user", "content": "q"},
            {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "add", "arguments": "{}"}}]}]
-    import httpx
-
     r = httpx.post(emu.url("ollama") + "/api/chat", json={"model": "qwen3", "messages": bad, "stream": False})
     assert r.status_code == 400 and set(r.json()) == {"error"} and "cannot unmarshal string" in r.json()["error"]
+    r = httpx.post(emu.url("ollama") + "/api/chat", content=b"{not json")
+    assert r.status_code == 400 and set(r.json()) == {"error"}
+    r = httpx.get(emu.url("ollama") + "/api/chat")
+    assert r.status_code == 405 and set(r.json()) == {"error"}
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -610,3 +607,51 @@ def test_any_chunking_of_the_json_lines_gives_the_same_turn(cuts: list[int]) -> 
     turn = list(wire.parse_stream(wire.iter_json_lines(pieces)))[-1]
     assert isinstance(turn, ModelTurn) and turn.complete
     assert turn.message == wire.parse_response(whole_of(PARALLEL)).message
+
+
+# -- through the registry: importer, linter on canonical messages, wire view -----------------------------------
+
+
+def test_import_history_reads_ollama_histories_with_their_findings() -> None:
+    import agentnb as anb
+
+    history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+3 and 4*5?"},
+               {"role": "assistant", "content": "", "tool_calls": [fn("add", a=2, b=3), fn("mul", a=4, b=5)]},
+               {"role": "tool", "content": "5", "tool_name": "add"},
+               {"role": "tool", "content": "20", "tool_name": "mul"},
+               {"role": "assistant", "content": "5 and 20."}]
+    imported = anb.import_history(history, "ollama")  # type: ignore[arg-type]
+    assert imported.ok, imported.findings
+    calls = imported.transcript.frames.calls()
+    assert list(calls["tool"]) == ["add", "mul"] and list(calls["status"]) == ["ok", "ok"]
+    assert [m.role for m in imported.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    broken = anb.import_history([*history[:3], {"role": "tool", "content": "5", "tool_name": "add"},
+                                 {"role": "user", "content": "and?"}], "ollama")  # type: ignore[arg-type]
+    assert "unanswered_call" in {f.code for f in broken.findings}
+
+
+def test_lint_takes_canonical_messages_and_renders_them_for_ollama() -> None:
+    import agentnb as anb
+
+    turn = with_ids(wire.parse_response(whole_of(PARALLEL)))
+    good = [Message.user("Weather?"), turn.message, results_for(turn), Message.user("Thanks.")]
+    assert anb.lint(good, "ollama") == []
+    cut = [Message.user("Weather?"), turn.message, Message.user("Thanks.")]
+    assert [f.code for f in anb.lint(cut, "ollama")] == ["unanswered_call", "unanswered_call"]
+
+
+def test_the_debugger_wire_view_has_an_ollama_tab() -> None:
+    import agentnb as anb
+    from agentnb.debugger import viewdata
+    from agentnb.debugger.timeline import Timeline
+
+    loop = anb.Loop(model=anb.ScriptedModel([{"tool_calls": [CALL]}, answer]), tools=[anb.tool(add)])
+    run = loop.start("Add 1 and 2.").run()
+    tl = Timeline(run.events)
+    second = [e.seq for e in run.events if e.type == "ModelRequested"][-1]
+    view = viewdata.wire_view(tl, second, "Ollama /api/chat")
+    assert "Ollama /api/chat" in view["providers"] and view["provider"] == "Ollama /api/chat"
+    body = json.loads(view["request"])
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool"]
+    assert body["messages"][1]["tool_calls"] == [fn("add", a=1, b=2)] and body["messages"][2]["tool_name"] == "add"
+    assert dict(view["where"])["its result"] == "role tool message (tool_name), in the calls' order"

@@ -64,7 +64,7 @@ def model(spec: str, *, api_key: str | None = None, base_url: str | None = None,
     api = known[prefix]
     if api_key is None:
         api_key = api.key(os.environ.items())
-        if api_key is None:
+        if api_key is None and api.needs_key:
             raise ValueError(f"no API key for {api.prefixes[0]}: set {' or '.join(api.api_key_env)}, or pass "
                              "api_key=... (for offline work, point base_url at agentnb.emulator.Emulator)")
     return api.model_class(api.client(api_key, base_url, async_=async_), model=name, **options)

@@ -205,6 +205,9 @@ class WireAPI:
     """Structured output is a request option of this API (a JSON schema the service enforces), not a tool."""
     otel_name: str = ""
     """The ``gen_ai.provider.name`` of OpenTelemetry's semantic conventions (``openai``, ``gcp.gemini``)."""
+    needs_key: bool = True
+    """False for a service that runs without a key (a local Ollama server): ``anb.model`` then makes the
+    client with ``api_key=None`` when none of :attr:`api_key_env` is set, instead of refusing."""
 
     def __repr__(self) -> str:
         return f"WireAPI({self.name!r})"

@@ -56,11 +56,12 @@ API = WireAPI(
     model_class=OllamaModel,
     client=client,
     prefixes=("ollama",),
-    api_key_env=(),  # no key: a local server needs none (the client itself reads OLLAMA_API_KEY, if set)
+    api_key_env=("OLLAMA_API_KEY",),  # the hosted service's key; a local server needs none (needs_key=False)
     sdk_extra="ollama",
     where=("messages[0], role system", "assistant tool_calls[].function (no id; arguments an object)",
            "role tool message (tool_name), in the calls' order"),
     native_output=True,
     otel_name="ollama",
+    needs_key=False,
 )
 """Ollama's entry in :data:`agentnb.providers.WIRE_APIS`."""
