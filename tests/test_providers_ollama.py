@@ -655,3 +655,28 @@ def test_the_debugger_wire_view_has_an_ollama_tab() -> None:
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool"]
     assert body["messages"][1]["tool_calls"] == [fn("add", a=1, b=2)] and body["messages"][2]["tool_name"] == "add"
     assert dict(view["where"])["its result"] == "role tool message (tool_name), in the calls' order"
+
+
+def test_the_course_switch_takes_a_local_model_without_a_key(emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentnb.providers.ollama import OllamaModel
+    from agentnb.workshop.switch import course_model
+
+    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
+    model = course_model("weather", provider="ollama:qwen3", base_url=emu.url("ollama"), quiet=True)
+    assert isinstance(model, OllamaModel) and model.name == "qwen3" and model.credentials() == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_recorded_ollama_run_replays_offline(emu: Any, tmp_path: Any, stream: bool) -> None:
+    import agentnb as anb
+
+    emu.play([{"text": "Let me add.", "tool_calls": [CALL, CALL2]}, answer])
+    path = tmp_path / "ollama.jsonl"
+    with anb.Recorder(anb.model("ollama:qwen3", base_url=emu.url("ollama"), stream=stream), path) as rec:
+        run = anb.Loop(model=rec, tools=[anb.tool(add)]).start("Add.", run_id="r1").run()
+    assert run.output == "Results: 3, 7"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    wire_requests = [ln for ln in lines if ln["type"] == "wire_request"]
+    assert len(wire_requests) == 2 and wire_requests[1]["body"]["messages"][2]["tool_name"] == "add"
+    replay = anb.Loop(model=anb.ScriptedModel.replay(path), tools=[anb.tool(add)]).start("Add.", run_id="r1").run()
+    assert replay.output == run.output and replay.state is anb.LoopState.COMPLETED

@@ -27,8 +27,9 @@ from ._report import describe_exception
 __all__ = ["KEY_VARIABLES", "course_model"]
 
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
-    prefix: api.api_key_env for api in WIRE_APIS.values() for prefix in api.prefixes}
-"""The environment variables that hold the key, for each prefix of :func:`agentnb.model` (from the registry)."""
+    prefix: api.api_key_env if api.needs_key else () for api in WIRE_APIS.values() for prefix in api.prefixes}
+"""The environment variables that hold the key, for each prefix of :func:`agentnb.model` (from the registry);
+empty for a provider that needs none (a local Ollama server)."""
 
 _OFFLINE = ("", "offline", "scripted")
 
@@ -108,7 +109,7 @@ def _real_model(spec: str, kind: str, options: dict[str, Any]) -> tuple[Any, str
     if keys is None:
         known = ", ".join([*KEY_VARIABLES, "replay"])
         return None, f"unknown provider {kind!r} (known: {known}): using the offline model"
-    if not any(os.environ.get(k) for k in keys):
+    if keys and not any(os.environ.get(k) for k in keys):
         return None, f"no {' or '.join(keys)} in the environment: using the offline model"
     import agentnb
 
