@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from . import pairing
 from .events import RunStarted
@@ -51,8 +51,10 @@ from .providers.wireapi import History, WireAPI
 from .states import LoopState
 from .transcript import Transcript
 
-Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "pydantic_ai", "openai_agents", "langchain"]
-"""The formats :func:`import_history` reads: every wire API of the registry, and three framework histories."""
+Format = str
+"""A format :func:`import_history` reads: the name of a wire API of :data:`agentnb.providers.WIRE_APIS`
+(``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``, ...) or of a framework history
+(``pydantic_ai``, ``openai_agents``, ``langchain``)."""
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langchain")
 
 

@@ -14,14 +14,13 @@ import pytest
 
 from agentnb.engine import classify
 from agentnb.messages import ModelTurn, ReasoningPart, TextPart
-from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
+from agentnb.providers import WIRE_APIS
 from agentnb.providers.sse import iter_json_array, iter_sse, iter_sse_json
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 EXPECTED: dict[str, Any] = json.loads((WIRE / "expected.json").read_text(encoding="utf-8"))["files"]
-ADAPTERS: dict[str, Any] = {
-    "openai-chat": openai_chat, "openai-responses": openai_responses, "anthropic": anthropic, "gemini": gemini,
-}
+ADAPTERS: dict[str, Any] = {key: api for api in WIRE_APIS.values() for key in (api.name, *api.prefixes)}
+"""Each corpus folder (``openai-chat``, ``anthropic``, ...) names its wire API in the registry, by name or prefix."""
 CASES = sorted(EXPECTED)
 
 
@@ -48,6 +47,7 @@ def parse(path: str, items: list[Any]) -> ModelTurn:
 def test_the_corpus_is_complete() -> None:
     assert len(CASES) == 24
     assert all((WIRE / p).is_file() for p in CASES)
+    assert {p.split("/")[0] for p in CASES} <= set(ADAPTERS)  # every folder is a registered wire API
 
 
 def _check_call(provider: str, call: Any, exp: dict[str, Any]) -> None:

@@ -11,9 +11,11 @@ a daemon thread. It serves
 ============================ =============================================================================
 
 and answers every request with the next turn of a :class:`~agentnb.ScriptedModel` script, written the way
-that service writes it, whole or streamed (each provider's own SSE event names and framing; see
-:mod:`agentnb.emulator._encode`). Script functions receive the conversation the client sent, read back
-into canonical messages.
+that service writes it, whole or streamed (each provider's own SSE event names and framing). Everything
+per API comes from its ``emulator`` field (an :class:`~agentnb.providers.wireapi.Endpoint`) in
+:data:`agentnb.providers.WIRE_APIS`: the routes, how a request says it streams, the encoder
+(``agentnb/providers/<api>/encode.py``), the error body. Script functions receive the conversation the
+client sent, read back by that API's ``parse_history`` (the importers' reader).
 
 Before answering, it validates the request with :func:`agentnb.lint.validate` -- the same checks as
 ``agentnb.lint`` -- plus what only the issuer can know (are these the thinking signatures, thought

@@ -107,32 +107,13 @@ def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _convert(node: Any) -> Any:  # noqa: C901 -- one rule per JSON Schema keyword the dialect lacks
+def _convert(node: Any) -> Any:
+    """One JSON Schema node in the dialect: one small rule per keyword the dialect lacks, then its own keys."""
     if isinstance(node, list):
         return [_convert(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = dict(node)
-    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
-        node = {**node.pop("allOf")[0], **node}
-    if "const" in node:
-        node.setdefault("enum", [node.pop("const")])
-    types = node.get("type")
-    if isinstance(types, list):
-        rest = [t for t in types if t != "null"]
-        node["type"] = rest[0] if len(rest) == 1 else rest
-        if "null" in types:
-            node["nullable"] = True
-    options = node.get("anyOf")
-    if isinstance(options, list):
-        rest = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
-        if len(rest) < len(options):
-            node["nullable"] = True
-        if len(rest) == 1:
-            del node["anyOf"]
-            node = {**rest[0], **node}
-        else:
-            node["anyOf"] = rest
+    node = _nullable_any_of(_nullable_type(_flatten(dict(node))))
     if isinstance(node.get("enum"), list) and not all(isinstance(v, str) for v in node["enum"]):
         del node["enum"]  # the dialect takes string enums only
     out: dict[str, Any] = {}
@@ -141,11 +122,44 @@ def _convert(node: Any) -> Any:  # noqa: C901 -- one rule per JSON Schema keywor
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {k: _convert(v) for k, v in value.items()}
-        elif key in ("items", "anyOf"):
-            out[key] = _convert(value)
         else:
-            out[key] = value
+            out[key] = _convert(value) if key in ("items", "anyOf") else value
     return out
+
+
+def _flatten(node: dict[str, Any]) -> dict[str, Any]:
+    """``allOf`` with one schema merged in; ``const`` as a one-value ``enum``."""
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
+        node = {**node.pop("allOf")[0], **node}
+    if "const" in node:
+        node.setdefault("enum", [node.pop("const")])
+    return node
+
+
+def _nullable_type(node: dict[str, Any]) -> dict[str, Any]:
+    """``"type": ["T", "null"]`` as ``"type": "T", "nullable": true``."""
+    types = node.get("type")
+    if isinstance(types, list):
+        rest = [t for t in types if t != "null"]
+        node["type"] = rest[0] if len(rest) == 1 else rest
+        if "null" in types:
+            node["nullable"] = True
+    return node
+
+
+def _nullable_any_of(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf [T, null]`` as ``T`` with ``nullable: true`` (the other options kept)."""
+    options = node.get("anyOf")
+    if not isinstance(options, list):
+        return node
+    rest = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+    if len(rest) < len(options):
+        node["nullable"] = True
+    if len(rest) == 1:
+        del node["anyOf"]
+        return {**rest[0], **node}
+    node["anyOf"] = rest
+    return node
 
 
 def render_tool(tool: ToolInfo, *, schema_dialect: str = "openapi") -> dict[str, Any]:

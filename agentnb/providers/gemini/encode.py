@@ -34,23 +34,8 @@ def _gemini(turn: ModelTurn, model: str, ids: Any, sign: Any, *, stream: bool, s
 
     ``thinking``: the model always thinks (Gemini 3), so a signature comes even when the script has no reasoning.
     """
-    reasoning, text, refusal, calls = turn_pieces(turn)
     finish = _GEMINI_FINISH.get(turn.finish_reason_raw or "stop", "STOP")
-    parts: list[dict[str, Any]] = []
-    signature = sign("thought", "") if reasoning or thinking else None
-    if reasoning:
-        parts.append({"text": reasoning, "thought": True})
-    if text and finish != "SAFETY":
-        parts.append({"text": text})
-    for c in calls:
-        if c.arguments is None:  # cut arguments: the service sends no call it could not finish
-            continue
-        parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
-    if signature:
-        target = next((p for p in parts if "functionCall" in p), None) or next(
-            (p for p in reversed(parts) if not p.get("thought")), None)
-        if target is not None:
-            target["thoughtSignature"] = signature
+    parts = _parts(turn, sign, finish, thinking)
     usage = {"promptTokenCount": turn.usage.input_tokens, "candidatesTokenCount": turn.usage.output_tokens,
              "totalTokenCount": turn.usage.total_tokens}
     rid = ids("")
@@ -62,20 +47,45 @@ def _gemini(turn: ModelTurn, model: str, ids: Any, sign: Any, *, stream: bool, s
     body = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": rid}
     if not stream:
         return Encoded(body)
+    if finish == "SAFETY":
+        return Encoded(body, [f"data: {json.dumps({**body}, separators=(',', ':'))}\r\n\r\n".encode()], 1)
+    return _stream(body, parts, size, finish, usage)
+
+
+def _parts(turn: ModelTurn, sign: Any, finish: str, thinking: bool) -> list[dict[str, Any]]:
+    reasoning, text, _refusal, calls = turn_pieces(turn)
+    parts: list[dict[str, Any]] = []
+    if reasoning:
+        parts.append({"text": reasoning, "thought": True})
+    if text and finish != "SAFETY":
+        parts.append({"text": text})
+    for c in calls:
+        if c.arguments is None:  # cut arguments: the service sends no call it could not finish
+            continue
+        parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
+    if reasoning or thinking:
+        signature = sign("thought", "")
+        target = next((p for p in parts if "functionCall" in p), None) or next(
+            (p for p in reversed(parts) if not p.get("thought")), None)
+        if target is not None:
+            target["thoughtSignature"] = signature
+    return parts
+
+
+def _stream(body: dict[str, Any], parts: list[dict[str, Any]], size: int, finish: str,
+            usage: dict[str, Any]) -> Encoded:
     frames: list[bytes] = []
     marks: list[int] = []
 
     def chunk(chunk_parts: list[dict[str, Any]], last: bool = False) -> bytes:
         cand: dict[str, Any] = {"content": {"role": "model", "parts": chunk_parts}, "index": 0}
-        out: dict[str, Any] = {"candidates": [cand], "modelVersion": model, "responseId": rid}
+        out: dict[str, Any] = {"candidates": [cand], "modelVersion": body["modelVersion"],
+                               "responseId": body["responseId"]}
         if last:
             cand["finishReason"] = finish
             out["usageMetadata"] = usage
         return f"data: {json.dumps(out, separators=(',', ':'))}\r\n\r\n".encode()
 
-    if finish == "SAFETY":
-        frames.append(f"data: {json.dumps({**body}, separators=(',', ':'))}\r\n\r\n".encode())
-        return Encoded(body, frames, 1)
     for p in parts:
         if "functionCall" in p:
             marks.append(len(frames))

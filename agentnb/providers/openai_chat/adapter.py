@@ -27,7 +27,7 @@ have no parsed arguments. A whole response is parsed as a stream of one chunk, s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from ...events import ToolInfo
@@ -266,6 +266,23 @@ class _Turn:
             buf.add(fragment)
             yield ArgumentsDelta(buf.position, fragment)
 
+    def chunk(self, chunk: dict[str, Any]) -> Generator[StreamItem, None, str | None]:
+        """Fold one chunk that is not a lone argument fragment; returns an error event's reason (ends the stream)."""
+        if self.response_id is None or chunk.get("usage"):
+            self.header(chunk)
+        choice0 = _choice0(chunk.get("choices"))
+        if choice0 is None:
+            if "error" in chunk:
+                return f"the provider sent an error event: {chunk['error']}"
+            return None
+        delta = choice0.get("delta")
+        if delta:
+            yield from self.delta(delta)
+        finish = choice0.get("finish_reason")
+        if finish:
+            self.finish = finish
+        return None
+
     def turn(self, *, raw: Any, error: str | None) -> ModelTurn:
         done = self.finish is not None
         parts: list[Any] = []
@@ -335,7 +352,7 @@ def parse_response(raw: Any) -> ModelTurn:
     return acc.turn(raw=body, error=None)
 
 
-def parse_stream(  # noqa: C901 -- one loop with its fast path inlined: a call per fragment costs (bench)
+def parse_stream(
     events: Iterable[Any], *, max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
 ) -> Iterator[StreamItem]:
     """Stream items from Chat Completions chunks (dicts from SSE ``data:`` lines, or SDK chunk objects).
@@ -363,7 +380,8 @@ def parse_stream(  # noqa: C901 -- one loop with its fast path inlined: a call p
                 break
             chunk = as_dict(chunk, "a Chat Completions chunk")
         # The fast path, taken by every fragment of a long call but its first: one choice (index 0) whose
-        # delta is one argument fragment of a call already open, and nothing else.
+        # delta is one argument fragment of a call already open, and nothing else. It is inlined here (a call
+        # per fragment costs, see bench/stream_assembly.py); any other chunk goes through _Turn.chunk.
         try:
             choice = chunk["choices"][0]
             delta = choice["delta"]
@@ -386,18 +404,7 @@ def parse_stream(  # noqa: C901 -- one loop with its fast path inlined: a call p
                 buf.chunks.append(fragment)
                 yield ArgumentsDelta(buf.position, fragment)
             continue
-        if acc.response_id is None or chunk.get("usage"):
-            acc.header(chunk)
-        choice0 = _choice0(chunk.get("choices"))
-        if choice0 is None:
-            if "error" in chunk:
-                error = f"the provider sent an error event: {chunk['error']}"
-                break
-            continue
-        delta = choice0.get("delta")
-        if delta:
-            yield from acc.delta(delta)
-        finish = choice0.get("finish_reason")
-        if finish:
-            acc.finish = finish
+        error = yield from acc.chunk(chunk)
+        if error is not None:
+            break
     yield acc.turn(raw=None, error=source.error or error)

@@ -260,29 +260,10 @@ class _Turn:
             yield from self.item_done(index, item, "the final response")
 
     def event(self, kind: Any, ev: dict[str, Any]) -> Iterator[StreamItem]:
-        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            msg = self.by_id.get(ev.get("item_id") or "")
-            if not isinstance(msg, _Message):
-                raise StreamProtocolError(f"{kind} for item {ev.get('item_id')!r}, which is not an open message")
-            if ev.get("delta"):
-                if kind == "response.output_text.delta":
-                    msg.text.append(ev["delta"])
-                    yield TextDelta(ev["delta"])
-                else:
-                    msg.refusal.append(ev["delta"])
-        elif kind == "response.function_call_arguments.delta":
-            buf = self.calls.get(ev.get("item_id") or "")
-            if buf is None:
-                raise StreamProtocolError(f"argument delta for item {ev.get('item_id')!r}, which was never added")
-            if ev.get("delta"):
-                buf.add(ev["delta"])
-                yield ArgumentsDelta(buf.position, ev["delta"])
-        elif kind == "response.function_call_arguments.done":
-            buf = self.calls.get(ev.get("item_id") or "")
-            if buf is None:
-                raise StreamProtocolError(f"{kind} for item {ev.get('item_id')!r}, which was never added")
-            buf.restated(ev.get("arguments"), kind)
-            buf.done = True
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            yield from self.text_delta(kind, ev)
+        elif kind in ("response.function_call_arguments.delta", "response.function_call_arguments.done"):
+            yield from self.arguments(kind, ev)
         elif kind == "response.output_item.added":
             yield from self.added(ev.get("output_index", len(self.items)), ev.get("item") or {})
         elif kind == "response.output_item.done":
@@ -294,6 +275,29 @@ class _Turn:
         elif kind == "error":
             self.error = f"the provider sent an error event: {ev.get('message') or ev.get('error') or ev}"
             self.failed = True
+
+    def text_delta(self, kind: str, ev: dict[str, Any]) -> Iterator[StreamItem]:
+        msg = self.by_id.get(ev.get("item_id") or "")
+        if not isinstance(msg, _Message):
+            raise StreamProtocolError(f"{kind} for item {ev.get('item_id')!r}, which is not an open message")
+        if ev.get("delta"):
+            if kind == "response.output_text.delta":
+                msg.text.append(ev["delta"])
+                yield TextDelta(ev["delta"])
+            else:
+                msg.refusal.append(ev["delta"])
+
+    def arguments(self, kind: str, ev: dict[str, Any]) -> Iterator[StreamItem]:
+        buf = self.calls.get(ev.get("item_id") or "")
+        if buf is None:
+            what = "argument delta" if kind.endswith(".delta") else kind
+            raise StreamProtocolError(f"{what} for item {ev.get('item_id')!r}, which was never added")
+        if kind.endswith(".done"):
+            buf.restated(ev.get("arguments"), kind)
+            buf.done = True
+        elif ev.get("delta"):
+            buf.add(ev["delta"])
+            yield ArgumentsDelta(buf.position, ev["delta"])
 
     def turn(self, *, raw: Any) -> ModelTurn:
         complete = self.status is not None and not self.failed
