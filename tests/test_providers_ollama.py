@@ -360,7 +360,7 @@ def test_fixes_leave_a_clean_history(messages: list[dict[str, Any]]) -> None:
 def test_hostile_bodies_are_findings_not_exceptions(body: Any) -> None:
     found = lint_body(body)
     assert found, body
-    from agentnb.providers.ollama.rules import normalize
+    from agentnb.providers.ollama.shapes import normalize
 
     clean, _ = normalize(body)
     parse_history(clean)  # reads without an exception

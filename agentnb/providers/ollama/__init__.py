@@ -9,7 +9,8 @@ module              what
 :mod:`.adapter`     requests (:func:`render_request`), whole responses and JSON-lines streams; the theory
                     of binding results to calls without call ids
 :mod:`.history`     request bodies read back (:func:`parse_history`): the importer and the emulator's decoder
-:mod:`.rules`       the shape check (:func:`~.rules.normalize`) and the lint rules, with their fixes
+:mod:`.shapes`      the shape check (:func:`~.shapes.normalize`): wrong JSON types as findings
+:mod:`.rules`       the lint rules, with their fixes and examples
 :mod:`.encode`      scripted turns written as the server writes them (the emulator)
 :mod:`.emulate`     the emulator's route, error bodies and request checks
 :mod:`.model`       :class:`OllamaModel` over the official ``ollama`` client; ``anb.model("ollama:qwen3")``
@@ -35,7 +36,8 @@ from .adapter import PROVIDER, iter_json_lines, parse_response, parse_stream, re
 from .emulate import ENDPOINT
 from .history import parse_history
 from .model import OllamaModel, client
-from .rules import RULES, OllamaView, normalize
+from .rules import RULES, OllamaView
+from .shapes import normalize
 
 __all__ = ["API", "PROVIDER", "OllamaModel", "adapter", "iter_json_lines", "parse_history", "parse_response",
            "parse_stream", "render_request", "render_tool"]

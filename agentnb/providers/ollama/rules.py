@@ -1,4 +1,4 @@
-"""Lint rules for Ollama ``/api/chat`` histories, and the shape check that runs before them.
+"""Lint rules for Ollama ``/api/chat`` histories (the shape check that runs before them is :mod:`.shapes`).
 
 Theory of operation. The Ollama server decodes the body into Go structs, so a value of the wrong JSON type
 (a ``content`` that is a number, ``arguments`` that are a string) is refused with a 400 naming the Go field
@@ -15,7 +15,7 @@ ids and leaves the pairing itself to :func:`agentnb.pairing.pair`, as for the ot
 ========================== ======== ============================================================== ========
 code                       severity what                                                           fix
 ========================== ======== ============================================================== ========
-``malformed``              error    a value of the wrong JSON type (:func:`normalize`)             dropped
+``malformed``              error    a value of the wrong JSON type (:func:`.shapes.normalize`)     dropped
 ``bad_role``               warning  a role other than system, user, assistant, tool                --
 ``arguments_not_object``   error    a call's ``arguments`` are not a JSON object                   ``{}``
 ``tool_name_mismatch``     warning  a ``tool_name`` that names no call of the assistant message    renamed
@@ -33,104 +33,13 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
-from ..._shapes import Malformed
 from ...findings import INTERRUPTED, Change, Finding, Rule, View, fix_arguments, not_object
 from ...pairing import Raw, Unit, pair
+from .shapes import kind as _kind
 
-__all__ = ["RULES", "OllamaView", "normalize"]
+__all__ = ["RULES", "OllamaView"]
 
 ROLES = ("system", "user", "assistant", "tool")
-
-
-# -- shapes ---------------------------------------------------------------------------------------------
-
-_GO_TYPES = {"string": "string", "an object": "api.Message", "an array": "[]api.ToolCall"}
-
-
-def _kind(value: Any) -> str:
-    """The JSON kind of a value, in the words of Go's decoder errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    for kind, name in ((str, "string"), (list, "array"), (dict, "object")):
-        if isinstance(value, kind):
-            return name
-    return "null" if value is None else "value"
-
-
-class _Walk:
-    def __init__(self) -> None:
-        self.found: list[Malformed] = []
-
-    def bad(self, pos: str, index: int, field_name: str, expected: str, value: Any) -> None:
-        go = _GO_TYPES.get(expected, expected)
-        self.found.append(Malformed(pos, index, f"{pos} is a {_kind(value)}, not {expected}",
-                                    f"json: cannot unmarshal {_kind(value)} into Go struct field {field_name} of "
-                                    f"type {go}", pos))
-
-
-def _message(w: _Walk, m: Any, i: int) -> dict[str, Any]:
-    pos = f"messages[{i}]"
-    if not isinstance(m, dict):
-        w.bad(pos, i, "ChatRequest.messages", "an object", m)
-        return {"role": "user", "content": "", "malformed": True}
-    d = dict(m)
-    for key in ("role", "content", "thinking", "tool_name"):
-        if d.get(key) is not None and not isinstance(d[key], str):
-            w.bad(f"{pos}.{key}", i, f"Message.messages.{key}", "string", d[key])
-            d[key] = "" if key != "role" else "user"
-    if "tool_calls" in d and d["tool_calls"] is not None:
-        calls = d["tool_calls"]
-        if not isinstance(calls, list):
-            w.bad(f"{pos}.tool_calls", i, "Message.messages.tool_calls", "an array", calls)
-            calls = []
-        clean = []
-        for j, tc in enumerate(calls):
-            fn = tc.get("function") if isinstance(tc, dict) else None
-            if not isinstance(fn, dict):
-                w.bad(f"{pos}.tool_calls[{j}]", i, "Message.messages.tool_calls", "an object", tc)
-                continue
-            fn = dict(fn)
-            if fn.get("name") is not None and not isinstance(fn["name"], str):
-                w.bad(f"{pos}.tool_calls[{j}].function.name", i, "ToolCallFunction.messages.tool_calls.function.name",
-                      "string", fn["name"])
-                fn["name"] = ""
-            clean.append({**tc, "function": fn})
-        d["tool_calls"] = clean
-    return d
-
-
-def normalize(body: Any) -> tuple[dict[str, Any], list[Malformed]]:
-    """A copy of an ``/api/chat`` body whose values have the types the rules read, and what was repaired.
-
-    Example:
-        >>> clean, found = normalize({"messages": [{"role": "user", "content": 3}, "hi"]})
-        >>> clean["messages"][0]["content"], [f.position for f in found]
-        ('', ['messages[0].content', 'messages[1]'])
-        >>> found[0].provider_message
-        'json: cannot unmarshal number into Go struct field Message.messages.content of type string'
-    """
-    w = _Walk()
-    if not isinstance(body, dict):
-        w.bad("body", -1, "ChatRequest", "an object", body)
-        return {"messages": []}, w.found
-    out = dict(body)
-    messages = body.get("messages")
-    if messages is not None and not isinstance(messages, list):
-        w.bad("messages", -1, "ChatRequest.messages", "an array", messages)
-        messages = []
-    out["messages"] = [_message(w, m, i) for i, m in enumerate(messages or ())]
-    tools = body.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            w.bad("tools", -1, "ChatRequest.tools", "an array", tools)
-            tools = []
-        out["tools"] = [t for t in tools if isinstance(t, dict)]
-        for j, t in enumerate(tools):
-            if not isinstance(t, dict):
-                w.bad(f"tools[{j}]", -1, "ChatRequest.tools", "an object", t)
-    return out, w.found
 
 
 # -- the view: positions as ids, paired once ----------------------------------------------------------
