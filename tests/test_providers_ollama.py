@@ -144,8 +144,9 @@ def test_json_lines_split_anywhere_give_the_same_chunks_and_a_cut_last_line_is_d
     assert isinstance(turn, ModelTurn) and not turn.complete
     with pytest.raises(WireFormatError, match="not JSON"):
         list(wire.iter_json_lines([b'{"done": false}\n{oops}\n{"done": true}\n']))
-    with pytest.raises(StreamProtocolError, match="longer than 100 bytes"):
-        list(wire.iter_json_lines([b'{"x": "' + b"a" * 200], max_line_bytes=100))
+    for reads in ([b'{"x": "' + b"a" * 200], [b'{}\n{"x": "' + b"a" * 200], [b'{"x": "', b"a" * 60, b"a" * 60]):
+        with pytest.raises(StreamProtocolError, match="longer than 100 bytes"):
+            list(wire.iter_json_lines(reads, max_line_bytes=100))
 
 
 def test_arguments_are_bounded_in_bytes() -> None:

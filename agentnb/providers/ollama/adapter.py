@@ -365,8 +365,8 @@ def iter_json_lines(chunks: Iterable[bytes | str], *, max_line_bytes: int = DEFA
     r"""Split a JSON-lines body (``application/x-ndjson``) in chunks cut anywhere into its objects.
 
     A last line without its newline that is not whole JSON (the connection broke) is dropped, so the adapter
-    sees a stream without its done chunk; a bad line anywhere else is an error. Linear in the input: the
-    buffer is scanned from where the previous scan stopped.
+    sees a stream without its done chunk; a bad line anywhere else is an error. Linear in the input: each
+    read is scanned once and a line's pieces are joined once.
 
     Raises:
         WireFormatError: a line that is not a JSON object.
@@ -376,24 +376,33 @@ def iter_json_lines(chunks: Iterable[bytes | str], *, max_line_bytes: int = DEFA
         >>> [c["n"] for c in iter_json_lines([b'{"n":1}\n{"n"', b':2}\n{"n":3'])]
         [1, 2]
     """
-    buf = bytearray()
+    parts: list[bytes] = []  # the pieces of the line being read, joined once its newline arrives
+    size = 0
     for chunk in chunks:
-        start = len(buf)
-        buf += chunk.encode() if isinstance(chunk, str) else chunk
-        lines_from = 0
-        nl = buf.find(b"\n", start)
+        data = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+        nl = data.find(b"\n")
+        if nl < 0:  # the common case in a long line: one more piece, no scan of what came before
+            parts.append(data)
+            size += len(data)
+            if size > max_line_bytes:
+                raise StreamProtocolError(f"an Ollama stream line is longer than {max_line_bytes} bytes")
+            continue
+        start = 0
         while nl >= 0:
-            line = bytes(buf[lines_from:nl])
+            parts.append(data[start:nl])
+            line = b"".join(parts)
+            parts, size = [], 0
             if line.strip():
                 yield _as_body(line)
-            lines_from = nl + 1
-            nl = buf.find(b"\n", lines_from)
-        if lines_from:
-            del buf[:lines_from]  # what is left is part of one line, so this stays linear
-        if len(buf) > max_line_bytes:
-            raise StreamProtocolError(f"an Ollama stream line is longer than {max_line_bytes} bytes")
-    if bytes(buf).strip():
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            parts, size = [data[start:]], len(data) - start
+            if size > max_line_bytes:
+                raise StreamProtocolError(f"an Ollama stream line is longer than {max_line_bytes} bytes")
+    rest = b"".join(parts)
+    if rest.strip():
         try:
-            yield _as_body(bytes(buf))
+            yield _as_body(rest)
         except WireFormatError:
             return  # a cut last line: the stream ends without its done chunk
