@@ -681,3 +681,18 @@ def test_a_recorded_ollama_run_replays_offline(emu: Any, tmp_path: Any, stream: 
     assert len(wire_requests) == 2 and wire_requests[1]["body"]["messages"][2]["tool_name"] == "add"
     replay = anb.Loop(model=anb.ScriptedModel.replay(path), tools=[anb.tool(add)]).start("Add.", run_id="r1").run()
     assert replay.output == run.output and replay.state is anb.LoopState.COMPLETED
+
+
+def test_the_host_comes_from_ollama_host_and_thinking_goes_back_to_ollama(emu: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentnb as anb
+
+    monkeypatch.setenv("OLLAMA_HOST", emu.url("ollama"))
+    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
+    emu.play([{"reasoning": "Add them first.", "tool_calls": [CALL]}, answer])
+    start = len(emu.requests)
+    run = anb.Loop(model=anb.model("ollama:qwen3", think=True), tools=[anb.tool(add)]).start("Add.").run()
+    assert run.output == "Results: 3", run.reason
+    first, second = (r.body for r in emu.requests[start:])
+    assert first["think"] is True and second["think"] is True
+    assert second["messages"][1]["thinking"] == "Add them first."  # the model's own reasoning, sent back
