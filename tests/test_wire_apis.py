@@ -53,7 +53,8 @@ def test_names_prefixes_and_urls_are_unique_across_the_registry() -> None:
 
 @pytest.mark.parametrize("api", APIS, ids=NAMES)
 def test_the_record_is_whole(api: WireAPI) -> None:
-    assert api.title and api.list_key and api.prefixes and api.api_key_env and api.sdk_extra
+    assert api.title and api.list_key and api.prefixes and api.sdk_extra
+    assert api.api_key_env or not api.needs_key, "an API that needs a key names its environment variables"
     assert len(api.where) == 3 and all(api.where)
     assert api.model_class.provider == api.name
     assert api.model_class.adapter.render_request is api.render_request
