@@ -10,7 +10,9 @@ For each wire adapter the same stream of decoded events (the dicts of SSE ``data
   states concatenate without parsing, so ``json.loads`` of their result is added to be the same work.
 
 Gemini sends a call whole in one chunk (no argument fragments on the Gemini API), so its row is that one
-chunk through the adapter beside ``json.dumps`` of the arguments (the adapter keeps the raw text).
+chunk through the adapter beside ``json.dumps`` of the arguments (the adapter keeps the raw text). Ollama
+also sends a call whole, in one line of a JSON-lines body: its row is that body's bytes arriving in 8-byte
+network reads, split into lines (``iter_json_lines``) and parsed, beside ``json.loads`` of the joined bytes.
 Medians of several repeats, all measured in this run; the machine is shared and noisy, so read the ratios.
 An SDK accumulator that takes more than ``--sdk-budget`` seconds at 100 KB is not run at 1 MB; the line
 then gives a bound from linear extrapolation (10x its 100 KB time), which flatters an SDK that is quadratic.
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentnb.messages import ModelTurn
-from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
+from agentnb.providers import anthropic, gemini, ollama, openai_chat, openai_responses
 
 SIZES = {"100 KB": 100_000, "1 MB": 1_000_000}
 FRAGMENT = 8
@@ -116,6 +118,28 @@ def gemini_events(text: str) -> list[dict[str, Any]]:
     return [{"candidates": [{"content": {"role": "model", "parts": [
         {"functionCall": {"name": "write_file", "args": json.loads(text)}}]}, "finishReason": "STOP", "index": 0}],
         "modelVersion": "gemini-2.5-flash"}]
+
+
+def ollama_reads(text: str) -> list[bytes]:
+    """The JSON-lines body of a call and the done chunk, as 8-byte network reads."""
+    call = {"model": "qwen3", "message": {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "write_file", "arguments": json.loads(text)}}]}, "done": False}
+    done = {"model": "qwen3", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}
+    body = (json.dumps(call) + "\n" + json.dumps(done) + "\n").encode()
+    return [body[i : i + FRAGMENT] for i in range(0, len(body), FRAGMENT)]
+
+
+class OllamaLines:
+    """Ollama's adapter over raw reads: the JSON-lines splitter, then ``parse_stream``."""
+
+    @staticmethod
+    def parse_stream(reads: list[bytes], *, max_argument_bytes: int) -> Any:
+        return ollama.parse_stream(ollama.iter_json_lines(reads, max_line_bytes=2 * max_argument_bytes),
+                                   max_argument_bytes=max_argument_bytes)
+
+
+def loads_reads(reads: list[bytes]) -> Callable[[], None]:
+    return lambda: [json.loads(line) for line in b"".join(reads).splitlines()] and None
 
 
 # -- the contenders -------------------------------------------------------------------------------------
@@ -239,12 +263,15 @@ def main() -> None:
             ("openai_responses", openai_responses, responses_events(frags), pick_responses, sdk_responses),
             ("anthropic", anthropic, anthropic_events(frags), pick_anthropic, sdk_anthropic),
             ("gemini (whole)", gemini, gemini_events(text), None, None),
+            ("ollama (lines)", OllamaLines, ollama_reads(text), None, None),
         ]
         for name, mod, events, pick, sdk in cases:
             t_ours = median_time(ours(mod, events, expected), opts.repeats)
             ours_times.setdefault(name, {})[label] = t_ours
             if pick is not None:
                 t_base = median_time(join_loads(pick, events), opts.repeats)
+            elif mod is OllamaLines:
+                t_base = median_time(loads_reads(events), opts.repeats)
             else:
                 t_base = median_time(lambda e=expected: json.dumps(e, ensure_ascii=False) and None, opts.repeats)
             sdk_note = "-"

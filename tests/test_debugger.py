@@ -437,14 +437,16 @@ def test_wire_view_shows_one_provider_at_a_time() -> None:
     last_request = [e for e in dbg.events if e.type == "ModelRequested"][-1]
     wire = dbg.view.wire
     assert wire["seq"] == last_request.seq and wire["provider"] == "OpenAI Chat Completions"
-    assert wire["providers"] == ["OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages", "Google Gemini"]
+    assert wire["providers"] == ["OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages", "Google Gemini",
+                                 "Ollama /api/chat"]
     shapes = {"OpenAI Chat Completions": "tool_call_id", "OpenAI Responses": "function_call_output",
-              "Anthropic Messages": "tool_use_id", "Google Gemini": "functionResponse"}
+              "Anthropic Messages": "tool_use_id", "Google Gemini": "functionResponse", "Ollama /api/chat": "tool_name"}
     for provider, needle in shapes.items():
         dbg.view.wire_provider = provider  # the page's provider tab
         body = dbg.view.wire["request"]
         assert dbg.view.wire["provider"] == provider and needle in body, provider
         assert all(other not in body for p, other in shapes.items() if p != provider)  # one provider only
+    dbg.view.wire_provider = "Google Gemini"
     assert "systemInstruction" in dbg.view.wire["request"]
     assert [row[0] for row in dbg.view.wire["where"]] == ["system prompt", "a tool call", "its result"]
     dbg.select(1)

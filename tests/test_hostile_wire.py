@@ -24,10 +24,10 @@ from agentnb.emulator import _server as server
 from agentnb.emulator._server import _Request
 from agentnb.lint import PROVIDERS, validate
 from agentnb.messages import Message, ToolCallPart, ToolResultPart
-from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
+from agentnb.providers import WIRE_APIS, anthropic, gemini, ollama, openai_chat, openai_responses
 
 ADAPTERS: dict[str, Any] = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
-                            "gemini": gemini}
+                            "gemini": gemini, "ollama": ollama}
 
 FIELDS = [
     "role", "content", "tool_calls", "function", "arguments", "name", "id", "tool_call_id", "type", "input",
@@ -50,7 +50,7 @@ json_values = st.recursive(
 )
 # a message-shaped value: mostly the provider's own keys, any values
 messages = st.lists(st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=5) | json_values, max_size=5)
-LIST_KEY = {"openai_chat": "messages", "openai_responses": "input", "anthropic": "messages", "gemini": "contents"}
+LIST_KEY = {api.name: api.list_key for api in WIRE_APIS.values()}
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -125,6 +125,7 @@ def test_arguments_that_are_not_an_object_are_sent_as_an_empty_object(raw: str) 
     assert sent["openai_responses"]["input"][1]["arguments"] == "{}"
     assert sent["anthropic"]["messages"][1]["content"][0]["input"] == {}
     assert sent["gemini"]["contents"][1]["parts"][0]["functionCall"]["args"] == {}
+    assert sent["ollama"]["messages"][1]["tool_calls"][0]["function"]["arguments"] == {}
     assert history[1].tool_calls[0].arguments_raw == raw  # the transcript keeps what the model wrote
     assert raw in history[2].tool_results[0].content  # and so does the result that tells the model
 
@@ -144,6 +145,10 @@ def _poisoned(provider: str, raw: Any) -> list[Any]:
         return [{"role": "user", "content": "add"},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "add", "input": value}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "bad"}]}]
+    if provider == "ollama":
+        return [{"role": "user", "content": "add"},
+                {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "add", "arguments": value}}]},
+                {"role": "tool", "content": "bad arguments", "tool_name": "add"}]
     return [{"role": "user", "parts": [{"text": "add"}]},
             {"role": "model", "parts": [{"functionCall": {"name": "add", "args": value}}]},
             {"role": "user", "parts": [{"functionResponse": {"name": "add", "response": {"error": "bad"}}}]}]

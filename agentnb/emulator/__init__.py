@@ -7,6 +7,7 @@ a daemon thread. It serves
 ``url("openai")``            ``POST /chat/completions`` and ``POST /responses`` (OpenAI)
 ``url("anthropic")``         ``POST /v1/messages`` (Anthropic)
 ``url("gemini")``            ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``
+``url("ollama")``            ``POST /api/chat`` (Ollama; streams JSON lines unless ``stream: false``)
 ============================ =============================================================================
 
 and answers every request with the next turn of a :class:`~agentnb.ScriptedModel` script, written the way

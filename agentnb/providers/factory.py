@@ -12,6 +12,7 @@ prefix                                  model class                  key (enviro
 ``openai-responses:``                   OpenAIResponsesModel         ``OPENAI_API_KEY``
 ``anthropic:``                          AnthropicModel               ``ANTHROPIC_API_KEY``
 ``gemini:`` / ``google:``               GeminiModel                  ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``
+``ollama:``                             OllamaModel                  none (``base_url``: ``OLLAMA_HOST``)
 ======================================= ============================ ===================================
 """
 

@@ -9,14 +9,14 @@ mapping. Adding a wire API is one package under :mod:`agentnb.providers` that ex
 Example:
     >>> from agentnb.providers.registry import WIRE_APIS
     >>> list(WIRE_APIS)
-    ['openai_chat', 'openai_responses', 'anthropic', 'gemini']
+    ['openai_chat', 'openai_responses', 'anthropic', 'gemini', 'ollama']
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import anthropic, gemini, openai_chat, openai_responses
+from . import anthropic, gemini, ollama, openai_chat, openai_responses
 from .wireapi import WireAPI
 
 __all__ = ["NATIVE_OUTPUT", "WIRE_APIS", "WireAPI", "wire_api"]
@@ -26,6 +26,7 @@ WIRE_APIS: MappingProxyType[str, WireAPI] = MappingProxyType({api.name: api for 
     openai_responses.API,
     anthropic.API,
     gemini.API,
+    ollama.API,
 )})
 """Every wire API by name (read-only)."""
 
