@@ -18,17 +18,34 @@ serves live runs, replays of saved transcripts and time travel in the debugger (
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
 from .. import guards
 from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ArgumentsMerged,
     BaseEvent,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    CompressionApplied,
     GuardTripped,
+    ModelRequested,
+    ModelRetried,
+    OutputValidated,
+    ResultsBound,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
     ToolInfo,
+    ToolStarted,
+    TurnCompleted,
 )
 from ..messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
@@ -120,6 +137,10 @@ class RunState:
     """Retries of the current request."""
     text_length: int = 0
     argument_lengths: dict[int, int] = field(default_factory=dict)
+    text_fragments: list[str] = field(default_factory=list)
+    """The streamed text of the current attempt, fragment by fragment (a new list for each attempt)."""
+    argument_fragments: dict[int, list[str]] = field(default_factory=dict)
+    """The streamed argument text of each call of the current attempt, by index (new lists each attempt)."""
     guards: list[GuardTripped] = field(default_factory=list)
     output: str | None = None
     reason: str | None = None
@@ -168,7 +189,7 @@ class RunState:
         allowed = TRANSITIONS[self.state].get(etype)
         if allowed is None or event.state not in allowed:
             check_transition(self.state, etype, event.state)  # raises, naming the state and the event
-        _FOLD[etype](self, event)
+        _FOLD[type(event)](self, event)
         self.state = event.state
         self.seq += 1
         self.last = event
@@ -193,12 +214,168 @@ class RunState:
         return self.input_tokens + self.output_tokens
 
 
-# -- the fold, one function per event type ------------------------------------------------------------
+# -- the projection: what each event means, written once ---------------------------------------------
+#
+# Three questions about an event have one answer each, here, and every reader asks here: the fold below,
+# the frames (:mod:`agentnb.frames.rows`) and the debugger (:mod:`agentnb.debugger.timeline`). Nothing else
+# interprets events, so the frames cannot say "error" where the run said "skipped".
+
+class Answer(NamedTuple):
+    """The result an event gives a call (see :func:`answer_of`)."""
+
+    call_id: str
+    status: ResultStatus
+    content: str
+    """What the model sees."""
+    audit: Any = None
+
+ConversationOrigin = Literal["prompt", "request", "response", "results", "compression"]
 
 
-def _f_run_started(rs: RunState, ev: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class ConversationStep:
+    """How one event changes the conversation: it appends ``messages``, or replaces the whole of it."""
+
+    origin: ConversationOrigin
+    messages: Sequence[Message]
+    replaces: bool = False
+
+
+ResultFor = Callable[[str], "ToolResultPart | None"]
+"""The result bound to a call id so far (what a ``ResultsBound`` event sends back)."""
+
+
+def answer_of(ev: BaseEvent) -> Answer | None:
+    """The result ``ev`` gives its call, or None when it answers nothing.
+
+    A ``ToolFinished`` answers with the tool's result, a ``CallRejected`` with the rejection (``skipped``
+    when compression or a guard skipped the call, else ``error``), an ``ApprovalResolved`` when a person
+    denied the call or submitted its result. Every other event answers nothing.
+
+    Example:
+        >>> from agentnb.events import CallRejected
+        >>> from agentnb.states import S
+        >>> from datetime import datetime, timezone
+        >>> ev = CallRejected(seq=5, ts=datetime.now(timezone.utc), run_id="r", turn=1, state=S.RUNNING_TOOL,
+        ...                   call_id="c1", name="f", reason="skipped", message="skipped")
+        >>> answer_of(ev)
+        Answer(call_id='c1', status='skipped', content='skipped', audit=None)
+    """
+    rule = FOLD_RULES.get(type(ev))
+    return rule.answer(ev) if rule is not None and rule.answer is not None else None
+
+
+def result_of(ev: BaseEvent, call: ToolCallPart) -> ToolResultPart | None:
+    """The :class:`ToolResultPart` that ``ev`` binds to ``call`` (None when ``ev`` answers nothing)."""
+    answer = answer_of(ev)
+    if answer is None:
+        return None
+    return ToolResultPart(call_id=call.call_id, name=call.name, status=answer.status, content=answer.content,
+                          audit=answer.audit)
+
+
+def conversation_step(ev: BaseEvent, result_for: ResultFor) -> ConversationStep | None:
+    """How ``ev`` changes the conversation (None: it does not).
+
+    ``result_for`` gives the result bound to a call id so far: a ``ResultsBound`` event appends one tool
+    message with the results of its calls, in its order (and nothing when it names no call: a paused turn
+    sent back as it is).
+
+    Raises:
+        ValueError: a ``ResultsBound`` names a call that has no result.
+    """
+    rule = FOLD_RULES.get(type(ev))
+    return rule.conversation(ev, result_for) if rule is not None and rule.conversation is not None else None
+
+
+def _a_tool_finished(ev: ToolFinished) -> Answer:
+    return Answer(ev.call_id, ev.status, ev.content, ev.value)
+
+
+def _a_call_rejected(ev: CallRejected) -> Answer:
+    return Answer(ev.call_id, "skipped" if ev.reason == "skipped" else "error", ev.message)
+
+
+def _a_approval_resolved(ev: ApprovalResolved) -> Answer | None:
+    if ev.decision == "denied":
+        return Answer(ev.call_id, "denied", denial_text(ev.note, ev.by))
+    if ev.decision == "submitted":
+        return Answer(ev.call_id, "ok", ev.content or "", ev.value)
+    return None  # approved: the tool runs and its ToolFinished answers
+
+
+def _c_run_started(ev: RunStarted, _r: ResultFor) -> ConversationStep:
+    return ConversationStep("prompt", ev.messages, replaces=True)
+
+
+def _c_model_requested(ev: ModelRequested, _r: ResultFor) -> ConversationStep:
+    return ConversationStep("request", ev.new_messages)
+
+
+def _c_turn_completed(ev: TurnCompleted, _r: ResultFor) -> ConversationStep:
+    return ConversationStep("response", (ev.response.message,))
+
+
+def _c_results_bound(ev: ResultsBound, result_for: ResultFor) -> ConversationStep | None:
+    if not ev.call_ids:  # a paused turn sent back as it is: no result message
+        return None
+    parts = []
+    for cid in ev.call_ids:
+        result = result_for(cid)
+        if result is None:
+            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
+        parts.append(result)
+    return ConversationStep("results", (Message(role="tool", parts=tuple(parts)),))
+
+
+def _c_compression_applied(ev: CompressionApplied, _r: ResultFor) -> ConversationStep:
+    return ConversationStep("compression", ev.messages, replaces=True)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldRule:
+    """Everything the engine says about one event class: how it folds, and what it means to readers."""
+
+    apply: Callable[[RunState, Any], None]
+    """Fold the event into the state (the transition is checked before)."""
+    conversation: Callable[[Any, ResultFor], ConversationStep | None] | None = None
+    """How the event changes the conversation (None: it never does)."""
+    answer: Callable[[Any], Answer | None] | None = None
+    """The result the event gives its call (None: it never answers one)."""
+
+
+FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
+"""The fold rule of every event class (filled below; a test checks every class of the union has one)."""
+
+
+def _rule(cls: type[Any], *, conversation: Callable[..., ConversationStep | None] | None = None,
+          answer: Callable[..., Answer | None] | None = None) -> Callable[[Callable[[RunState, Any], None]],
+                                                                      Callable[[RunState, Any], None]]:
+    def register(fn: Callable[[RunState, Any], None]) -> Callable[[RunState, Any], None]:
+        FOLD_RULES[cls] = FoldRule(fn, conversation, answer)
+        return fn
+
+    return register
+
+
+def _converse(rs: RunState, ev: BaseEvent) -> None:
+    """Apply the event's conversation step (a replacement starts a new list: time travel keeps the old one)."""
+    step = conversation_step(ev, lambda cid: rs.calls[cid].result if cid in rs.calls else None)
+    if step is None:
+        return
+    if step.replaces:
+        rs.messages = list(step.messages)
+    else:
+        rs.messages.extend(step.messages)
+
+
+# -- the fold, one function per event class -----------------------------------------------------------
+
+
+@_rule(RunStarted, conversation=_c_run_started)
+def _f_run_started(rs: RunState, ev: RunStarted) -> None:
     rs.run_id = ev.run_id
-    rs.messages = list(ev.messages)
+    _converse(rs, ev)
     rs.model = ev.model
     rs.tools = list(ev.tools)
     rs.tool_names = [t.name for t in ev.tools]
@@ -206,10 +383,11 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
     rs.started_at = ev.ts.timestamp()
 
 
-def _f_model_requested(rs: RunState, ev: Any) -> None:
+@_rule(ModelRequested, conversation=_c_model_requested)
+def _f_model_requested(rs: RunState, ev: ModelRequested) -> None:
     rs.output_note = None
     rs.tool_choice = ev.tool_choice
-    rs.messages.extend(ev.new_messages)
+    _converse(rs, ev)
     for guard in [g for g, action in rs.tripped.items() if action == "note"]:
         del rs.tripped[guard]  # the note went out with this request
     rs.turn = ev.turn
@@ -217,28 +395,43 @@ def _f_model_requested(rs: RunState, ev: Any) -> None:
     rs.response = None
     rs.calls = {}
     rs.retries = 0
+    _new_attempt(rs)
+
+
+def _new_attempt(rs: RunState) -> None:
+    """A request (or its retry) starts: the streamed text and arguments start again, in new lists."""
     rs.text_length = 0
     rs.argument_lengths = {}
+    rs.text_fragments = []
+    rs.argument_fragments = {}
 
 
-def _f_text_merged(rs: RunState, ev: Any) -> None:
+@_rule(TextMerged)
+def _f_text_merged(rs: RunState, ev: TextMerged) -> None:
     rs.text_length = ev.length
+    rs.text_fragments.append(ev.fragment)
 
 
-def _f_arguments_merged(rs: RunState, ev: Any) -> None:
+@_rule(ArgumentsMerged)
+def _f_arguments_merged(rs: RunState, ev: ArgumentsMerged) -> None:
     rs.argument_lengths[ev.index] = ev.length
+    frags = rs.argument_fragments.get(ev.index)
+    if frags is None:
+        frags = rs.argument_fragments[ev.index] = []
+    frags.append(ev.fragment)
 
 
-def _f_model_retried(rs: RunState, ev: Any) -> None:
+@_rule(ModelRetried)
+def _f_model_retried(rs: RunState, ev: ModelRetried) -> None:
     rs.retries = ev.attempt
-    rs.text_length = 0
-    rs.argument_lengths = {}
+    _new_attempt(rs)
 
 
-def _f_turn_completed(rs: RunState, ev: Any) -> None:
+@_rule(TurnCompleted, conversation=_c_turn_completed)
+def _f_turn_completed(rs: RunState, ev: TurnCompleted) -> None:
     resp: ModelTurn = ev.response
     rs.response = resp
-    rs.messages.append(resp.message)
+    _converse(rs, ev)
     rs.turns_completed += 1
     rs.input_tokens += resp.usage.input_tokens
     rs.output_tokens += resp.usage.output_tokens
@@ -252,14 +445,16 @@ def _f_turn_completed(rs: RunState, ev: Any) -> None:
         rs.no_progress = -1  # this turn brought something new; ResultsBound settles the count
 
 
-def _f_call_parsed(rs: RunState, ev: Any) -> None:
+@_rule(CallParsed)
+def _f_call_parsed(rs: RunState, ev: CallParsed) -> None:
     c = rs.calls[ev.call_id]
     c.status = "parsed"
     c.arguments = ev.arguments
     c.parse_error = ev.error
 
 
-def _f_call_validated(rs: RunState, ev: Any) -> None:
+@_rule(CallValidated)
+def _f_call_validated(rs: RunState, ev: CallValidated) -> None:
     c = rs.calls[ev.call_id]
     c.status = "valid"
     c.arguments = ev.arguments
@@ -267,19 +462,19 @@ def _f_call_validated(rs: RunState, ev: Any) -> None:
     c.approval_note = ev.approval_note
 
 
-def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
+def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
     c.status = "done"
-    c.result = result
+    c.result = result_of(ev, c.part)
     rs.tool_calls += 1
 
 
-def _f_call_rejected(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    status: ResultStatus = "skipped" if ev.reason == "skipped" else "error"
-    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=status, content=ev.message))
+@_rule(CallRejected, answer=_a_call_rejected)
+def _f_call_rejected(rs: RunState, ev: CallRejected) -> None:
+    _answer(rs, rs.calls[ev.call_id], ev)
 
 
-def _f_approval_requested(rs: RunState, ev: Any) -> None:
+@_rule(ApprovalRequested)
+def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
     if ev.kind == "escalation":  # a guard asks a person, not a call: track it as a pseudo-call
         rs.calls[ev.call_id] = CallState(
             part=ToolCallPart(call_id=ev.call_id, name=ev.name, arguments_raw="{}", arguments=ev.arguments),
@@ -304,7 +499,8 @@ def denial_text(note: str | None, by: str | None = None) -> str:
     return f"Denied by the user: {note}" if note else "Denied by the user."
 
 
-def _f_approval_resolved(rs: RunState, ev: Any) -> None:
+@_rule(ApprovalResolved, answer=_a_approval_resolved)
+def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
     c = rs.calls[ev.call_id]
     if c.status != "awaiting_approval":
         raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
@@ -320,13 +516,8 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
         else:
             rs.tripped[guard] = "finalize"
         return
-    if ev.decision == "denied":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied",
-                                      content=denial_text(ev.note, ev.by)))
-        return
-    if ev.decision == "submitted":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="ok", content=ev.content or "",
-                                      audit=ev.value))
+    if _a_approval_resolved(ev) is not None:  # denied, or a result submitted: that is the call's answer
+        _answer(rs, c, ev)
         return
     c.status = "approved"
     if c.kind == "outcome_unknown":
@@ -336,50 +527,48 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
         c.validated = None
 
 
-def _f_tool_started(rs: RunState, ev: Any) -> None:
+@_rule(ToolStarted)
+def _f_tool_started(rs: RunState, ev: ToolStarted) -> None:
     c = rs.calls[ev.call_id]
     c.status = "running"
     c.idempotency_key = ev.idempotency_key
 
 
-def _f_tool_finished(rs: RunState, ev: Any) -> None:
+@_rule(ToolFinished, answer=_a_tool_finished)
+def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
     c = rs.calls.get(ev.call_id)
     if c is None:
         raise ValueError(f"a result for call {ev.call_id!r}, which is not a call of this turn")
     if c.status != "running":
         raise ValueError(f"a second result for call {ev.call_id!r} (it is {c.status})")
     c.validated = None
-    if ev.call_binding_sha256:
-        c.binding = (ev.request_sha256, ev.result_sha256, ev.call_binding_sha256)
-    _answer(
-        rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=ev.status, content=ev.content, audit=ev.value)
-    )
+    if ev.call_binding_sha256:  # a missing half reads as "" and fails the check, as a wrong one does
+        c.binding = (ev.request_sha256 or "", ev.result_sha256 or "", ev.call_binding_sha256)
+    _answer(rs, c, ev)
 
 
-def _f_results_bound(rs: RunState, ev: Any) -> None:
+@_rule(ResultsBound, conversation=_c_results_bound)
+def _f_results_bound(rs: RunState, ev: ResultsBound) -> None:
     if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
         return
-    parts = []
+    _converse(rs, ev)
     new = rs.no_progress < 0
     for cid in ev.call_ids:
         c = rs.calls[cid]
-        result = c.result
-        if result is None:
-            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
-        parts.append(result)
-        dg = guards.digest(result.content)
+        content = c.result.content if c.result is not None else ""
+        dg = guards.digest(content)
         rs.history.append((guards.signature(c.name, c.arguments, c.part.arguments_raw), dg))
         if dg not in rs.seen:
             rs.seen.add(dg)
             new = True
     rs.no_progress = 0 if new else max(0, rs.no_progress) + 1
-    rs.messages.append(Message(role="tool", parts=tuple(parts)))
 
 
-def _f_guard_tripped(rs: RunState, ev: Any) -> None:
+@_rule(GuardTripped)
+def _f_guard_tripped(rs: RunState, ev: GuardTripped) -> None:
     rs.guards.append(ev)
     if ev.guard == APPROVAL_OVERRIDE:  # a record, not a limit: nothing to tell the model, nothing to stop
-        rs.calls[ev.call_id].waiver_recorded = True
+        rs.calls[ev.call_id or ""].waiver_recorded = True
         return
     rs.tripped[ev.guard] = ev.action
     if ev.guard in ("repetition", "no_progress"):
@@ -388,7 +577,8 @@ def _f_guard_tripped(rs: RunState, ev: Any) -> None:
             rs.no_progress = 0
 
 
-def _f_output_validated(rs: RunState, ev: Any) -> None:
+@_rule(OutputValidated)
+def _f_output_validated(rs: RunState, ev: OutputValidated) -> None:
     rs.output_attempts = ev.attempt
     if ev.ok:
         rs.final_output, rs.output_ok = ev.output, True
@@ -404,38 +594,22 @@ def output_correction(errors: list[dict[str, Any]]) -> str:
     return f"The final answer does not match the required output schema:\n{lines}\nFix these and answer again."
 
 
-def _f_compression_applied(rs: RunState, ev: Any) -> None:
-    rs.messages = list(ev.messages)
+@_rule(CompressionApplied, conversation=_c_compression_applied)
+def _f_compression_applied(rs: RunState, ev: CompressionApplied) -> None:
+    _converse(rs, ev)
     rs.compressed_turn = rs.turn
 
 
-def _f_run_finished(rs: RunState, ev: Any) -> None:
+@_rule(RunFinished)
+def _f_run_finished(rs: RunState, ev: RunFinished) -> None:
     rs.output = ev.output
     rs.reason = ev.reason
 
 
-_FOLD: dict[str, Any] = {
-    "RunStarted": _f_run_started,
-    "ModelRequested": _f_model_requested,
-    "TextMerged": _f_text_merged,
-    "ArgumentsMerged": _f_arguments_merged,
-    "ModelRetried": _f_model_retried,
-    "TurnCompleted": _f_turn_completed,
-    "CallParsed": _f_call_parsed,
-    "CallValidated": _f_call_validated,
-    "CallRejected": _f_call_rejected,
-    "ApprovalRequested": _f_approval_requested,
-    "ApprovalResolved": _f_approval_resolved,
-    "ToolStarted": _f_tool_started,
-    "ToolFinished": _f_tool_finished,
-    "ResultsBound": _f_results_bound,
-    "GuardTripped": _f_guard_tripped,
-    "CompressionApplied": _f_compression_applied,
-    "OutputValidated": _f_output_validated,
-    "RunFinished": _f_run_finished,
-}
+_FOLD: dict[type[BaseEvent], Callable[[RunState, Any], None]] = {cls: r.apply for cls, r in FOLD_RULES.items()}
+"""The fold function of each event class (what :meth:`RunState.apply` dispatches on)."""
 
 
-
-__all__ = ["APPROVAL_OVERRIDE", "FINALIZE_PROMPT", "HEADLESS", "TOO_DEEP", "CallState", "RunState", "denial_text",
-           "output_correction"]
+__all__ = ["APPROVAL_OVERRIDE", "FINALIZE_PROMPT", "FOLD_RULES", "HEADLESS", "TOO_DEEP", "Answer", "CallState",
+           "ConversationStep", "FoldRule", "RunState", "answer_of", "conversation_step", "denial_text",
+           "output_correction", "result_of"]
