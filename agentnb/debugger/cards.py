@@ -1,4 +1,4 @@
-"""Event cards as HTML: one pure function per event kind, tested without a browser.
+"""Event cards as HTML: one card specification per event class (:data:`CARDS`), tested without a browser.
 
 Every card has a one-line summary (:func:`summary`) and a body (:func:`card`). The timeline shows cards
 collapsed to their summary inside a native ``<details>`` element, so expanding one costs no round trip to
@@ -16,7 +16,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import BaseEvent
+from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ArgumentsMerged,
+    BaseEvent,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    CompressionApplied,
+    GuardTripped,
+    ModelRequested,
+    ModelRetried,
+    OutputValidated,
+    ResultsBound,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
+    ToolStarted,
+    TurnCompleted,
+)
 from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
 from .timeline import Timeline
 
@@ -131,16 +151,6 @@ def conversation_html(messages: Sequence[Message], limit: int = 60) -> str:
 
 # -- summaries ----------------------------------------------------------------------------------------
 
-_KIND_CLASS = {
-    "RunStarted": "agentnb-k-model", "ModelRequested": "agentnb-k-model", "TurnCompleted": "agentnb-k-model",
-    "TextMerged": "agentnb-k-stream", "ArgumentsMerged": "agentnb-k-stream", "ModelRetried": "agentnb-k-warn",
-    "CallParsed": "agentnb-k-call", "CallValidated": "agentnb-k-ok", "CallRejected": "agentnb-k-bad",
-    "ApprovalRequested": "agentnb-k-warn", "ApprovalResolved": "agentnb-k-warn", "ToolStarted": "agentnb-k-call",
-    "ToolFinished": "agentnb-k-ok", "ResultsBound": "agentnb-k-ok", "GuardTripped": "agentnb-k-warn",
-    "CompressionApplied": "agentnb-k-warn", "RunFinished": "agentnb-k-end",
-}
-
-
 def _short(text: str, n: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -173,39 +183,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-_SUMMARIES: dict[str, Callable[[Any], str]] = {
-    "RunStarted": lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
-    "ModelRequested": lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
-    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools")
-    + _choice_label(ev),
-    "TextMerged": lambda ev: f"+{ev.fragment!r} ({ev.length} chars)",
-    "ArgumentsMerged": lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
-    f"({ev.length} bytes)",
-    "ModelRetried": lambda ev: f"attempt {ev.attempt} · HTTP {ev.status} · wait {ev.delay_s:g}s · "
-    + _short(ev.error, 40),
-    "TurnCompleted": _s_turn_completed,
-    "CallParsed": lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else ""),
-    "CallValidated": lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
-    + (" · needs approval" if ev.needs_approval else ""),
-    "CallRejected": lambda ev: f"{ev.name} · {ev.reason} · {_short(ev.message.splitlines()[0], 50)}",
-    "ApprovalRequested": lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
-    + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
-    "ApprovalResolved": _s_approval_resolved,
-    "ToolStarted": lambda ev: f"{ev.name} ({ev.call_id})",
-    "ToolFinished": lambda ev: f"{ev.name} · {ev.status}" + (
-        f" · not repeated: done by {ev.duplicate_of}" if getattr(ev, "duplicate_of", None) else
-        " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms")
-    + f" · {_short(ev.content, 40)}",
-    "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
-    "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
-    "CompressionApplied": lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
-    "OutputValidated": lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
-                                   f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
-    "RunFinished": lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}",
-}
-"""One summary per event kind (a test checks every kind has one)."""
-
-
 def _choice_label(ev: Any) -> str:
     choice = getattr(ev, "tool_choice", None) or (ev.settings or {}).get("tool_choice")
     if choice is None or ev.finalize:
@@ -214,9 +191,9 @@ def _choice_label(ev: Any) -> str:
 
 
 def summary_text(ev: Any) -> str:
-    """The one-line description of an event (plain text); event kinds without a summary list their fields."""
-    fn = _SUMMARIES.get(ev.type)
-    return fn(ev) if fn is not None else _generic_summary(ev)
+    """The one-line description of an event (plain text); event kinds without a card list their fields."""
+    spec = CARDS.get(type(ev))
+    return spec.summary(ev) if spec is not None else _generic_summary(ev)
 
 
 _COMMON_FIELDS = frozenset({"type", "seq", "ts", "run_id", "turn", "state"})
@@ -243,7 +220,14 @@ def _generic_summary(ev: Any) -> str:
 
 def kind_class(event_type: str) -> str:
     """The CSS class that colours an event kind (model, stream, call, ok, bad, warn, end)."""
-    return _KIND_CLASS.get(event_type, "")
+    spec = _BY_NAME.get(event_type)
+    return spec.css if spec is not None else ""
+
+
+def event_status(ev: Any) -> str:
+    """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
+    spec = CARDS.get(type(ev))
+    return spec.status(ev) if spec is not None else _own_status(ev)
 
 
 def summary_html(ev: Any) -> str:
@@ -383,7 +367,7 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
 
 
 def _b_approval_requested(ev: Any, ctx: CardContext) -> str:
-    decision = ctx.timeline.approval_decision(ev.call_id)
+    decision = ctx.timeline.approval_decision(ev.call_id, ev.seq)
     status = decision or '<span class="agentnb-badge agentnb-badge-wait">waiting</span>'
     expires = ev.expires_at.isoformat(timespec="seconds") if ev.expires_at else "never"
     return kv([
@@ -480,18 +464,6 @@ def _b_run_finished(ev: Any, ctx: CardContext) -> str:
                ("why", esc(ev.reason))]) + out
 
 
-_BODIES: dict[str, Callable[[Any, CardContext], str]] = {
-    "RunStarted": _b_run_started, "ModelRequested": _b_model_requested, "TextMerged": _b_text_merged,
-    "ArgumentsMerged": _b_arguments_merged, "ModelRetried": _b_model_retried, "TurnCompleted": _b_turn_completed,
-    "CallParsed": _b_call_parsed, "CallValidated": _b_call_validated, "CallRejected": _b_call_rejected,
-    "ApprovalRequested": _b_approval_requested, "ApprovalResolved": _b_approval_resolved,
-    "ToolStarted": _b_tool_started, "ToolFinished": _b_tool_finished, "ResultsBound": _b_results_bound,
-    "GuardTripped": _b_guard_tripped, "CompressionApplied": _b_compression_applied, "RunFinished": _b_run_finished,
-    "OutputValidated": _b_output_validated,
-}
-"""One body renderer per event kind (a test checks every kind has one)."""
-
-
 def _b_generic(ev: Any, ctx: CardContext) -> str:
     """An event kind this version does not know: every field, as a table of JSON trees."""
     return '<div class="agentnb-muted">an event kind without its own card: its fields</div>' + kv(
@@ -501,7 +473,8 @@ def _b_generic(ev: Any, ctx: CardContext) -> str:
 
 def body_html(ev: BaseEvent, ctx: CardContext) -> str:
     """The expanded card body of an event (unknown kinds fall back to their fields)."""
-    return kv(_common(ev)) + _BODIES.get(ev.type, _b_generic)(ev, ctx)
+    spec = CARDS.get(type(ev))
+    return kv(_common(ev)) + (spec.body if spec is not None else _b_generic)(ev, ctx)
 
 
 def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool = False) -> str:
@@ -513,6 +486,90 @@ def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool
         f"<summary>{summary_html(ev)}</summary>"
         f'<div class="agentnb-body">{body_html(ev, ctx)}</div></details>'
     )
+
+
+# -- one card specification per event class ------------------------------------------------------------
+
+
+def _own_status(ev: Any) -> str:
+    status = getattr(ev, "status", None)
+    return status if isinstance(status, str) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class CardSpec:
+    """How the debugger shows one event class: its colour, its one-line summary, its card, its row status."""
+
+    css: str
+    """The CSS class that colours the kind (``agentnb-k-model``, ``-stream``, ``-call``, ``-ok``, ``-bad``, ...)."""
+    summary: Callable[[Any], str]
+    """The one-line summary (plain text)."""
+    body: Callable[[Any, CardContext], str]
+    """The expanded card (HTML)."""
+    status: Callable[[Any], str] = _own_status
+    """The status the timeline filters on (default: the event's own ``status`` field, if it has one)."""
+
+
+def _tool_finished_summary(ev: ToolFinished) -> str:
+    if ev.duplicate_of:
+        how = f" · not repeated: done by {ev.duplicate_of}"
+    else:
+        how = " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms"
+    return f"{ev.name} · {ev.status}{how} · {_short(ev.content, 40)}"
+
+
+CARDS: dict[type[BaseEvent], CardSpec] = {
+    RunStarted: CardSpec(
+        "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
+        _b_run_started),
+    ModelRequested: CardSpec(
+        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
+        + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools") + _choice_label(ev),
+        _b_model_requested),
+    TextMerged: CardSpec("agentnb-k-stream", lambda ev: f"+{ev.fragment!r} ({ev.length} chars)", _b_text_merged),
+    ArgumentsMerged: CardSpec(
+        "agentnb-k-stream", lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
+        f"({ev.length} bytes)", _b_arguments_merged),
+    ModelRetried: CardSpec(
+        "agentnb-k-warn", lambda ev: f"attempt {ev.attempt} · HTTP {ev.status} · wait {ev.delay_s:g}s · "
+        + _short(ev.error, 40), _b_model_retried, status=lambda ev: "retry"),
+    TurnCompleted: CardSpec("agentnb-k-model", _s_turn_completed, _b_turn_completed),
+    CallParsed: CardSpec(
+        "agentnb-k-call",
+        lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else ""),
+        _b_call_parsed, status=lambda ev: "invalid" if ev.error else ""),
+    CallValidated: CardSpec(
+        "agentnb-k-ok", lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
+        + (" · needs approval" if ev.needs_approval else ""), _b_call_validated),
+    CallRejected: CardSpec(
+        "agentnb-k-bad", lambda ev: f"{ev.name} · {ev.reason} · {_short(ev.message.splitlines()[0], 50)}",
+        _b_call_rejected, status=lambda ev: "rejected"),
+    ApprovalRequested: CardSpec(
+        "agentnb-k-warn", lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
+        + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
+        _b_approval_requested, status=lambda ev: "waiting"),
+    ApprovalResolved: CardSpec("agentnb-k-warn", _s_approval_resolved, _b_approval_resolved,
+                               status=lambda ev: str(ev.decision)),
+    ToolStarted: CardSpec("agentnb-k-call", lambda ev: f"{ev.name} ({ev.call_id})", _b_tool_started),
+    ToolFinished: CardSpec("agentnb-k-ok", _tool_finished_summary, _b_tool_finished),
+    ResultsBound: CardSpec("agentnb-k-ok", lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
+                           _b_results_bound),
+    GuardTripped: CardSpec("agentnb-k-warn", lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
+                           _b_guard_tripped, status=lambda ev: "guard"),
+    CompressionApplied: CardSpec(
+        "agentnb-k-warn", lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
+        _b_compression_applied),
+    OutputValidated: CardSpec(
+        "", lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
+                        f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
+        _b_output_validated),
+    RunFinished: CardSpec("agentnb-k-end", lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}", _b_run_finished,
+                          status=lambda ev: ev.final.value.lower()),
+}
+"""The card of every event class (a test checks every class of the :data:`~agentnb.events.Event` union has one)."""
+
+_BY_NAME: dict[str, CardSpec] = {cls.__name__: spec for cls, spec in CARDS.items()}
+"""The same cards by event type name: the page's rows name kinds by their type."""
 
 
 def json_lines(value: Any) -> list[str]:

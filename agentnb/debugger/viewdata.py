@@ -53,25 +53,8 @@ def tool_at(events: list[BaseEvent], seq: int) -> str:
 
 
 def event_status(ev: BaseEvent) -> str:
-    """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
-    t = ev.type
-    if t == "CallRejected":
-        return "rejected"
-    if t == "ApprovalResolved":
-        return str(getattr(ev, "decision", ""))
-    if t == "ApprovalRequested":
-        return "waiting"
-    if t == "GuardTripped":
-        return "guard"
-    if t == "ModelRetried":
-        return "retry"
-    if t == "RunFinished":
-        final = getattr(ev, "final", None)
-        return final.value.lower() if isinstance(final, LoopState) else ""
-    if t == "CallParsed" and getattr(ev, "error", None):
-        return "invalid"
-    status = getattr(ev, "status", None)
-    return status if isinstance(status, str) else ""
+    """A status worth filtering on (the event class's card says which: :attr:`.cards.CardSpec.status`)."""
+    return cards.event_status(ev)
 
 
 _COLUMNS = ("k", "s", "u", "t", "x", "m")
