@@ -11,18 +11,23 @@ debugger's timeline (built live, event by event, as the debugger builds it) must
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, get_args
 
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.debugger import viewdata
+from agentnb.debugger import cards, viewdata
 from agentnb.debugger.timeline import Timeline
-from agentnb.engine import RunState
-from agentnb.events import BaseEvent, ResultsBound
-from agentnb.frames import build
+from agentnb.engine import FOLD_RULES, RunState, conversation_step
+from agentnb.engine.fold import ConversationOrigin
+from agentnb.events import EVENT_CLASSES, BaseEvent, CompressionApplied, Event, ResultsBound
+from agentnb.frames import FRAMES, build
+from agentnb.frames.columns import CONVERSATION_EVENTS, EVENT_COLUMNS
+from agentnb.frames.rows import conversation_steps
 
 
 @anb.tool
@@ -143,9 +148,11 @@ def assert_one_projection(events: Sequence[BaseEvent]) -> None:
     n = len(events)
     runs = [list(events[: k + 1]) for k in range(n)]
     ids = [f"p{k}" for k in range(n)]
-    frames = {name: build(name, runs, run_ids=ids) for name in ("events", "turns", "calls", "messages")}
-    by = {name: dict(tuple(df.groupby("run_id", observed=False))) for name, df in frames.items()}
+    frames = {name: build(name, runs, run_ids=ids) for name in ("events", "turns", "calls", "messages", "compressions")}
+    by = {name: dict(tuple(frames[name].groupby("run_id", observed=False)))
+          for name in ("events", "turns", "calls", "messages")}
     whole = Timeline(events)  # the debugger on a finished run, travelling back in time
+    before = 0  # the fold's conversation length before the event
     for k, rs, tl in prefixes(events):
         rid = ids[k]
         ev_f, turns_f, calls_f, msgs_f = (by[name][rid] for name in ("events", "turns", "calls", "messages"))
@@ -175,6 +182,11 @@ def assert_one_projection(events: Sequence[BaseEvent]) -> None:
         c_ = tl.counters_at(k)
         assert (c_.turns, c_.tool_calls, c_.input_tokens, c_.output_tokens) == (
             rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens)
+        # a compression's row counts the conversation it replaced as the fold had it
+        if isinstance(events[k], CompressionApplied):
+            comp = frames["compressions"]
+            assert comp[(comp["run_id"] == rid) & (comp["seq"] == k)]["messages_before"].tolist() == [before]
+        before = len(rs.messages)
         # the selected event's card shows the results the fold bound
         if isinstance(events[k], ResultsBound) and events[k].call_ids:
             card = viewdata.detail_html(whole, k)
@@ -207,3 +219,60 @@ def test_a_skipped_call_is_skipped_in_every_projection() -> None:
     results = msgs[(msgs["kind"] == "tool_result") & msgs["call_id"].isin(skipped)]
     assert len(results) and set(results["status"]) == {"skipped"}
     assert_one_projection(run.events)
+
+
+def test_a_skipped_call_is_skipped_in_every_projection_also_when_compression_comes_first() -> None:
+    run = make_run({"script": [{"tool_calls": [CALLS["ok"]]}, {"tool_calls": [CALLS["bulky"], CALLS["bulky"]]},
+                               {"text": "done"}], "stream": True, "compress": True, "decisions": [], "fork": None})
+    kinds = [e.type for e in run.events]
+    assert "CompressionApplied" in kinds and any(getattr(e, "reason", "") == "skipped" for e in run.events)
+    assert_one_projection(run.events)
+
+
+# -- completeness: every event kind has each of its homes -------------------------------------------------
+
+
+def union_classes() -> set[type]:
+    """The classes of the :data:`~agentnb.events.Event` union, read off the annotation itself."""
+    union = get_args(Event)[0]
+    return set(get_args(union))
+
+
+def test_every_event_class_has_a_fold_rule_a_card_frame_columns_and_a_line_in_the_docs() -> None:
+    classes = union_classes()
+    assert {c.__name__ for c in classes} == set(EVENT_CLASSES)
+    assert set(FOLD_RULES) == classes, "add a fold rule: @_rule(YourEvent) in agentnb/engine/fold.py"
+    assert set(cards.CARDS) == classes, "add a CardSpec for it to CARDS in agentnb/debugger/cards.py"
+    missing = [c.__name__ for c in classes if not EVENT_COLUMNS[c.__name__]]
+    assert not missing, f"no frame column reads {missing}: declare one in agentnb/frames/columns.py"
+    docs = (Path(__file__).parent.parent / "docs" / "frames.md").read_text(encoding="utf-8")
+    assert all(f"\n| {c.__name__} | `" in docs for c in classes), "run: python -m agentnb.frames.docs"
+
+
+def test_the_messages_frame_reads_exactly_the_events_the_engine_says_change_the_conversation() -> None:
+    """What ``messages_rows``/``compressions_rows`` once knew implicitly, now declared once and checked."""
+    changes = {c.__name__ for c, rule in FOLD_RULES.items() if rule.conversation is not None}
+    assert changes == {"RunStarted", "ModelRequested", "TurnCompleted", "ResultsBound", "CompressionApplied"}
+    assert set(CONVERSATION_EVENTS) == changes
+    origin = next(c for c in FRAMES["messages"] if c.name == "origin")
+    assert origin.categories == get_args(ConversationOrigin) and set(origin.reads) == changes
+    answers = {c.__name__ for c, rule in FOLD_RULES.items() if rule.answer is not None}
+    assert answers == {"ToolFinished", "CallRejected", "ApprovalResolved"}
+    status = next(c for c in FRAMES["calls"] if c.name == "status")
+    assert set(status.reads) == answers
+
+
+def test_a_paused_turn_sent_back_without_results_adds_no_message_anywhere() -> None:
+    """A ``ResultsBound`` naming no call adds no message: not to the fold, not to the frames' count."""
+    run = make_run({"script": [{"tool_calls": [CALLS["ok"]]}, {"text": "done"}], "stream": False,
+                    "compress": False, "decisions": [], "fork": None})
+    events = list(run.events)
+    k = next(i for i, e in enumerate(events) if isinstance(e, ResultsBound))
+    empty = replace(events[k], call_ids=[])
+    step = conversation_step(empty, lambda cid: None)
+    assert step is None
+    rs = RunState.fold(events[:k])
+    n = len(rs.messages)
+    rs.apply(empty)
+    assert len(rs.messages) == n
+    assert [ev for ev, _ in conversation_steps([*events[:k], empty])][-1] is not empty  # the frames' walk

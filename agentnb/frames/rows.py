@@ -22,6 +22,7 @@ from ..engine import FOLD_RULES, ConversationStep, answer_of, result_of
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
+    ArgumentsMerged,
     BaseEvent,
     CallParsed,
     CallRejected,
@@ -34,6 +35,7 @@ from ..events import (
     ResultsBound,
     RunFinished,
     RunStarted,
+    TextMerged,
     ToolFinished,
     ToolStarted,
     TurnCompleted,
@@ -90,6 +92,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     requested: list[Any] = []
     completed: list[Any] = []
     retries: list[int] = []
+    fragments: list[int] = []
     outcome: list[str | None] = []
     output: list[Any] = []
     for r, events in enumerate(runs):
@@ -101,11 +104,14 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
                 requested.append(ev)
                 completed.append(None)
                 retries.append(0)
+                fragments.append(0)
                 outcome.append(None)
                 output.append(None)
                 open_row = len(requested) - 1
             elif open_row < 0:
                 continue
+            elif t is TextMerged or t is ArgumentsMerged:
+                fragments[open_row] += 1
             elif t is TurnCompleted:
                 completed[open_row] = ev
             elif t is ModelRetried:
@@ -115,7 +121,8 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
             elif t is OutputValidated:
                 output[open_row] = ev  # the turn's last check of a final answer
     return Rows(run_index, {
-        "ModelRequested": requested, "TurnCompleted": completed, "retries": retries, "outcome": outcome,
+        "ModelRequested": requested, "TurnCompleted": completed, "retries": retries, "fragments": fragments,
+        "outcome": outcome,
         "OutputValidated": output,
     })
 
