@@ -256,7 +256,7 @@ def answer_of(ev: BaseEvent) -> Answer | None:
         >>> from agentnb.events import CallRejected
         >>> from agentnb.states import S
         >>> from datetime import datetime, timezone
-        >>> ev = CallRejected(seq=5, ts=datetime.now(timezone.utc), run_id="r", turn=1, state=S.RUNNING_TOOL,
+        >>> ev = CallRejected(seq=5, ts=datetime.now(timezone.utc), run_id="r", turn=1, state=S.EXECUTING,
         ...                   call_id="c1", name="f", reason="skipped", message="skipped")
         >>> answer_of(ev)
         Answer(call_id='c1', status='skipped', content='skipped', audit=None)
