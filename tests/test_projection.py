@@ -23,7 +23,7 @@ import agentnb as anb
 from agentnb.debugger import cards, viewdata
 from agentnb.debugger.timeline import Timeline
 from agentnb.engine import FOLD_RULES, RunState, conversation_step
-from agentnb.engine.fold import ConversationOrigin
+from agentnb.engine.projection import ConversationOrigin
 from agentnb.events import EVENT_CLASSES, BaseEvent, CompressionApplied, Event, ResultsBound
 from agentnb.frames import FRAMES, build
 from agentnb.frames.columns import CONVERSATION_EVENTS, EVENT_COLUMNS

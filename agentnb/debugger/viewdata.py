@@ -266,7 +266,7 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     if response is not None and response.raw is not None:
         out["response_from"] = response.provider
         if response.provider == getattr(adapter, "PROVIDER", None):
-            out["response"] = _pretty(cards._jsonable(response.raw))
+            out["response"] = _pretty(cards.jsonable(response.raw))
     return out
 
 

@@ -14,13 +14,18 @@ and says what happens next, without doing it:
 
 Because the engine never performs I/O, each decision is testable in microseconds, and the same engine
 serves live runs, replays of saved transcripts and time travel in the debugger (fold a prefix).
+
+The fold has one function per event class (``@_rule(EventClass)``), dispatched on the event's class. What an
+event means to everyone else -- the result it gives a call, how it changes the conversation -- is written once
+in :mod:`.projection`; the fold applies those same answers, and the frames and the debugger read them, so no
+reader interprets an event on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -47,9 +52,22 @@ from ..events import (
     ToolStarted,
     TurnCompleted,
 )
-from ..messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
+from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
+from .projection import (
+    ANSWERS,
+    CONVERSATION_STEPS,
+    FOLD_RULES,
+    HEADLESS,
+    Answer,
+    ConversationStep,
+    FoldRule,
+    answer_of,
+    conversation_step,
+    denial_text,
+    result_of,
+)
 
 TOO_DEEP = f"the arguments are nested deeper than {MAX_DEPTH} levels"
 
@@ -214,145 +232,11 @@ class RunState:
         return self.input_tokens + self.output_tokens
 
 
-# -- the projection: what each event means, written once ---------------------------------------------
-#
-# Three questions about an event have one answer each, here, and every reader asks here: the fold below,
-# the frames (:mod:`agentnb.frames.rows`) and the debugger (:mod:`agentnb.debugger.timeline`). Nothing else
-# interprets events, so the frames cannot say "error" where the run said "skipped".
+def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callable[[RunState, Any], None]]:
+    """Register the fold function of ``cls``, with what the projection says the class means."""
 
-class Answer(NamedTuple):
-    """The result an event gives a call (see :func:`answer_of`)."""
-
-    call_id: str
-    status: ResultStatus
-    content: str
-    """What the model sees."""
-    audit: Any = None
-
-ConversationOrigin = Literal["prompt", "request", "response", "results", "compression"]
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationStep:
-    """How one event changes the conversation: it appends ``messages``, or replaces the whole of it."""
-
-    origin: ConversationOrigin
-    messages: Sequence[Message]
-    replaces: bool = False
-
-
-ResultFor = Callable[[str], "ToolResultPart | None"]
-"""The result bound to a call id so far (what a ``ResultsBound`` event sends back)."""
-
-
-def answer_of(ev: BaseEvent) -> Answer | None:
-    """The result ``ev`` gives its call, or None when it answers nothing.
-
-    A ``ToolFinished`` answers with the tool's result, a ``CallRejected`` with the rejection (``skipped``
-    when compression or a guard skipped the call, else ``error``), an ``ApprovalResolved`` when a person
-    denied the call or submitted its result. Every other event answers nothing.
-
-    Example:
-        >>> from agentnb.events import CallRejected
-        >>> from agentnb.states import S
-        >>> from datetime import datetime, timezone
-        >>> ev = CallRejected(seq=5, ts=datetime.now(timezone.utc), run_id="r", turn=1, state=S.EXECUTING,
-        ...                   call_id="c1", name="f", reason="skipped", message="skipped")
-        >>> answer_of(ev)
-        Answer(call_id='c1', status='skipped', content='skipped', audit=None)
-    """
-    rule = FOLD_RULES.get(type(ev))
-    return rule.answer(ev) if rule is not None and rule.answer is not None else None
-
-
-def result_of(ev: BaseEvent, call: ToolCallPart) -> ToolResultPart | None:
-    """The :class:`ToolResultPart` that ``ev`` binds to ``call`` (None when ``ev`` answers nothing)."""
-    answer = answer_of(ev)
-    if answer is None:
-        return None
-    return ToolResultPart(call_id=call.call_id, name=call.name, status=answer.status, content=answer.content,
-                          audit=answer.audit)
-
-
-def conversation_step(ev: BaseEvent, result_for: ResultFor) -> ConversationStep | None:
-    """How ``ev`` changes the conversation (None: it does not).
-
-    ``result_for`` gives the result bound to a call id so far: a ``ResultsBound`` event appends one tool
-    message with the results of its calls, in its order (and nothing when it names no call: a paused turn
-    sent back as it is).
-
-    Raises:
-        ValueError: a ``ResultsBound`` names a call that has no result.
-    """
-    rule = FOLD_RULES.get(type(ev))
-    return rule.conversation(ev, result_for) if rule is not None and rule.conversation is not None else None
-
-
-def _a_tool_finished(ev: ToolFinished) -> Answer:
-    return Answer(ev.call_id, ev.status, ev.content, ev.value)
-
-
-def _a_call_rejected(ev: CallRejected) -> Answer:
-    return Answer(ev.call_id, "skipped" if ev.reason == "skipped" else "error", ev.message)
-
-
-def _a_approval_resolved(ev: ApprovalResolved) -> Answer | None:
-    if ev.decision == "denied":
-        return Answer(ev.call_id, "denied", denial_text(ev.note, ev.by))
-    if ev.decision == "submitted":
-        return Answer(ev.call_id, "ok", ev.content or "", ev.value)
-    return None  # approved: the tool runs and its ToolFinished answers
-
-
-def _c_run_started(ev: RunStarted, _r: ResultFor) -> ConversationStep:
-    return ConversationStep("prompt", ev.messages, replaces=True)
-
-
-def _c_model_requested(ev: ModelRequested, _r: ResultFor) -> ConversationStep:
-    return ConversationStep("request", ev.new_messages)
-
-
-def _c_turn_completed(ev: TurnCompleted, _r: ResultFor) -> ConversationStep:
-    return ConversationStep("response", (ev.response.message,))
-
-
-def _c_results_bound(ev: ResultsBound, result_for: ResultFor) -> ConversationStep | None:
-    if not ev.call_ids:  # a paused turn sent back as it is: no result message
-        return None
-    parts = []
-    for cid in ev.call_ids:
-        result = result_for(cid)
-        if result is None:
-            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
-        parts.append(result)
-    return ConversationStep("results", (Message(role="tool", parts=tuple(parts)),))
-
-
-def _c_compression_applied(ev: CompressionApplied, _r: ResultFor) -> ConversationStep:
-    return ConversationStep("compression", ev.messages, replaces=True)
-
-
-@dataclass(frozen=True, slots=True)
-class FoldRule:
-    """Everything the engine says about one event class: how it folds, and what it means to readers."""
-
-    apply: Callable[[RunState, Any], None]
-    """Fold the event into the state (the transition is checked before)."""
-    conversation: Callable[[Any, ResultFor], ConversationStep | None] | None = None
-    """How the event changes the conversation (None: it never does)."""
-    answer: Callable[[Any], Answer | None] | None = None
-    """The result the event gives its call (None: it never answers one)."""
-
-
-FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
-"""The fold rule of every event class (filled below; a test checks every class of the union has one)."""
-
-
-def _rule(cls: type[Any], *, conversation: Callable[..., ConversationStep | None] | None = None,
-          answer: Callable[..., Answer | None] | None = None) -> Callable[[Callable[[RunState, Any], None]],
-                                                                      Callable[[RunState, Any], None]]:
     def register(fn: Callable[[RunState, Any], None]) -> Callable[[RunState, Any], None]:
-        FOLD_RULES[cls] = FoldRule(fn, conversation, answer)
+        FOLD_RULES[cls] = FoldRule(fn, CONVERSATION_STEPS.get(cls), ANSWERS.get(cls))
         return fn
 
     return register
@@ -372,7 +256,7 @@ def _converse(rs: RunState, ev: BaseEvent) -> None:
 # -- the fold, one function per event class -----------------------------------------------------------
 
 
-@_rule(RunStarted, conversation=_c_run_started)
+@_rule(RunStarted)
 def _f_run_started(rs: RunState, ev: RunStarted) -> None:
     rs.run_id = ev.run_id
     _converse(rs, ev)
@@ -383,7 +267,7 @@ def _f_run_started(rs: RunState, ev: RunStarted) -> None:
     rs.started_at = ev.ts.timestamp()
 
 
-@_rule(ModelRequested, conversation=_c_model_requested)
+@_rule(ModelRequested)
 def _f_model_requested(rs: RunState, ev: ModelRequested) -> None:
     rs.output_note = None
     rs.tool_choice = ev.tool_choice
@@ -427,7 +311,7 @@ def _f_model_retried(rs: RunState, ev: ModelRetried) -> None:
     _new_attempt(rs)
 
 
-@_rule(TurnCompleted, conversation=_c_turn_completed)
+@_rule(TurnCompleted)
 def _f_turn_completed(rs: RunState, ev: TurnCompleted) -> None:
     resp: ModelTurn = ev.response
     rs.response = resp
@@ -468,7 +352,7 @@ def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
     rs.tool_calls += 1
 
 
-@_rule(CallRejected, answer=_a_call_rejected)
+@_rule(CallRejected)
 def _f_call_rejected(rs: RunState, ev: CallRejected) -> None:
     _answer(rs, rs.calls[ev.call_id], ev)
 
@@ -488,18 +372,7 @@ def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
         c.idempotency_key = ev.idempotency_key
 
 
-HEADLESS = "headless"
-"""The ``by`` of denials made because no person can answer (``Loop(headless=True)``)."""
-
-
-def denial_text(note: str | None, by: str | None = None) -> str:
-    """What the model reads when its call was denied."""
-    if by == HEADLESS:
-        return f"Denied (headless): {note}" if note else "Denied (headless): nobody is available to approve it."
-    return f"Denied by the user: {note}" if note else "Denied by the user."
-
-
-@_rule(ApprovalResolved, answer=_a_approval_resolved)
+@_rule(ApprovalResolved)
 def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
     c = rs.calls[ev.call_id]
     if c.status != "awaiting_approval":
@@ -516,7 +389,7 @@ def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
         else:
             rs.tripped[guard] = "finalize"
         return
-    if _a_approval_resolved(ev) is not None:  # denied, or a result submitted: that is the call's answer
+    if answer_of(ev) is not None:  # denied, or a result submitted: that is the call's answer
         _answer(rs, c, ev)
         return
     c.status = "approved"
@@ -534,7 +407,7 @@ def _f_tool_started(rs: RunState, ev: ToolStarted) -> None:
     c.idempotency_key = ev.idempotency_key
 
 
-@_rule(ToolFinished, answer=_a_tool_finished)
+@_rule(ToolFinished)
 def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
     c = rs.calls.get(ev.call_id)
     if c is None:
@@ -547,7 +420,7 @@ def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
     _answer(rs, c, ev)
 
 
-@_rule(ResultsBound, conversation=_c_results_bound)
+@_rule(ResultsBound)
 def _f_results_bound(rs: RunState, ev: ResultsBound) -> None:
     if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
         return
@@ -594,7 +467,7 @@ def output_correction(errors: list[dict[str, Any]]) -> str:
     return f"The final answer does not match the required output schema:\n{lines}\nFix these and answer again."
 
 
-@_rule(CompressionApplied, conversation=_c_compression_applied)
+@_rule(CompressionApplied)
 def _f_compression_applied(rs: RunState, ev: CompressionApplied) -> None:
     _converse(rs, ev)
     rs.compressed_turn = rs.turn
@@ -610,6 +483,6 @@ _FOLD: dict[type[BaseEvent], Callable[[RunState, Any], None]] = {cls: r.apply fo
 """The fold function of each event class (what :meth:`RunState.apply` dispatches on)."""
 
 
-__all__ = ["APPROVAL_OVERRIDE", "FINALIZE_PROMPT", "FOLD_RULES", "HEADLESS", "TOO_DEEP", "Answer", "CallState",
-           "ConversationStep", "FoldRule", "RunState", "answer_of", "conversation_step", "denial_text",
-           "output_correction", "result_of"]
+__all__ = ["ANSWERS", "APPROVAL_OVERRIDE", "CONVERSATION_STEPS", "FINALIZE_PROMPT", "FOLD_RULES", "HEADLESS",
+           "TOO_DEEP", "Answer", "CallState", "ConversationStep", "FoldRule", "RunState", "answer_of",
+           "conversation_step", "denial_text", "output_correction", "result_of"]
