@@ -66,6 +66,7 @@ from .projection import (
     answer_of,
     conversation_step,
     denial_text,
+    result_from,
     result_of,
 )
 
@@ -485,4 +486,4 @@ _FOLD: dict[type[BaseEvent], Callable[[RunState, Any], None]] = {cls: r.apply fo
 
 __all__ = ["ANSWERS", "APPROVAL_OVERRIDE", "CONVERSATION_STEPS", "FINALIZE_PROMPT", "FOLD_RULES", "HEADLESS",
            "TOO_DEEP", "Answer", "CallState", "ConversationStep", "FoldRule", "RunState", "answer_of",
-           "conversation_step", "denial_text", "output_correction", "result_of"]
+           "conversation_step", "denial_text", "output_correction", "result_from", "result_of"]

@@ -60,9 +60,12 @@ class Answer(NamedTuple):
 ConversationOrigin = Literal["prompt", "request", "response", "results", "compression"]
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationStep:
-    """How one event changes the conversation: it appends ``messages``, or replaces the whole of it."""
+class ConversationStep(NamedTuple):
+    """How one event changes the conversation: it appends ``messages``, or replaces the whole of it.
+
+    A named tuple, not a frozen dataclass: the fold makes one for every request, answer and result of a live
+    run, and the frames one per such event over millions (a frozen dataclass is several times slower to build).
+    """
 
     origin: ConversationOrigin
     messages: Sequence[Message]
@@ -96,8 +99,11 @@ def answer_of(ev: BaseEvent) -> Answer | None:
 def result_of(ev: BaseEvent, call: ToolCallPart) -> ToolResultPart | None:
     """The :class:`ToolResultPart` that ``ev`` binds to ``call`` (None when ``ev`` answers nothing)."""
     answer = answer_of(ev)
-    if answer is None:
-        return None
+    return result_from(answer, call) if answer is not None else None
+
+
+def result_from(answer: Answer, call: ToolCallPart) -> ToolResultPart:
+    """The :class:`ToolResultPart` an answer makes for ``call``."""
     return ToolResultPart(call_id=call.call_id, name=call.name, status=answer.status, content=answer.content,
                           audit=answer.audit)
 
@@ -194,4 +200,5 @@ FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
 
 
 __all__ = ["ANSWERS", "CONVERSATION_STEPS", "FOLD_RULES", "HEADLESS", "Answer", "ConversationOrigin",
-           "ConversationStep", "FoldRule", "ResultFor", "answer_of", "conversation_step", "denial_text", "result_of"]
+           "ConversationStep", "FoldRule", "ResultFor", "answer_of", "conversation_step", "denial_text", "result_from",
+           "result_of"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import FOLD_RULES, ConversationStep, answer_of, result_of
+from ..engine import ANSWERS, CONVERSATION_STEPS, FOLD_RULES, Answer, ConversationStep, answer_of, result_from
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -281,31 +281,40 @@ def conversation_steps(events: Run) -> Iterator[tuple[BaseEvent, ConversationSte
     kept by ``(turn, call_id)`` until the ``ResultsBound`` that sends it back.
     """
     calls: dict[tuple[int, str], ToolCallPart] = {}
-    answers: dict[tuple[int, str], BaseEvent] = {}
-    rules = FOLD_RULES
+    answers: dict[tuple[int, str], Answer] = {}
+    roles = _ROLES.get
     for ev in events:
-        rule = rules.get(type(ev))
-        if rule is None:
-            continue
-        if rule.answer is not None:
-            answer = rule.answer(ev)
-            if answer is not None:
-                answers[(ev.turn, answer.call_id)] = ev
-        if rule.conversation is None:
-            continue
+        role = roles(type(ev))
+        if role is None:
+            continue  # most events (fragments, parses, starts) neither answer a call nor change the conversation
+        answer_fn, step_fn = role
         turn = ev.turn
+        if answer_fn is not None:
+            answer = answer_fn(ev)
+            if answer is not None:
+                answers[(turn, answer.call_id)] = answer
+        if step_fn is None:
+            continue
 
         def result_for(cid: str, turn: int = turn) -> ToolResultPart | None:
-            answering, call = answers.get((turn, cid)), calls.get((turn, cid))
-            return result_of(answering, call) if answering is not None and call is not None else None
+            answer, call = answers.get((turn, cid)), calls.get((turn, cid))
+            return result_from(answer, call) if answer is not None and call is not None else None
 
-        step = rule.conversation(ev, result_for)
+        step = step_fn(ev, result_for)
         if step is None:
             continue
         for m in step.messages:
-            for c in m.tool_calls:
-                calls[(turn, c.call_id)] = c
+            if m.role == "assistant":  # only an answer asks for calls
+                for c in m.tool_calls:
+                    calls[(turn, c.call_id)] = c
         yield ev, step
+
+
+_Role = tuple[Callable[[Any], Answer | None] | None, Callable[..., ConversationStep | None] | None]
+_ROLES: dict[type[BaseEvent], _Role] = {
+    cls: (ANSWERS.get(cls), CONVERSATION_STEPS.get(cls)) for cls in {*ANSWERS, *CONVERSATION_STEPS}
+}
+"""For the event classes that answer a call or change the conversation: the engine's two functions."""
 
 
 def messages_rows(runs: Sequence[Run]) -> Rows:
