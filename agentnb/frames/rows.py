@@ -7,6 +7,11 @@ declarations in :mod:`.columns` read these lists; nothing here knows about colum
 
 Calls are keyed by ``(turn, call_id)`` inside a run: an id is unique within a turn (the driver makes it so),
 and every event about a call carries the turn of the answer that asked for it.
+
+The row builders join and count; they never interpret. What an event means -- the result it gives a call,
+how it changes the conversation -- is the engine's (:mod:`agentnb.engine.projection`, the same answers the
+fold applies), so a frame cannot disagree with the run (``tests/test_projection.py`` checks it on every
+prefix of random runs). Events are grouped and dispatched by class, not by their ``type`` string.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import ANSWERS, CONVERSATION_STEPS, FOLD_RULES, Answer, ConversationStep, answer_of, result_from
+from ..engine import ANSWERS, CONVERSATION_STEPS, Answer, ConversationStep, answer_of, result_from
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -131,7 +136,7 @@ _CALL_EVENTS = (CallParsed, CallValidated, CallRejected, ApprovalRequested, Appr
                 ToolFinished)
 """The events about one call, joined to its row by ``(run, (turn, call_id))``."""
 
-_ANSWERING: tuple[type[BaseEvent], ...] = tuple(cls for cls, rule in FOLD_RULES.items() if rule.answer is not None)
+_ANSWERING: tuple[type[BaseEvent], ...] = tuple(ANSWERS)
 """The event classes that may answer a call (the engine says which: :func:`~agentnb.engine.answer_of`)."""
 
 
