@@ -1,5 +1,6 @@
-"""The step-through debugger for JupyterLab (ipywidgets): :class:`Debugger`."""
+"""The step-through debugger for JupyterLab: :class:`Debugger` (a headless :class:`Controller` plus its view)."""
 
+from .controller import Controller
 from .widget import Breakpoint, Debugger
 
-__all__ = ["Breakpoint", "Debugger"]
+__all__ = ["Breakpoint", "Controller", "Debugger"]

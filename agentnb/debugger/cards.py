@@ -1,27 +1,58 @@
-"""Event cards as HTML: one pure function per event kind, tested without a browser.
+"""Event cards as HTML: one card specification per event class (:data:`CARDS`), tested without a browser.
 
 Every card has a one-line summary (:func:`summary`) and a body (:func:`card`). The timeline shows cards
 collapsed to their summary inside a native ``<details>`` element, so expanding one costs no round trip to
 the kernel. Colours come from JupyterLab's CSS variables, so cards follow the light and dark themes.
 
 Cards read only the event and a :class:`CardContext` (the conversation index and the run's tools), never the
-live run, so the same functions render a live run, a loaded transcript, or a moment in the past.
+live run, so the same functions render a live run, a loaded transcript, or a moment in the past. The HTML
+building blocks they use (escaping, tables, JSON trees, messages, diffs) live in :mod:`.render` and are
+re-exported here.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import BaseEvent
-from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ArgumentsMerged,
+    BaseEvent,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    CompressionApplied,
+    GuardTripped,
+    ModelRequested,
+    ModelRetried,
+    OutputValidated,
+    ResultsBound,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
+    ToolStarted,
+    TurnCompleted,
+)
+from .render import (
+    TRUNCATE,
+    conversation_html,
+    conversation_lines,
+    esc,
+    json_lines,
+    json_tree,
+    jsonable,
+    kv,
+    line_diff,
+    message_html,
+    pre,
+    short,
+)
 from .timeline import Timeline
-
-TRUNCATE = 2000
-"""Characters of a value shown before "show all"."""
 
 
 @dataclass(frozen=True)
@@ -34,128 +65,23 @@ class CardContext:
     full version is one selection away."""
 
 
-def esc(value: object) -> str:
-    """HTML-escape anything."""
-    return html.escape(str(value), quote=True)
-
-
-def kv(rows: Sequence[tuple[str, str]]) -> str:
-    """A two-column table; values are HTML already."""
-    body = "".join(f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="agentnb-kv">{body}</table>'
-
-
-def pre(text: str, limit: int = TRUNCATE) -> str:
-    """Preformatted text, truncated with a "show all" disclosure when long."""
-    if len(text) <= limit:
-        return f'<div class="agentnb-pre">{esc(text)}</div>'
-    return (
-        f'<div class="agentnb-pre">{esc(text[:limit])}<span class="agentnb-muted"> … '
-        f"({len(text) - limit:,} more characters)</span></div>"
-        f'<details><summary class="agentnb-muted">show all {len(text):,} characters</summary>'
-        f'<div class="agentnb-pre">{esc(text)}</div></details>'
-    )
-
-
-def json_tree(value: Any, bad: frozenset[str] = frozenset(), path: str = "", open_depth: int = 2) -> str:
-    """A collapsible JSON tree; fields whose dotted path is in ``bad`` are marked."""
-    return f'<div class="agentnb-json agentnb-mono">{_tree(value, bad, path, 0, open_depth)}</div>'
-
-
-def _leaf(value: Any) -> str:
-    if isinstance(value, str):
-        shown = value if len(value) <= 300 else value[:300] + "…"
-        return f'<span class="agentnb-jstr">{esc(json.dumps(shown, ensure_ascii=False))}</span>'
-    if isinstance(value, bool) or value is None:
-        return f"<b>{esc(json.dumps(value))}</b>"
-    if isinstance(value, int | float):
-        return f'<span class="agentnb-jnum">{esc(value)}</span>'
-    return esc(repr(value))
-
-
-def _tree(value: Any, bad: frozenset[str], path: str, depth: int, open_depth: int) -> str:
-    if isinstance(value, dict):
-        items = list(value.items())
-        opener, closer = "{", "}"
-    elif isinstance(value, list | tuple):
-        items = list(enumerate(value))
-        opener, closer = "[", "]"
-    else:
-        return _leaf(value)
-    if not items:
-        return esc(opener + closer)
-    rows = []
-    for key, item in items:
-        sub = f"{path}.{key}" if path else str(key)
-        label = f'<span class="agentnb-jkey">{esc(json.dumps(key) if isinstance(key, str) else key)}</span>: '
-        cls = ' class="agentnb-badfield"' if sub in bad else ""
-        rows.append(f"<div{cls}>{label}{_tree(item, bad, sub, depth + 1, open_depth)}</div>")
-    is_open = " open" if depth < open_depth else ""
-    return f"<details{is_open}><summary>{esc(opener)} {len(items)} …</summary>{''.join(rows)}{esc(closer)}</details>"
-
-
-def message_html(m: Message) -> str:
-    """One canonical message as a chat bubble."""
-    out = []
-    for p in m.parts:
-        if isinstance(p, TextPart):
-            out.append(pre(p.text))
-        elif isinstance(p, ToolCallPart):
-            args = json_tree(p.arguments) if p.arguments is not None else pre(p.arguments_raw)
-            out.append(f"<div>call <code>{esc(p.call_id)}</code> <b>{esc(p.name)}</b>{args}</div>")
-        elif isinstance(p, ToolResultPart):
-            cls = "agentnb-k-ok" if p.status == "ok" else "agentnb-k-bad"
-            out.append(
-                f'<div>result for <code>{esc(p.call_id)}</code> <b>{esc(p.name)}</b> '
-                f'<span class="{cls}">[{esc(p.status)}]</span>{pre(p.content)}</div>'
-            )
-        elif isinstance(p, RefusalPart):
-            out.append(f'<div class="agentnb-err">refusal</div>{pre(p.text)}')
-        elif isinstance(p, ReasoningPart):
-            text = p.text or "(opaque)"
-            out.append(
-                f'<details><summary class="agentnb-muted">reasoning ({esc(p.provider)})</summary>{pre(text)}</details>'
-            )
-    return (
-        f'<div class="agentnb-msg agentnb-msg-{esc(m.role)}"><span class="agentnb-role">{esc(m.role)}</span>'
-        f'{"".join(out)}</div>'
-    )
-
-
-def conversation_html(messages: Sequence[Message], limit: int = 60) -> str:
-    """A conversation; only the last ``limit`` messages are drawn (the rest are counted)."""
-    skipped = max(0, len(messages) - limit)
-    head = f'<div class="agentnb-muted">… {skipped} earlier messages</div>' if skipped else ""
-    return head + "".join(message_html(m) for m in messages[skipped:])
+__all__ = ["CARDS", "TRUNCATE", "CardContext", "CardSpec", "body_html", "card", "conversation_html",
+           "conversation_lines", "esc", "event_status", "json_lines", "json_tree", "jsonable", "kind_class", "kv",
+           "line_diff", "message_html", "own_fields", "pre", "summary_html", "summary_text"]
 
 
 # -- summaries ----------------------------------------------------------------------------------------
 
-_KIND_CLASS = {
-    "RunStarted": "agentnb-k-model", "ModelRequested": "agentnb-k-model", "TurnCompleted": "agentnb-k-model",
-    "TextMerged": "agentnb-k-stream", "ArgumentsMerged": "agentnb-k-stream", "ModelRetried": "agentnb-k-warn",
-    "CallParsed": "agentnb-k-call", "CallValidated": "agentnb-k-ok", "CallRejected": "agentnb-k-bad",
-    "ApprovalRequested": "agentnb-k-warn", "ApprovalResolved": "agentnb-k-warn", "ToolStarted": "agentnb-k-call",
-    "ToolFinished": "agentnb-k-ok", "ResultsBound": "agentnb-k-ok", "GuardTripped": "agentnb-k-warn",
-    "CompressionApplied": "agentnb-k-warn", "RunFinished": "agentnb-k-end",
-}
-
-
-def _short(text: str, n: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def _args_inline(args: dict[str, Any] | None, raw: str = "") -> str:
     if args is None:
-        return _short(raw, 50)
-    return _short(json.dumps(args, ensure_ascii=False), 50)
+        return short(raw, 50)
+    return short(json.dumps(args, ensure_ascii=False), 50)
 
 
 def _s_turn_completed(ev: Any) -> str:
     r = ev.response
     calls = len(r.message.tool_calls)
-    what = f"{calls} call{'s' if calls != 1 else ''}" if calls else _short(r.message.text or "(no text)", 40)
+    what = f"{calls} call{'s' if calls != 1 else ''}" if calls else short(r.message.text or "(no text)", 40)
     usage = f"{r.usage.input_tokens}+{r.usage.output_tokens} tok"
     finish = f"finish {r.finish_reason}"
     if r.finish_reason_raw and r.finish_reason_raw != r.finish_reason:
@@ -166,44 +92,11 @@ def _s_turn_completed(ev: Any) -> str:
 def _s_approval_resolved(ev: Any) -> str:
     by = f" by {ev.by}" if ev.by else ""
     edited = " · edited" if ev.arguments is not None else ""
-    return f"{ev.decision}{by}{edited}" + (f" · {_short(ev.note, 40)}" if ev.note else "")
+    return f"{ev.decision}{by}{edited}" + (f" · {short(ev.note, 40)}" if ev.note else "")
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-_SUMMARIES: dict[str, Callable[[Any], str]] = {
-    "RunStarted": lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
-    "ModelRequested": lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
-    + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools")
-    + _choice_label(ev),
-    "TextMerged": lambda ev: f"+{ev.fragment!r} ({ev.length} chars)",
-    "ArgumentsMerged": lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
-    f"({ev.length} bytes)",
-    "ModelRetried": lambda ev: f"attempt {ev.attempt} · HTTP {ev.status} · wait {ev.delay_s:g}s · "
-    + _short(ev.error, 40),
-    "TurnCompleted": _s_turn_completed,
-    "CallParsed": lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else ""),
-    "CallValidated": lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
-    + (" · needs approval" if ev.needs_approval else ""),
-    "CallRejected": lambda ev: f"{ev.name} · {ev.reason} · {_short(ev.message.splitlines()[0], 50)}",
-    "ApprovalRequested": lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
-    + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
-    "ApprovalResolved": _s_approval_resolved,
-    "ToolStarted": lambda ev: f"{ev.name} ({ev.call_id})",
-    "ToolFinished": lambda ev: f"{ev.name} · {ev.status}" + (
-        f" · not repeated: done by {ev.duplicate_of}" if getattr(ev, "duplicate_of", None) else
-        " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms")
-    + f" · {_short(ev.content, 40)}",
-    "ResultsBound": lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
-    "GuardTripped": lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
-    "CompressionApplied": lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
-    "OutputValidated": lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
-                                   f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
-    "RunFinished": lambda ev: f"{ev.final.value} · {_short(ev.reason, 60)}",
-}
-"""One summary per event kind (a test checks every kind has one)."""
 
 
 def _choice_label(ev: Any) -> str:
@@ -214,9 +107,9 @@ def _choice_label(ev: Any) -> str:
 
 
 def summary_text(ev: Any) -> str:
-    """The one-line description of an event (plain text); event kinds without a summary list their fields."""
-    fn = _SUMMARIES.get(ev.type)
-    return fn(ev) if fn is not None else _generic_summary(ev)
+    """The one-line description of an event (plain text); event kinds without a card list their fields."""
+    spec = CARDS.get(type(ev))
+    return spec.summary(ev) if spec is not None else _generic_summary(ev)
 
 
 _COMMON_FIELDS = frozenset({"type", "seq", "ts", "run_id", "turn", "state"})
@@ -230,20 +123,27 @@ def own_fields(ev: Any) -> dict[str, Any]:
         names = [f.name for f in fields(ev)]
     else:
         names = [n for n in vars(ev) if not n.startswith("_")]
-    return {n: _jsonable(getattr(ev, n)) for n in names if n not in _COMMON_FIELDS}
+    return {n: jsonable(getattr(ev, n)) for n in names if n not in _COMMON_FIELDS}
 
 
 def _generic_summary(ev: Any) -> str:
     parts = []
     for name, value in own_fields(ev).items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{name}={_short(shown, 30)}")
-    return _short(" · ".join(parts), 90) or "(no fields)"
+        parts.append(f"{name}={short(shown, 30)}")
+    return short(" · ".join(parts), 90) or "(no fields)"
 
 
 def kind_class(event_type: str) -> str:
     """The CSS class that colours an event kind (model, stream, call, ok, bad, warn, end)."""
-    return _KIND_CLASS.get(event_type, "")
+    spec = _BY_NAME.get(event_type)
+    return spec.css if spec is not None else ""
+
+
+def event_status(ev: Any) -> str:
+    """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
+    spec = CARDS.get(type(ev))
+    return spec.status(ev) if spec is not None else _own_status(ev)
 
 
 def summary_html(ev: Any) -> str:
@@ -269,7 +169,7 @@ def _b_run_started(ev: Any, ctx: CardContext) -> str:
         names = ", ".join(t.name for t in ev.tools) or "(none)"
         return kv([("model", esc(ev.model)), ("tools", esc(names)), ("messages", esc(len(ev.messages)))])
     tools = "".join(
-        f"<details><summary><b>{esc(t.name)}</b> — {esc(_short(t.description, 80))} "
+        f"<details><summary><b>{esc(t.name)}</b> — {esc(short(t.description, 80))} "
         f'<span class="agentnb-muted">risk {esc(t.risk)}, approval {esc(t.approval)}</span></summary>'
         f"{json_tree(t.parameters, open_depth=1)}</details>"
         for t in ev.tools
@@ -342,7 +242,7 @@ def _b_turn_completed(ev: Any, ctx: CardContext) -> str:
                 edits += (f"<div>forked with edited arguments for <code>{esc(call.call_id)}</code>:</div>"
                           + line_diff(json_lines(before), json_lines(call.arguments), "original", "fork"))
     if r.raw is not None and not ctx.light:
-        tree = json_tree(_jsonable(r.raw), open_depth=1)
+        tree = json_tree(jsonable(r.raw), open_depth=1)
         raw = f"<details><summary><b>raw provider response</b></summary>{tree}</details>"
     return kv([
         ("provider · model", esc(f"{r.provider} · {r.model}")),
@@ -383,7 +283,7 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
 
 
 def _b_approval_requested(ev: Any, ctx: CardContext) -> str:
-    decision = ctx.timeline.approval_decision(ev.call_id)
+    decision = ctx.timeline.approval_decision(ev.call_id, ev.seq)
     status = decision or '<span class="agentnb-badge agentnb-badge-wait">waiting</span>'
     expires = ev.expires_at.isoformat(timespec="seconds") if ev.expires_at else "never"
     return kv([
@@ -480,18 +380,6 @@ def _b_run_finished(ev: Any, ctx: CardContext) -> str:
                ("why", esc(ev.reason))]) + out
 
 
-_BODIES: dict[str, Callable[[Any, CardContext], str]] = {
-    "RunStarted": _b_run_started, "ModelRequested": _b_model_requested, "TextMerged": _b_text_merged,
-    "ArgumentsMerged": _b_arguments_merged, "ModelRetried": _b_model_retried, "TurnCompleted": _b_turn_completed,
-    "CallParsed": _b_call_parsed, "CallValidated": _b_call_validated, "CallRejected": _b_call_rejected,
-    "ApprovalRequested": _b_approval_requested, "ApprovalResolved": _b_approval_resolved,
-    "ToolStarted": _b_tool_started, "ToolFinished": _b_tool_finished, "ResultsBound": _b_results_bound,
-    "GuardTripped": _b_guard_tripped, "CompressionApplied": _b_compression_applied, "RunFinished": _b_run_finished,
-    "OutputValidated": _b_output_validated,
-}
-"""One body renderer per event kind (a test checks every kind has one)."""
-
-
 def _b_generic(ev: Any, ctx: CardContext) -> str:
     """An event kind this version does not know: every field, as a table of JSON trees."""
     return '<div class="agentnb-muted">an event kind without its own card: its fields</div>' + kv(
@@ -501,7 +389,8 @@ def _b_generic(ev: Any, ctx: CardContext) -> str:
 
 def body_html(ev: BaseEvent, ctx: CardContext) -> str:
     """The expanded card body of an event (unknown kinds fall back to their fields)."""
-    return kv(_common(ev)) + _BODIES.get(ev.type, _b_generic)(ev, ctx)
+    spec = CARDS.get(type(ev))
+    return kv(_common(ev)) + (spec.body if spec is not None else _b_generic)(ev, ctx)
 
 
 def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool = False) -> str:
@@ -515,48 +404,87 @@ def card(ev: BaseEvent, ctx: CardContext, *, selected: bool = False, open_: bool
     )
 
 
-def json_lines(value: Any) -> list[str]:
-    """A JSON value as indented lines (keys sorted), the unit of an argument diff."""
-    return json.dumps(_jsonable(value), indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+# -- one card specification per event class ------------------------------------------------------------
 
 
-def conversation_lines(messages: Sequence[Message]) -> list[str]:
-    """A conversation as one line per message part (``role: text``), the unit of a compression diff."""
-    out = []
-    for m in messages:
-        for p in m.parts:
-            if isinstance(p, TextPart | RefusalPart):
-                text = p.text
-            elif isinstance(p, ToolCallPart):
-                text = f"call {p.call_id} {p.name}({p.arguments_raw})"
-            elif isinstance(p, ToolResultPart):
-                text = f"result {p.call_id} [{p.status}] {p.content}"
-            else:
-                text = f"({type(p).__name__})"
-            out.append(f"{m.role}: {_short(text, 200)}")
-    return out
+def _own_status(ev: Any) -> str:
+    status = getattr(ev, "status", None)
+    return status if isinstance(status, str) else ""
 
 
-def line_diff(before: Sequence[str], after: Sequence[str], old: str = "before", new: str = "after") -> str:
-    """A unified line diff as HTML: removed lines red, added lines green, context muted."""
-    import difflib
+@dataclass(frozen=True, slots=True)
+class CardSpec:
+    """How the debugger shows one event class: its colour, its one-line summary, its card, its row status."""
 
-    lines = list(difflib.unified_diff(list(before), list(after), old, new, n=2, lineterm=""))
-    if not lines:
-        return '<div class="agentnb-muted">(no difference)</div>'
-    rows = []
-    for line in lines[2:]:  # the ---/+++ header is said by the caption
-        cls = {"+": "agentnb-add", "-": "agentnb-del", "@": "agentnb-hunk"}.get(line[:1], "agentnb-ctx")
-        rows.append(f'<div class="{cls}">{esc(line) or "&nbsp;"}</div>')
-    return (f'<div class="agentnb-diff agentnb-mono"><div class="agentnb-muted">− {esc(old)} · + {esc(new)}</div>'
-            f'{"".join(rows)}</div>')
+    css: str
+    """The CSS class that colours the kind (``agentnb-k-model``, ``-stream``, ``-call``, ``-ok``, ``-bad``, ...)."""
+    summary: Callable[[Any], str]
+    """The one-line summary (plain text)."""
+    body: Callable[[Any, CardContext], str]
+    """The expanded card (HTML)."""
+    status: Callable[[Any], str] = _own_status
+    """The status the timeline filters on (default: the event's own ``status`` field, if it has one)."""
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        from pydantic_core import to_jsonable_python
+def _tool_finished_summary(ev: ToolFinished) -> str:
+    if ev.duplicate_of:
+        how = f" · not repeated: done by {ev.duplicate_of}"
+    else:
+        how = " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms"
+    return f"{ev.name} · {ev.status}{how} · {short(ev.content, 40)}"
 
-        return to_jsonable_python(value, fallback=repr)
+
+CARDS: dict[type[BaseEvent], CardSpec] = {
+    RunStarted: CardSpec(
+        "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
+        _b_run_started),
+    ModelRequested: CardSpec(
+        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
+        + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools") + _choice_label(ev),
+        _b_model_requested),
+    TextMerged: CardSpec("agentnb-k-stream", lambda ev: f"+{ev.fragment!r} ({ev.length} chars)", _b_text_merged),
+    ArgumentsMerged: CardSpec(
+        "agentnb-k-stream", lambda ev: f"call #{ev.index}{' ' + ev.name if ev.name else ''} +{ev.fragment!r} "
+        f"({ev.length} bytes)", _b_arguments_merged),
+    ModelRetried: CardSpec(
+        "agentnb-k-warn", lambda ev: f"attempt {ev.attempt} · HTTP {ev.status} · wait {ev.delay_s:g}s · "
+        + short(ev.error, 40), _b_model_retried, status=lambda ev: "retry"),
+    TurnCompleted: CardSpec("agentnb-k-model", _s_turn_completed, _b_turn_completed),
+    CallParsed: CardSpec(
+        "agentnb-k-call",
+        lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else ""),
+        _b_call_parsed, status=lambda ev: "invalid" if ev.error else ""),
+    CallValidated: CardSpec(
+        "agentnb-k-ok", lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
+        + (" · needs approval" if ev.needs_approval else ""), _b_call_validated),
+    CallRejected: CardSpec(
+        "agentnb-k-bad", lambda ev: f"{ev.name} · {ev.reason} · {short(ev.message.splitlines()[0], 50)}",
+        _b_call_rejected, status=lambda ev: "rejected"),
+    ApprovalRequested: CardSpec(
+        "agentnb-k-warn", lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
+        + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
+        _b_approval_requested, status=lambda ev: "waiting"),
+    ApprovalResolved: CardSpec("agentnb-k-warn", _s_approval_resolved, _b_approval_resolved,
+                               status=lambda ev: str(ev.decision)),
+    ToolStarted: CardSpec("agentnb-k-call", lambda ev: f"{ev.name} ({ev.call_id})", _b_tool_started),
+    ToolFinished: CardSpec("agentnb-k-ok", _tool_finished_summary, _b_tool_finished),
+    ResultsBound: CardSpec("agentnb-k-ok", lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
+                           _b_results_bound),
+    GuardTripped: CardSpec("agentnb-k-warn", lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
+                           _b_guard_tripped, status=lambda ev: "guard"),
+    CompressionApplied: CardSpec(
+        "agentnb-k-warn", lambda ev: f"tier {ev.tier} · {ev.tokens_before} → {ev.tokens_after} tokens",
+        _b_compression_applied),
+    OutputValidated: CardSpec(
+        "", lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
+                        f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
+        _b_output_validated),
+    RunFinished: CardSpec("agentnb-k-end", lambda ev: f"{ev.final.value} · {short(ev.reason, 60)}", _b_run_finished,
+                          status=lambda ev: ev.final.value.lower()),
+}
+"""The card of every event class (a test checks every class of the :data:`~agentnb.events.Event` union has one)."""
+
+_BY_NAME: dict[str, CardSpec] = {cls.__name__: spec for cls, spec in CARDS.items()}
+"""The same cards by event type name: the page's rows name kinds by their type."""
+
+

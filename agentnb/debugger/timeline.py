@@ -1,9 +1,13 @@
 """A run's events indexed for the debugger: the conversation and counters at any event in O(1).
 
 Time travel means "the run as it stood after event *k*". Folding the prefix on every click would cost
-O(k); instead :class:`Timeline` folds each event once as it arrives and remembers, per event, which version of
-the history was current and how long it was. The history only grows by appending, except when compression
-replaces it, which starts a new version; so ``messages_at(k)`` is a slice of a stored list.
+O(k); instead :class:`Timeline` folds each event once as it arrives (the engine's fold,
+:class:`~agentnb.engine.RunState`: the only code that interprets events) and remembers, per event, where the
+fold's state stood: which version of the history was current and how long it was. The fold's history only
+grows by appending, except when a replacement (the prompt, a compression) starts a new list; so
+``messages_at(k)`` is a slice of a list the fold built. Streamed fragments work the same way: the fold keeps
+each attempt's fragments in new lists, and a fragment event's buffer is a prefix of one of them. The calls of a
+turn are the fold's own :class:`~agentnb.engine.CallState` objects, kept per turn.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import RunState
-from ..events import BaseEvent
+from ..engine import CallState, RunState
+from ..events import ArgumentsMerged, BaseEvent, ModelRequested, TextMerged
 from ..messages import Message, ToolCallPart
 
 
@@ -46,12 +50,8 @@ class Timeline:
         self._versions: list[list[Message]] = []
         self._where: list[tuple[int, int]] = []
         self._counters: list[Counters] = []
-        self._text: dict[int, list[str]] = {}  # request seq -> text fragments
-        self._args: dict[tuple[int, int], list[str]] = {}  # (request seq, index) -> fragments
-        self._frag_pos: dict[int, tuple[Any, int]] = {}  # fragment event seq -> (key, fragments so far)
-        self._calls: dict[tuple[int, str], ToolCallPart] = {}  # (turn, call id) -> the call
-        self._decisions: dict[str, str] = {}  # call id -> decision (latest)
-        self._request_seq = -1
+        self._frag_pos: dict[int, tuple[list[str], int]] = {}  # fragment event seq -> (the fold's list, length)
+        self._turn_calls: dict[int, dict[str, CallState]] = {}  # turn -> the fold's calls of that turn
         for ev in events:
             self.add(ev)
 
@@ -80,23 +80,12 @@ class Timeline:
             by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
             self._counters.append(Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens,
                                            by_model))
-        t = ev.type
-        if t == "ModelRequested" or t == "ModelRetried":
-            self._request_seq = ev.seq
-        elif t == "TextMerged":
-            frags = self._text.setdefault(self._request_seq, [])
-            frags.append(ev.fragment)  # type: ignore[attr-defined]
-            self._frag_pos[ev.seq] = (self._request_seq, len(frags))
-        elif t == "ArgumentsMerged":
-            key = (self._request_seq, ev.index)  # type: ignore[attr-defined]
-            frags = self._args.setdefault(key, [])
-            frags.append(ev.fragment)  # type: ignore[attr-defined]
-            self._frag_pos[ev.seq] = (key, len(frags))
-        elif t == "TurnCompleted":
-            for call in ev.response.message.tool_calls:  # type: ignore[attr-defined]
-                self._calls[(ev.turn, call.call_id)] = call
-        elif t == "ApprovalResolved":
-            self._decisions[ev.call_id] = ev.decision  # type: ignore[attr-defined]
+        self._turn_calls[ev.turn] = rs.calls
+        if isinstance(ev, TextMerged):
+            self._frag_pos[ev.seq] = (rs.text_fragments, len(rs.text_fragments))
+        elif isinstance(ev, ArgumentsMerged):
+            frags = rs.argument_fragments[ev.index]
+            self._frag_pos[ev.seq] = (frags, len(frags))
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -115,16 +104,21 @@ class Timeline:
 
     def text_buffer(self, seq: int) -> str:
         """The answer text accumulated up to the ``TextMerged`` event ``seq``."""
-        key, n = self._frag_pos[seq]
-        return "".join(self._text[key][:n])
+        frags, n = self._frag_pos[seq]
+        return "".join(frags[:n])
 
     def argument_buffer(self, seq: int) -> str:
         """A call's argument text accumulated up to the ``ArgumentsMerged`` event ``seq``."""
-        key, n = self._frag_pos[seq]
-        return "".join(self._args[key][:n])
+        frags, n = self._frag_pos[seq]
+        return "".join(frags[:n])
+
+    def call_at(self, seq: int, call_id: str) -> CallState | None:
+        """The fold's state of a call of the turn that event ``seq`` belongs to (as it stands now)."""
+        return self._turn_calls.get(self.events[seq].turn, {}).get(call_id)
 
     def _call(self, seq: int, call_id: str) -> ToolCallPart | None:
-        return self._calls.get((self.events[seq].turn, call_id))
+        call = self.call_at(seq, call_id)
+        return call.part if call is not None else None
 
     def call_raw(self, seq: int, call_id: str) -> str | None:
         """The raw argument text of a call of the turn that event ``seq`` belongs to."""
@@ -132,13 +126,20 @@ class Timeline:
         return call.arguments_raw if call else None
 
     def call_arguments(self, seq: int, call_id: str) -> dict[str, Any] | None:
-        """The parsed arguments of a call of the turn that event ``seq`` belongs to."""
+        """The parsed arguments of a call of the turn that event ``seq`` belongs to (as the model sent them)."""
         call = self._call(seq, call_id)
         return call.arguments if call else None
 
-    def approval_decision(self, call_id: str) -> str | None:
-        """``approved`` or ``denied`` once a person decided, else None."""
-        return self._decisions.get(call_id)
+    def approval_decision(self, call_id: str, seq: int | None = None) -> str | None:
+        """``approved``, ``denied`` or ``submitted`` once a person decided, else None.
+
+        ``seq`` names an event of the call's turn; without it, the latest turn with a call of that id.
+        """
+        call = self.call_at(seq, call_id) if seq is not None else None
+        if call is None:
+            call = next((calls[call_id] for _, calls in sorted(self._turn_calls.items(), reverse=True)
+                         if call_id in calls), None)
+        return call.decision if call is not None else None
 
     def history_versions(self) -> tuple[list[list[Message]], list[tuple[int, int]]]:
         """The index behind :meth:`messages_at`: the histories, and per event ``(version, length)``.
@@ -149,4 +150,4 @@ class Timeline:
 
     def turn_starts(self) -> list[int]:
         """The seq of every ``ModelRequested`` event (where each turn begins)."""
-        return [e.seq for e in self.events if e.type == "ModelRequested"]
+        return [e.seq for e in self.events if isinstance(e, ModelRequested)]

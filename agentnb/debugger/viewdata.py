@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..events import BaseEvent
+from ..events import BaseEvent, TurnCompleted
 from ..guards import cost
 from ..states import TERMINAL, LoopState
 from . import cards
@@ -53,25 +53,8 @@ def tool_at(events: list[BaseEvent], seq: int) -> str:
 
 
 def event_status(ev: BaseEvent) -> str:
-    """A status worth filtering on: a result's status, a decision, a rejection, a retry, the final state."""
-    t = ev.type
-    if t == "CallRejected":
-        return "rejected"
-    if t == "ApprovalResolved":
-        return str(getattr(ev, "decision", ""))
-    if t == "ApprovalRequested":
-        return "waiting"
-    if t == "GuardTripped":
-        return "guard"
-    if t == "ModelRetried":
-        return "retry"
-    if t == "RunFinished":
-        final = getattr(ev, "final", None)
-        return final.value.lower() if isinstance(final, LoopState) else ""
-    if t == "CallParsed" and getattr(ev, "error", None):
-        return "invalid"
-    status = getattr(ev, "status", None)
-    return status if isinstance(status, str) else ""
+    """A status worth filtering on (the event class's card says which: :attr:`.cards.CardSpec.status`)."""
+    return cards.event_status(ev)
 
 
 _COLUMNS = ("k", "s", "u", "t", "x", "m")
@@ -278,12 +261,12 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     out.update(seq=req.seq, turn=req.turn, request=body if isinstance(body, str) else _pretty(body),
                note=f"the request of turn {req.turn} (event {req.seq}): {len(messages)} messages, {len(tools)} tools")
     adapter = dict(wire.ADAPTERS)[provider]
-    turn = next((e for e in tl.events[req.seq:] if e.type == "TurnCompleted" and e.turn == req.turn), None)
-    response = getattr(turn, "response", None)
+    turn = next((e for e in tl.events[req.seq:] if isinstance(e, TurnCompleted) and e.turn == req.turn), None)
+    response = turn.response if turn is not None else None
     if response is not None and response.raw is not None:
         out["response_from"] = response.provider
         if response.provider == getattr(adapter, "PROVIDER", None):
-            out["response"] = _pretty(cards._jsonable(response.raw))
+            out["response"] = _pretty(cards.jsonable(response.raw))
     return out
 
 
@@ -375,7 +358,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     wire_data: dict[str, dict[str, Any]] = {}
     spent = 0
     titles = [t for t, _ in wire.ADAPTERS]
-    requests = [ev.seq for ev in tl.events if ev.type == "ModelRequested"]
+    requests = tl.turn_starts()
     for seq in reversed(requests):
         views = {t: wire_view(tl, seq, t) for t in titles}
         size = sum(len(v["request"]) + len(v["response"]) for v in views.values())

@@ -14,11 +14,16 @@ and says what happens next, without doing it:
 
 Because the engine never performs I/O, each decision is testable in microseconds, and the same engine
 serves live runs, replays of saved transcripts and time travel in the debugger (fold a prefix).
+
+The fold has one function per event class (``@_rule(EventClass)``), dispatched on the event's class. What an
+event means to everyone else -- the result it gives a call, how it changes the conversation -- is written once
+in :mod:`.projection`; the fold applies those same answers, and the frames and the debugger read them, so no
+reader interprets an event on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,13 +31,44 @@ from pydantic import BaseModel
 
 from .. import guards
 from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ArgumentsMerged,
     BaseEvent,
+    CallParsed,
+    CallRejected,
+    CallValidated,
+    CompressionApplied,
     GuardTripped,
+    ModelRequested,
+    ModelRetried,
+    OutputValidated,
+    ResultsBound,
+    RunFinished,
+    RunStarted,
+    TextMerged,
+    ToolFinished,
     ToolInfo,
+    ToolStarted,
+    TurnCompleted,
 )
-from ..messages import Message, ModelTurn, ResultStatus, ToolCallPart, ToolResultPart
+from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
+from .projection import (
+    ANSWERS,
+    CONVERSATION_STEPS,
+    FOLD_RULES,
+    HEADLESS,
+    Answer,
+    ConversationStep,
+    FoldRule,
+    answer_of,
+    conversation_step,
+    denial_text,
+    result_from,
+    result_of,
+)
 
 TOO_DEEP = f"the arguments are nested deeper than {MAX_DEPTH} levels"
 
@@ -120,6 +156,10 @@ class RunState:
     """Retries of the current request."""
     text_length: int = 0
     argument_lengths: dict[int, int] = field(default_factory=dict)
+    text_fragments: list[str] = field(default_factory=list)
+    """The streamed text of the current attempt, fragment by fragment (a new list for each attempt)."""
+    argument_fragments: dict[int, list[str]] = field(default_factory=dict)
+    """The streamed argument text of each call of the current attempt, by index (new lists each attempt)."""
     guards: list[GuardTripped] = field(default_factory=list)
     output: str | None = None
     reason: str | None = None
@@ -168,7 +208,7 @@ class RunState:
         allowed = TRANSITIONS[self.state].get(etype)
         if allowed is None or event.state not in allowed:
             check_transition(self.state, etype, event.state)  # raises, naming the state and the event
-        _FOLD[etype](self, event)
+        _FOLD[type(event)](self, event)
         self.state = event.state
         self.seq += 1
         self.last = event
@@ -193,12 +233,34 @@ class RunState:
         return self.input_tokens + self.output_tokens
 
 
-# -- the fold, one function per event type ------------------------------------------------------------
+def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callable[[RunState, Any], None]]:
+    """Register the fold function of ``cls``, with what the projection says the class means."""
+
+    def register(fn: Callable[[RunState, Any], None]) -> Callable[[RunState, Any], None]:
+        FOLD_RULES[cls] = FoldRule(fn, CONVERSATION_STEPS.get(cls), ANSWERS.get(cls))
+        return fn
+
+    return register
 
 
-def _f_run_started(rs: RunState, ev: Any) -> None:
+def _converse(rs: RunState, ev: BaseEvent) -> None:
+    """Apply the event's conversation step (a replacement starts a new list: time travel keeps the old one)."""
+    step = conversation_step(ev, lambda cid: rs.calls[cid].result if cid in rs.calls else None)
+    if step is None:
+        return
+    if step.replaces:
+        rs.messages = list(step.messages)
+    else:
+        rs.messages.extend(step.messages)
+
+
+# -- the fold, one function per event class -----------------------------------------------------------
+
+
+@_rule(RunStarted)
+def _f_run_started(rs: RunState, ev: RunStarted) -> None:
     rs.run_id = ev.run_id
-    rs.messages = list(ev.messages)
+    _converse(rs, ev)
     rs.model = ev.model
     rs.tools = list(ev.tools)
     rs.tool_names = [t.name for t in ev.tools]
@@ -206,10 +268,11 @@ def _f_run_started(rs: RunState, ev: Any) -> None:
     rs.started_at = ev.ts.timestamp()
 
 
-def _f_model_requested(rs: RunState, ev: Any) -> None:
+@_rule(ModelRequested)
+def _f_model_requested(rs: RunState, ev: ModelRequested) -> None:
     rs.output_note = None
     rs.tool_choice = ev.tool_choice
-    rs.messages.extend(ev.new_messages)
+    _converse(rs, ev)
     for guard in [g for g, action in rs.tripped.items() if action == "note"]:
         del rs.tripped[guard]  # the note went out with this request
     rs.turn = ev.turn
@@ -217,28 +280,43 @@ def _f_model_requested(rs: RunState, ev: Any) -> None:
     rs.response = None
     rs.calls = {}
     rs.retries = 0
+    _new_attempt(rs)
+
+
+def _new_attempt(rs: RunState) -> None:
+    """A request (or its retry) starts: the streamed text and arguments start again, in new lists."""
     rs.text_length = 0
     rs.argument_lengths = {}
+    rs.text_fragments = []
+    rs.argument_fragments = {}
 
 
-def _f_text_merged(rs: RunState, ev: Any) -> None:
+@_rule(TextMerged)
+def _f_text_merged(rs: RunState, ev: TextMerged) -> None:
     rs.text_length = ev.length
+    rs.text_fragments.append(ev.fragment)
 
 
-def _f_arguments_merged(rs: RunState, ev: Any) -> None:
+@_rule(ArgumentsMerged)
+def _f_arguments_merged(rs: RunState, ev: ArgumentsMerged) -> None:
     rs.argument_lengths[ev.index] = ev.length
+    frags = rs.argument_fragments.get(ev.index)
+    if frags is None:
+        frags = rs.argument_fragments[ev.index] = []
+    frags.append(ev.fragment)
 
 
-def _f_model_retried(rs: RunState, ev: Any) -> None:
+@_rule(ModelRetried)
+def _f_model_retried(rs: RunState, ev: ModelRetried) -> None:
     rs.retries = ev.attempt
-    rs.text_length = 0
-    rs.argument_lengths = {}
+    _new_attempt(rs)
 
 
-def _f_turn_completed(rs: RunState, ev: Any) -> None:
+@_rule(TurnCompleted)
+def _f_turn_completed(rs: RunState, ev: TurnCompleted) -> None:
     resp: ModelTurn = ev.response
     rs.response = resp
-    rs.messages.append(resp.message)
+    _converse(rs, ev)
     rs.turns_completed += 1
     rs.input_tokens += resp.usage.input_tokens
     rs.output_tokens += resp.usage.output_tokens
@@ -252,14 +330,16 @@ def _f_turn_completed(rs: RunState, ev: Any) -> None:
         rs.no_progress = -1  # this turn brought something new; ResultsBound settles the count
 
 
-def _f_call_parsed(rs: RunState, ev: Any) -> None:
+@_rule(CallParsed)
+def _f_call_parsed(rs: RunState, ev: CallParsed) -> None:
     c = rs.calls[ev.call_id]
     c.status = "parsed"
     c.arguments = ev.arguments
     c.parse_error = ev.error
 
 
-def _f_call_validated(rs: RunState, ev: Any) -> None:
+@_rule(CallValidated)
+def _f_call_validated(rs: RunState, ev: CallValidated) -> None:
     c = rs.calls[ev.call_id]
     c.status = "valid"
     c.arguments = ev.arguments
@@ -268,19 +348,19 @@ def _f_call_validated(rs: RunState, ev: Any) -> None:
     c.idempotency_key = ev.idempotency_key
 
 
-def _answer(rs: RunState, c: CallState, result: ToolResultPart) -> None:
+def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
     c.status = "done"
-    c.result = result
+    c.result = result_of(ev, c.part)
     rs.tool_calls += 1
 
 
-def _f_call_rejected(rs: RunState, ev: Any) -> None:
-    c = rs.calls[ev.call_id]
-    status: ResultStatus = "skipped" if ev.reason == "skipped" else "error"
-    _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=status, content=ev.message))
+@_rule(CallRejected)
+def _f_call_rejected(rs: RunState, ev: CallRejected) -> None:
+    _answer(rs, rs.calls[ev.call_id], ev)
 
 
-def _f_approval_requested(rs: RunState, ev: Any) -> None:
+@_rule(ApprovalRequested)
+def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
     if ev.kind == "escalation":  # a guard asks a person, not a call: track it as a pseudo-call
         rs.calls[ev.call_id] = CallState(
             part=ToolCallPart(call_id=ev.call_id, name=ev.name, arguments_raw="{}", arguments=ev.arguments),
@@ -294,18 +374,8 @@ def _f_approval_requested(rs: RunState, ev: Any) -> None:
         c.idempotency_key = ev.idempotency_key
 
 
-HEADLESS = "headless"
-"""The ``by`` of denials made because no person can answer (``Loop(headless=True)``)."""
-
-
-def denial_text(note: str | None, by: str | None = None) -> str:
-    """What the model reads when its call was denied."""
-    if by == HEADLESS:
-        return f"Denied (headless): {note}" if note else "Denied (headless): nobody is available to approve it."
-    return f"Denied by the user: {note}" if note else "Denied by the user."
-
-
-def _f_approval_resolved(rs: RunState, ev: Any) -> None:
+@_rule(ApprovalResolved)
+def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
     c = rs.calls[ev.call_id]
     if c.status != "awaiting_approval":
         raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
@@ -321,13 +391,8 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
         else:
             rs.tripped[guard] = "finalize"
         return
-    if ev.decision == "denied":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="denied",
-                                      content=denial_text(ev.note, ev.by)))
-        return
-    if ev.decision == "submitted":
-        _answer(rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status="ok", content=ev.content or "",
-                                      audit=ev.value))
+    if answer_of(ev) is not None:  # denied, or a result submitted: that is the call's answer
+        _answer(rs, c, ev)
         return
     c.status = "approved"
     if c.kind == "outcome_unknown":
@@ -339,51 +404,49 @@ def _f_approval_resolved(rs: RunState, ev: Any) -> None:
             c.idempotency_key = None
 
 
-def _f_tool_started(rs: RunState, ev: Any) -> None:
+@_rule(ToolStarted)
+def _f_tool_started(rs: RunState, ev: ToolStarted) -> None:
     c = rs.calls[ev.call_id]
     c.status = "running"
     c.idempotency_key = ev.idempotency_key
     c.expected_request = ev.request_sha256
 
 
-def _f_tool_finished(rs: RunState, ev: Any) -> None:
+@_rule(ToolFinished)
+def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
     c = rs.calls.get(ev.call_id)
     if c is None:
         raise ValueError(f"a result for call {ev.call_id!r}, which is not a call of this turn")
     if c.status != "running":
         raise ValueError(f"a second result for call {ev.call_id!r} (it is {c.status})")
     c.validated = None
-    if ev.call_binding_sha256:
-        c.binding = (ev.request_sha256, ev.result_sha256, ev.call_binding_sha256)
-    _answer(
-        rs, c, ToolResultPart(call_id=c.call_id, name=c.name, status=ev.status, content=ev.content, audit=ev.value)
-    )
+    if ev.call_binding_sha256:  # a missing half reads as "" and fails the check, as a wrong one does
+        c.binding = (ev.request_sha256 or "", ev.result_sha256 or "", ev.call_binding_sha256)
+    _answer(rs, c, ev)
 
 
-def _f_results_bound(rs: RunState, ev: Any) -> None:
+@_rule(ResultsBound)
+def _f_results_bound(rs: RunState, ev: ResultsBound) -> None:
     if not ev.call_ids:  # a paused turn sent back as it is: no result message, no progress counted
         return
-    parts = []
+    _converse(rs, ev)
     new = rs.no_progress < 0
     for cid in ev.call_ids:
         c = rs.calls[cid]
-        result = c.result
-        if result is None:
-            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
-        parts.append(result)
-        dg = guards.digest(result.content)
+        content = c.result.content if c.result is not None else ""
+        dg = guards.digest(content)
         rs.history.append((guards.signature(c.name, c.arguments, c.part.arguments_raw), dg))
         if dg not in rs.seen:
             rs.seen.add(dg)
             new = True
     rs.no_progress = 0 if new else max(0, rs.no_progress) + 1
-    rs.messages.append(Message(role="tool", parts=tuple(parts)))
 
 
-def _f_guard_tripped(rs: RunState, ev: Any) -> None:
+@_rule(GuardTripped)
+def _f_guard_tripped(rs: RunState, ev: GuardTripped) -> None:
     rs.guards.append(ev)
     if ev.guard == APPROVAL_OVERRIDE:  # a record, not a limit: nothing to tell the model, nothing to stop
-        rs.calls[ev.call_id].waiver_recorded = True
+        rs.calls[ev.call_id or ""].waiver_recorded = True
         return
     rs.tripped[ev.guard] = ev.action
     if ev.guard in ("repetition", "no_progress"):
@@ -392,7 +455,8 @@ def _f_guard_tripped(rs: RunState, ev: Any) -> None:
             rs.no_progress = 0
 
 
-def _f_output_validated(rs: RunState, ev: Any) -> None:
+@_rule(OutputValidated)
+def _f_output_validated(rs: RunState, ev: OutputValidated) -> None:
     rs.output_attempts = ev.attempt
     if ev.ok:
         rs.final_output, rs.output_ok = ev.output, True
@@ -408,38 +472,22 @@ def output_correction(errors: list[dict[str, Any]]) -> str:
     return f"The final answer does not match the required output schema:\n{lines}\nFix these and answer again."
 
 
-def _f_compression_applied(rs: RunState, ev: Any) -> None:
-    rs.messages = list(ev.messages)
+@_rule(CompressionApplied)
+def _f_compression_applied(rs: RunState, ev: CompressionApplied) -> None:
+    _converse(rs, ev)
     rs.compressed_turn = rs.turn
 
 
-def _f_run_finished(rs: RunState, ev: Any) -> None:
+@_rule(RunFinished)
+def _f_run_finished(rs: RunState, ev: RunFinished) -> None:
     rs.output = ev.output
     rs.reason = ev.reason
 
 
-_FOLD: dict[str, Any] = {
-    "RunStarted": _f_run_started,
-    "ModelRequested": _f_model_requested,
-    "TextMerged": _f_text_merged,
-    "ArgumentsMerged": _f_arguments_merged,
-    "ModelRetried": _f_model_retried,
-    "TurnCompleted": _f_turn_completed,
-    "CallParsed": _f_call_parsed,
-    "CallValidated": _f_call_validated,
-    "CallRejected": _f_call_rejected,
-    "ApprovalRequested": _f_approval_requested,
-    "ApprovalResolved": _f_approval_resolved,
-    "ToolStarted": _f_tool_started,
-    "ToolFinished": _f_tool_finished,
-    "ResultsBound": _f_results_bound,
-    "GuardTripped": _f_guard_tripped,
-    "CompressionApplied": _f_compression_applied,
-    "OutputValidated": _f_output_validated,
-    "RunFinished": _f_run_finished,
-}
+_FOLD: dict[type[BaseEvent], Callable[[RunState, Any], None]] = {cls: r.apply for cls, r in FOLD_RULES.items()}
+"""The fold function of each event class (what :meth:`RunState.apply` dispatches on)."""
 
 
-
-__all__ = ["APPROVAL_OVERRIDE", "FINALIZE_PROMPT", "HEADLESS", "TOO_DEEP", "CallState", "RunState", "denial_text",
-           "output_correction"]
+__all__ = ["ANSWERS", "APPROVAL_OVERRIDE", "CONVERSATION_STEPS", "FINALIZE_PROMPT", "FOLD_RULES", "HEADLESS",
+           "TOO_DEEP", "Answer", "CallState", "ConversationStep", "FoldRule", "RunState", "answer_of",
+           "conversation_step", "denial_text", "output_correction", "result_from", "result_of"]

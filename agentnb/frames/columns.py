@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
+from ..engine import FOLD_RULES
 from ..events import EVENT_CLASSES, RejectReason, json_text
 from ..messages import FinishReason, ResultStatus
 from ..states import LoopState
@@ -41,6 +42,8 @@ class Column:
         value: applied to each non-null source value (``len``, ``json.dumps``, ...).
         categories: the fixed vocabulary of a ``category`` column (its categories, in this order, even when
             unused); None for an open vocabulary (categories sorted from the values).
+        reads: for a value the row builder computes (a source that names no event), the event types it is made
+            from: what :data:`EVENT_COLUMNS` and the docs list for each event kind.
 
     Example:
         >>> Column("duration_s", "Float64", "ToolFinished.duration_s", "seconds the tool ran").field
@@ -53,6 +56,7 @@ class Column:
     doc: str
     value: Callable[[Any], Any] | None = None
     categories: tuple[str, ...] | None = None
+    reads: tuple[str, ...] = ()
 
     @property
     def field(self) -> str | None:
@@ -87,11 +91,18 @@ MESSAGE_ORIGINS: tuple[str, ...] = ("prompt", "request", "response", "results", 
 CALL_ORIGINS: tuple[str, ...] = ("model", "history")
 
 
-def _key(anchor: str) -> tuple[Column, ...]:
-    """The join keys every frame starts with."""
+CONVERSATION_EVENTS: tuple[str, ...] = tuple(c.__name__ for c, r in FOLD_RULES.items() if r.conversation)
+"""The events that change the conversation (the engine says which): what the messages frame reads."""
+ANSWER_EVENTS: tuple[str, ...] = tuple(c.__name__ for c, r in FOLD_RULES.items() if r.answer)
+"""The events that may answer a call (the engine says which): where a call's status and result come from."""
+
+
+def _key(anchor: str, reads: tuple[str, ...] = ()) -> tuple[Column, ...]:
+    """The join keys every frame starts with (``reads``: the event types an ``anchor`` field may hold)."""
     return (
         Column("run_id", "category", "run_id", "the run (categories: every run of the collection, in order)"),
-        Column("seq", "Int64", f"{anchor}.seq", f"position in the run's log of the row's event ({anchor})"),
+        Column("seq", "Int64", f"{anchor}.seq", f"position in the run's log of the row's event ({anchor})",
+               reads=reads),
         Column("turn", "Int64", f"{anchor}.turn", "the model turn the row belongs to (0 before the first)"),
     )
 
@@ -130,13 +141,16 @@ TURNS: tuple[Column, ...] = (
     Column("incomplete_reason", "string", "TurnCompleted.response.incomplete_reason", "why it is incomplete"),
     Column("calls", "Int64", "TurnCompleted.response.message.tool_calls", "tool calls in the answer", value=len),
     Column("text_chars", "Int64", "TurnCompleted.response.message.text", "characters of answer text", value=len),
-    Column("retries", "Int64", "retries", "retries of this request (ModelRetried events)"),
+    Column("retries", "Int64", "retries", "retries of this request (ModelRetried events)", reads=("ModelRetried",)),
+    Column("fragments", "Int64", "fragments", "streamed fragments of the answer (TextMerged and ArgumentsMerged "
+           "events; 0: the answer came whole)", reads=("TextMerged", "ArgumentsMerged")),
     Column("finalize", "boolean", "ModelRequested.finalize", "True for the tools-free finalization request"),
     Column("tool_choice", "string", "ModelRequested", "the request's tool choice (a per-turn policy's, else the "
            "loop's setting; null: the provider's default)", value=lambda ev: _choice_text(ev)),
     Column("message_count", "Int64", "ModelRequested.message_count", "messages in the request"),
     Column("tools_offered", "Int64", "ModelRequested.tools", "tools offered in the request", value=len),
-    Column("outcome", "string", "outcome", "the RunFinished reason when the run ended during this turn"),
+    Column("outcome", "string", "outcome", "the RunFinished reason when the run ended during this turn",
+           reads=("RunFinished",)),
     Column("output_ok", "boolean", "OutputValidated.ok", "``output_type`` runs: whether this turn's final answer "
            "fit the type (null: no final answer checked)"),
     Column("output", "string", "OutputValidated.output", "the validated output as compact JSON text", value=_json),
@@ -151,7 +165,7 @@ def _choice_text(ev: Any) -> str | None:
 
 
 CALLS: tuple[Column, ...] = (
-    *_key("anchor"),
+    *_key("anchor", reads=("RunStarted", "TurnCompleted")),
     Column("origin", "category", "origin", "``model``: asked for in this run; ``history``: in the prompt",
            categories=CALL_ORIGINS),
     Column("index", "Int64", "position", "the call's position in its assistant message"),
@@ -162,7 +176,7 @@ CALLS: tuple[Column, ...] = (
     Column("arguments_raw", "string", "call.arguments_raw", "argument text exactly as received"),
     Column("arguments", "string", "arguments", "arguments the call ran with (edited > validated > parsed), as "
            "compact JSON text; ``calls(flatten_arguments=True)`` adds one ``arg_<key>`` column per top-level key",
-           value=_json),
+           value=_json, reads=("CallValidated", "ApprovalResolved")),
     Column("generated_id", "boolean", "CallParsed.generated_id", "True when agentnb made the id"),
     Column("parse_error", "string", "CallParsed.error", "why the arguments are not a JSON object"),
     Column("reject_reason", "category", "CallRejected.reason", "why the call could not run",
@@ -172,15 +186,19 @@ CALLS: tuple[Column, ...] = (
     Column("decision", "category", "ApprovalResolved.decision", "the person's decision", categories=DECISIONS),
     Column("decided_by", "string", "ApprovalResolved.by", "who decided"),
     Column("decided_at", "datetime", "ApprovalResolved.ts", "when they decided"),
-    Column("status", "category", "status", "the result: ToolFinished status, ``error`` when rejected, ``denied``, "
-           "the history result's status, or ``unanswered``", categories=CALL_STATUSES),
+    Column("status", "category", "status", "the result's status, as the run bound it: the ToolFinished status, "
+           "``error`` when rejected (``skipped`` when compression skipped it), ``denied``, ``ok`` for a submitted "
+           "result, the history result's status, or ``unanswered``", categories=CALL_STATUSES, reads=ANSWER_EVENTS),
     Column("ts_called", "datetime", "anchor.ts", "when the answer holding the call arrived"),
     Column("ts_started", "datetime", "ToolStarted.ts", "when the tool started"),
     Column("ts_finished", "datetime", "ToolFinished.ts", "when the tool finished"),
     Column("duration_s", "Float64", "ToolFinished.duration_s", "seconds the tool ran"),
-    Column("error_type", "category", "error_type", "exception type, or the reject reason for rejected calls"),
-    Column("error_message", "string", "error_message", "the error message (tool error or rejection)"),
-    Column("result_chars", "Int64", "result_content", "characters of the result the model sees", value=len),
+    Column("error_type", "category", "error_type", "exception type, or the reject reason for rejected calls",
+           reads=("ToolFinished", "CallRejected")),
+    Column("error_message", "string", "error_message", "the error message (tool error or rejection)",
+           reads=("ToolFinished", "CallRejected")),
+    Column("result_chars", "Int64", "result_content", "characters of the result the model sees", value=len,
+           reads=ANSWER_EVENTS),
     Column("idempotency_key", "string", "ToolStarted.idempotency_key", "the effect ledger's key for the call "
            "(side-effecting tools and tools that take a context)"),
     Column("reused", "boolean", "ToolFinished.reused", "True when the ledger already held this call's own outcome "
@@ -192,10 +210,10 @@ CALLS: tuple[Column, ...] = (
 )
 
 MESSAGES: tuple[Column, ...] = (
-    *_key("anchor"),
+    *_key("anchor", reads=CONVERSATION_EVENTS),
     Column("origin", "category", "origin", "the event that added the message: RunStarted (``prompt``), "
            "ModelRequested (``request``), TurnCompleted (``response``), ResultsBound (``results``), "
-           "CompressionApplied (``compression``)", categories=MESSAGE_ORIGINS),
+           "CompressionApplied (``compression``)", categories=MESSAGE_ORIGINS, reads=CONVERSATION_EVENTS),
     Column("message_index", "Int64", "message_index", "the message's position in the conversation then"),
     Column("part_index", "Int64", "part_index", "the part's position in its message"),
     Column("in_final", "boolean", "in_final", "True when the message is in the run's final conversation"),
@@ -258,7 +276,8 @@ COMPRESSIONS: tuple[Column, ...] = (
     Column("tokens_before", "Int64", "CompressionApplied.tokens_before", "estimated tokens before"),
     Column("tokens_after", "Int64", "CompressionApplied.tokens_after", "estimated tokens after"),
     Column("tokens_saved", "Int64", "tokens_saved", "tokens_before minus tokens_after"),
-    Column("messages_before", "Int64", "messages_before", "messages in the conversation before"),
+    Column("messages_before", "Int64", "messages_before", "messages in the conversation before",
+           reads=CONVERSATION_EVENTS),
     Column("messages_after", "Int64", "CompressionApplied.messages", "messages after", value=len),
     Column("removed", "Int64", "CompressionApplied.removed", "messages removed or replaced", value=len),
 )
@@ -275,3 +294,19 @@ FRAMES: dict[str, tuple[Column, ...]] = {
 """Every frame's columns, in order."""
 
 FRAME_NAMES: tuple[str, ...] = tuple(FRAMES)
+
+
+def _event_columns() -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {t: [] for t in EVENT_TYPES}
+    for frame, cols in FRAMES.items():
+        if frame == "events":
+            continue  # the events frame has a row for every event: it says nothing about one kind
+        for col in cols:
+            for t in (col.field, *col.reads):
+                if t in out and f"{frame}.{col.name}" not in out[t]:
+                    out[t].append(f"{frame}.{col.name}")
+    return {t: tuple(cols) for t, cols in out.items()}
+
+
+EVENT_COLUMNS: dict[str, tuple[str, ...]] = _event_columns()
+"""For each event type, the columns (``frame.column``, beyond the events frame) that read it."""

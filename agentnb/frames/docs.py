@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .columns import DATETIME, EVENTS_PAYLOAD, FRAMES, Column
+from .columns import DATETIME, EVENT_COLUMNS, EVENTS_PAYLOAD, FRAMES, Column
 
 _INTRO = """# Frames: every column
 
@@ -48,7 +48,17 @@ def markdown() -> str:
         lines.extend(_row(name, c) for c in cols)
         if name == "events":
             lines.append(_row(name, EVENTS_PAYLOAD))
+    lines += ["", _KINDS, "| event | columns that read it |", "|---|---|"]
+    lines += [f"| {kind} | {', '.join(f'`{c}`' for c in cols) or '-'} |" for kind, cols in EVENT_COLUMNS.items()]
     return "\n".join(lines) + "\n"
+
+
+_KINDS = """## Event kinds and their columns
+
+Every event kind has a row in the events frame; beyond it, these columns read it (a computed column lists the
+kinds it is made from). A new event kind gets a line here, and a column that reads it (`tests/test_projection.py`
+checks both).
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
