@@ -109,7 +109,7 @@ def test_a_length_cut_is_incomplete_even_with_calls() -> None:
     assert isinstance(turn, ModelTurn) and turn.complete and turn.finish_reason == "length"
     verdict = classify(turn)
     assert verdict is not None and verdict.state.value == S_INCOMPLETE
-    assert "inside a tool call" in verdict.fields["reason"]
+    assert "inside a tool call" in verdict.event.reason  # type: ignore[attr-defined]
 
 
 def test_a_stream_without_done_is_incomplete_and_nothing_is_executable() -> None:

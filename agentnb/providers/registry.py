@@ -4,7 +4,7 @@ Every part of agentnb that treats wire APIs one by one -- the linter, the import
 debugger's wire view, ``anb.model("prefix:name")``, structured output, OpenTelemetry -- iterates this
 mapping. Adding a wire API is one package under :mod:`agentnb.providers` that exports a
 :class:`~agentnb.providers.wireapi.WireAPI` named ``API``, plus one line below (see
-``docs/_contributing_wire.md``). The order is the order of presentation (the wire view's tabs).
+``docs/contributing.md``, "Adding a wire API"). The order is the order of presentation (the wire view's tabs).
 
 Example:
     >>> from agentnb.providers.registry import WIRE_APIS

@@ -21,7 +21,7 @@ structured output, OpenTelemetry    ``native_output``, ``otel_name``
 =================================== ====================================================================
 
 So adding a wire API is one package plus one line in the registry; ``tests/test_wire_apis.py`` runs the
-shared conformance suite over every registered API (see ``docs/_contributing_wire.md``).
+shared conformance suite over every registered API (see ``docs/contributing.md``, "Adding a wire API").
 
 The record is a frozen dataclass rather than a Protocol: a Protocol would let a module pass for a wire API by
 accident of its names, and a dataclass lists, checks and documents every field in one place. Its fields are
