@@ -1,0 +1,103 @@
+"""An MCP server's tool as an agentnb tool: :class:`MCPTool`, and the annotations read as risk.
+
+The annotations become agentnb's risk model (:func:`_risk_of`): ``readOnlyHint`` -> ``read`` (runs without
+asking), ``destructiveHint`` -> ``dangerous``, anything else -> ``write`` (both wait for a person, by risk), and
+``idempotentHint`` -> ``idempotent``. An :class:`MCPTool` is an ordinary :class:`~agentnb.Tool` whose
+:meth:`~MCPTool.invoke` awaits the server's session on the background loop (see
+:mod:`agentnb.mcp.connection`); a side-effecting call carries its idempotency key in the request's ``_meta``
+under :data:`IDEMPOTENCY_META_KEY`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import BaseModel
+
+from .._aio import run_coroutine, submit
+from ..tools import Risk, Tool, ToolContext
+from .schema import SchemaArguments
+
+if TYPE_CHECKING:
+    from mcp.types import ToolAnnotations
+
+    from .server import MCPServer
+
+IDEMPOTENCY_META_KEY = "agentnb/idempotency_key"
+"""The ``_meta`` key under which a side-effecting call carries its idempotency key to the server."""
+
+
+def _risk_of(annotations: ToolAnnotations | None) -> tuple[Risk, bool]:
+    """(risk, idempotent) from a tool's MCP annotations (hints; the MCP spec's defaults are destructive)."""
+    if annotations is None:
+        return "write", False
+    if annotations.read_only_hint:
+        return "read", False
+    idempotent = bool(annotations.idempotent_hint)
+    return ("dangerous" if annotations.destructive_hint else "write"), idempotent
+
+
+@dataclass(frozen=True, repr=False)
+class MCPTool(Tool):
+    """A tool of an MCP server: an ordinary :class:`~agentnb.Tool` whose calls go to the server.
+
+    Built by :meth:`MCPServer.tools`; ``server`` names the server, ``remote_name`` is the tool's name there
+    (``name`` may carry the server's ``prefix``), ``annotations`` are the server's hints as it sent them.
+
+    Example:
+        >>> import sys, agentnb as anb
+        >>> with anb.MCPServer.stdio(sys.executable, ["-m", "agentnb.mcp_demo"]) as shop:  # doctest: +SKIP
+        ...     lookup = shop.tools(include=["lookup_order"])[0]
+        ...     lookup.risk, lookup.server, lookup(order_id="42")["item"]
+        ('read', 'shop', 'Blue kettle')
+    """
+
+    remote_name: str = ""
+    """The tool's name on the server."""
+    annotations: dict[str, Any] = field(default_factory=dict)
+    """The server's annotations (``readOnlyHint`` and so on), as sent."""
+    source: MCPServer | None = field(default=None, compare=False)
+    """The server object that runs the calls."""
+
+    def dump(self, validated: BaseModel) -> dict[str, Any]:
+        """The validated arguments, exactly as the model sent them (the server applies its own defaults)."""
+        return dict(cast(SchemaArguments, validated).arguments)
+
+    def invoke(self, validated: BaseModel, context: ToolContext | None = None,
+               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None) -> Any:
+        """Call the server and wait in this thread; ``on_loop`` receives a task whose cancelling cancels the call.
+
+        Raises:
+            MCPToolError: the tool answered ``isError``.
+            MCPServerError: the server could not be reached, lost the connection, or answered a protocol error.
+        """
+        arguments = self.dump(validated)
+        meta = {IDEMPOTENCY_META_KEY: context.idempotency_key} if context and context.idempotency_key else None
+        loop = asyncio.new_event_loop()
+        try:
+            task = loop.create_task(self._remote(arguments, meta))
+            if on_loop is not None:
+                on_loop(loop, task)
+            return loop.run_until_complete(task)
+        finally:
+            loop.close()
+
+    async def _remote(self, arguments: dict[str, Any], meta: dict[str, Any] | None) -> Any:
+        assert self.source is not None, "an MCPTool is built by MCPServer.tools()"
+        # The session lives on the background loop; cancelling this task cancels the future, which cancels the call
+        return await asyncio.wrap_future(submit(self.source._call(self.remote_name, arguments, meta)))
+
+    def __call__(self, *args: Any, **arguments: Any) -> Any:
+        """Call the tool directly (from a notebook cell too), with keyword arguments checked against the schema."""
+        if args:
+            raise TypeError(f"MCP tool {self.name!r} takes keyword arguments only (the schema names them)")
+        assert self.source is not None, "an MCPTool is built by MCPServer.tools()"
+        checked = self.dump(self.validate(arguments))
+        # not invoke(): that runs a loop of its own in this thread, and a notebook's thread already runs one
+        return run_coroutine(self.source._call(self.remote_name, checked, None), self.timeout)
+
+    def __repr__(self) -> str:
+        return f"<agentnb.MCPTool {self.server}:{self.remote_name}({', '.join(self._field_names)}) risk={self.risk}>"
