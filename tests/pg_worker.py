@@ -70,12 +70,15 @@ def main(argv: list[str]) -> None:
         try:
             if action == "approve":
                 run = anb.Run.resume(run_id, loop=refund_loop(store))
-                run.approve(run.pending_approvals()[0].call_id, by=f"worker {os.getpid()}")
+                # the call the person was asked about: when the other worker resolved it before this one loaded
+                # the run, approving it again must be refused (ApprovalError), not skipped by this worker
+                asked = next(e.call_id for e in run.events if e.type == "ApprovalRequested")
+                run.approve(asked, by=f"worker {os.getpid()}")
             else:
                 run = anb.Run.resume(run_id, loop=refund_loop(store), take_over=True)
             run.run()
             out = {"won": True, "state": run.state.value}
-        except (anb.RunLocked, anb.ApprovalError, anb.CheckpointError) as exc:
+        except (anb.RunLocked, anb.ApprovalError, anb.RunNotPaused, anb.CheckpointError) as exc:
             out = {"won": False, "error": type(exc).__name__, "message": str(exc)}
     print(json.dumps(out), flush=True)
 

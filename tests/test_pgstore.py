@@ -120,9 +120,10 @@ def test_two_workers_approving_one_run_resolve_it_once(
     outs = [result(p) for p in procs]
     assert sorted(o["won"] for o in outs) == [False, True], outs
     loser = next(o for o in outs if not o["won"])
-    # it lost at the lease (RunLocked), at the approval (ApprovalError), or at resume, when the winner wrote
-    # between its load and its lease ("moved on"): never by a second resolution
-    assert loser["error"] in ("ApprovalError", "RunLocked") or "moved on" in loser["message"], loser
+    # it lost at the lease (RunLocked), at the approval (ApprovalError; RunNotPaused when it loaded the run after
+    # the winner had resolved it), or at resume, when the winner wrote between its load and its lease ("moved
+    # on"): never by a second resolution
+    assert loser["error"] in ("ApprovalError", "RunNotPaused", "RunLocked") or "moved on" in loser["message"], loser
     events = store.load(run.run_id)
     assert sum(e.type == "ApprovalResolved" for e in events) == 1
     assert sum(e.type == "ToolFinished" and e.name == "create_refund" for e in events) == 1
