@@ -346,6 +346,8 @@ class OutputValidated(BaseEvent):
     """Field errors (``loc``, ``msg``, ``type``) when it failed."""
     attempt: int = 1
     """1 for the first final answer, 2 for the first correction, ..."""
+    final: bool = False
+    """A failed check after which no correction is owed: the retries are spent, and the run ends ``FAILED``."""
 
 
 @dataclass(slots=True, kw_only=True)

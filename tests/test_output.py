@@ -70,7 +70,9 @@ def test_failing_after_the_retries_ends_failed_with_the_reason() -> None:
     run = anb.Loop(model=model, output_type=Invoice, output_retries=1).start("b").run()
     assert run.state is S.FAILED and run.output is None
     assert "did not fit the output type after 2 attempts" in (run.reason or "") and "total_cents" in (run.reason or "")
-    assert checks(run) == [False]  # the second failure ends the run: no correction is owed
+    assert checks(run) == [False, False]  # every check is recorded; the second is final: no correction is owed
+    last = [e for e in run.events if e.type == "OutputValidated"][-1]
+    assert last.final and run.events[-1].type == "RunFinished" and run.events[-2] is last
 
 
 def test_a_text_answer_counts_when_it_is_json_that_fits_and_is_corrected_when_not() -> None:
@@ -221,3 +223,13 @@ def test_native_mode_corrections_never_ask_for_the_output_tool_it_does_not_offer
     assert "call final_result" in tool_mode.check_text("It is INV-7.")[2][0]["msg"]
     msg = native.check_text("It is INV-7.")[2][0]["msg"]
     assert "final_result" not in msg and "answer with JSON" in msg
+
+
+def test_the_last_failed_check_is_recorded_too_as_final_for_text_answers() -> None:
+    run = anb.Loop(model=anb.ScriptedModel([{"text": "It is INV-7."}] * 3), output_type=Invoice,
+                   output_retries=1).start("b").run()
+    assert run.state is S.FAILED and checks(run) == [False, False]
+    first, last = [e for e in run.events if e.type == "OutputValidated"]
+    assert not first.final and last.final and last.errors and "not JSON" in last.errors[0]["msg"]
+    turns = run.transcript.frames.turns()
+    assert turns["output_final"].tolist()[-1] is True and turns["output_ok"].tolist()[-1] is False

@@ -349,6 +349,7 @@ def _b_guard_tripped(ev: Any, ctx: CardContext) -> str:
 
 def _b_output_validated(ev: Any, ctx: CardContext) -> str:
     rows = [("verdict", '<span class="agentnb-k-ok">fits the output type</span>' if ev.ok else
+             '<span class="agentnb-k-bad">does not fit: no retries left, the run fails</span>' if ev.final else
              '<span class="agentnb-k-bad">does not fit: a correction goes back to the model</span>'),
             ("from", f"call <code>{esc(ev.call_id)}</code>" if ev.call_id else "the answer's text"),
             ("attempt", esc(ev.attempt))]
@@ -477,7 +478,8 @@ CARDS: dict[type[BaseEvent], CardSpec] = {
         _b_compression_applied),
     OutputValidated: CardSpec(
         "", lambda ev: (f"output fits (attempt {ev.attempt})" if ev.ok else
-                        f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"),
+                        f"output does not fit (attempt {ev.attempt}): {len(ev.errors)} error(s)"
+                        + (" · no retries left" if ev.final else "")),
         _b_output_validated),
     RunFinished: CardSpec("agentnb-k-end", lambda ev: f"{ev.final.value} · {short(ev.reason, 60)}", _b_run_finished,
                           status=lambda ev: ev.final.value.lower()),

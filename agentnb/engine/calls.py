@@ -146,11 +146,9 @@ def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         return _rejected(c, "output", c.output_error)
     attempt = rs.output_attempts + 1
     ok, value, errors = spec.check(c.arguments)
-    if not ok and attempt > spec.retries:
-        return output_failed(attempt, errors)
     return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                 state=S.VALIDATING, ok=ok, call_id=c.call_id, output=value, errors=errors,
-                                attempt=attempt))
+                                attempt=attempt, final=not ok and attempt > spec.retries))
 
 
 def _check_arguments(c: CallState, tool: ToolSpec, cfg: EngineConfig) -> Emit | BaseModel:

@@ -84,6 +84,8 @@ def decide(rs: RunState, cfg: EngineConfig, now: float | None = None) -> Action:
         >>> type(action.event).__name__ if isinstance(action, Emit) else action
         'ModelRequested'
     """
+    if rs.output_failure is not None and rs.state not in TERMINAL:  # a final output check failed
+        return _output_failed(rs.output_attempts, rs.output_failure)
     if now is not None and rs.state in _REQUESTING:
         return _at_results_ready(rs, cfg, now)
     return _DECIDE[rs.state](rs, cfg)
@@ -211,8 +213,9 @@ def _text_output(rs: RunState, cfg: EngineConfig, text: str) -> Emit:
     if ok:
         return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                     state=S.RESPONDED, ok=True, output=value, attempt=attempt))
-    if attempt > spec.retries:
-        return _output_failed(attempt, errors)
+    if attempt > spec.retries:  # recorded like every check; the run fails on the next decision
+        return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+                                    state=S.RESPONDED, ok=False, errors=errors, attempt=attempt, final=True))
     return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                 state=S.RESULTS_READY, ok=False, errors=errors, attempt=attempt))
 
@@ -289,7 +292,8 @@ def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | 
         if rs.output_ok:
             return _finish(S.COMPLETED, "the model answered in the tools-free finalization turn",
                            json.dumps(rs.final_output, ensure_ascii=False))
-        return _output_failed(rs.output_attempts + 1, errors)
+        return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=S.RESPONDED, ok=False,
+                                    errors=errors, attempt=rs.output_attempts + 1, final=True))
     if verdict is not None and verdict.state is not S.COMPLETED:
         return verdict
     text = resp.message.text

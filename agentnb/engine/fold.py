@@ -188,6 +188,8 @@ class RunState:
     output_ok: bool = False
     output_attempts: int = 0
     """Final answers checked against ``output_type`` so far."""
+    output_failure: list[dict[str, Any]] | None = None
+    """The errors of the last check when it was final (no correction owed): the run fails next."""
     tool_choice: Any = None
     """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
     output_note: str | None = None
@@ -460,6 +462,8 @@ def _f_output_validated(rs: RunState, ev: OutputValidated) -> None:
     rs.output_attempts = ev.attempt
     if ev.ok:
         rs.final_output, rs.output_ok = ev.output, True
+    elif ev.final:  # no correction turn follows: the run ends FAILED on the next decision
+        rs.output_failure = list(ev.errors) or [{"loc": "", "msg": "no answer"}]
     elif ev.call_id is None:  # a text answer: the correction goes out with the next request
         rs.output_note = output_correction(ev.errors)
     else:

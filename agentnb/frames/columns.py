@@ -155,6 +155,8 @@ TURNS: tuple[Column, ...] = (
            "fit the type (null: no final answer checked)"),
     Column("output", "string", "OutputValidated.output", "the validated output as compact JSON text", value=_json),
     Column("output_errors", "Int64", "OutputValidated.errors", "validation errors of the final answer", value=len),
+    Column("output_final", "boolean", "OutputValidated.final", "a failed check with no retries left (the run "
+           "ends FAILED)"),
 )
 
 def _choice_text(ev: Any) -> str | None:
