@@ -438,7 +438,7 @@ class Run:
         if lease is None or lease.expires - time.time() <= self._leases.half:
             self._leases.hold(rs.seq)
         self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
-        rs.apply(event)
+        rs.apply(event, checked=True)  # the transition was checked above, before the store took the event
         self._events.append(event)
         if state is S.WAITING_APPROVAL or state in TERMINAL:
             self._let_go()

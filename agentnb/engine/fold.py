@@ -195,8 +195,11 @@ class RunState:
     output_note: str | None = None
     """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
 
-    def apply(self, event: BaseEvent) -> None:
+    def apply(self, event: BaseEvent, *, checked: bool = False) -> None:
         """Apply one event: check it against the transition table, then fold it in.
+
+        ``checked=True`` skips the transition check, for a driver that made it already (before storing the
+        event: see ``Run._append``); the ``seq`` and ``run_id`` checks always run.
 
         Raises:
             IllegalTransition: when the event is not allowed in the current state.
@@ -206,10 +209,11 @@ class RunState:
             raise ValueError(f"event seq {event.seq} does not follow seq {self.seq - 1}")
         if self.run_id and event.run_id != self.run_id:
             raise ValueError(f"event of run {event.run_id!r} in run {self.run_id!r}")
-        etype = event.type
-        allowed = TRANSITIONS[self.state].get(etype)
-        if allowed is None or event.state not in allowed:
-            check_transition(self.state, etype, event.state)  # raises, naming the state and the event
+        if not checked:
+            etype = event.type
+            allowed = TRANSITIONS[self.state].get(etype)
+            if allowed is None or event.state not in allowed:
+                check_transition(self.state, etype, event.state)  # raises, naming the state and the event
         _FOLD[type(event)](self, event)
         self.state = event.state
         self.seq += 1
@@ -224,6 +228,11 @@ class RunState:
         return rs
 
     # -- queries ---------------------------------------------------------------------------------------
+
+    def result_for(self, call_id: str) -> ToolResultPart | None:
+        """The result bound to a call of the current turn so far (None: none yet, or no such call)."""
+        c = self.calls.get(call_id)
+        return c.result if c is not None else None
 
     def pending_approvals(self) -> list[CallState]:
         """Calls waiting for a person, in the model's order."""
@@ -247,7 +256,7 @@ def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callabl
 
 def _converse(rs: RunState, ev: BaseEvent) -> None:
     """Apply the event's conversation step (a replacement starts a new list: time travel keeps the old one)."""
-    step = conversation_step(ev, lambda cid: rs.calls[cid].result if cid in rs.calls else None)
+    step = CONVERSATION_STEPS[type(ev)](ev, rs.result_for)  # conversation_step, without its lookup's misses
     if step is None:
         return
     if step.replaces:
@@ -352,7 +361,8 @@ def _f_call_validated(rs: RunState, ev: CallValidated) -> None:
 
 def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
     c.status = "done"
-    c.result = result_of(ev, c.part)
+    answer = ANSWERS[type(ev)](ev)  # result_of, for an event class known to answer
+    c.result = result_from(answer, c.part) if answer is not None else None
     rs.tool_calls += 1
 
 
