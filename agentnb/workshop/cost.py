@@ -28,9 +28,10 @@ from ..providers.scripted import ScriptedModel, ScriptStep
 from ..run import Loop, Run
 from ..states import LoopState
 from ..tools import tool
-from ._common import Hints, calls, is_placeholder, safe_run, shown
+from ._common import Hints, calls, safe_run
 from ._guard import Leash
 from ._report import Report
+from .policy_budget import is_budget
 
 __all__ = ["COST_LIMIT", "COST_MODEL", "COST_PRICES", "check_cost"]
 
@@ -108,15 +109,8 @@ def _turns_before_trip(run: Run) -> tuple[GuardTripped | None, int]:
 def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash: Leash) -> None:
     """Notebook 13: a Budget that stops a ``gpt-4.1-mini`` run once it has spent $0.02, then asks for an answer."""
     del leash  # a Budget is data: nothing of the student's runs
-    if is_placeholder(budget):
-        report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`", kind="missing")
+    if not is_budget(report, budget):
         return
-    if not isinstance(budget, Budget):
-        report.fix("a budget", f"got {shown(budget)}",
-                   ("a budget is an object agentnb reads: which class makes one?",
-                    "make it with anb.Budget(...), with the limits as keyword arguments"), kind="type")
-        return
-    report.ok("it is a Budget")
     scenarios = [
         ("a model that reads long pages and never stops", [_reading(rng) for _ in range(40)]),
         ("a model that writes a lot and never stops", [_writing(rng) for _ in range(40)]),

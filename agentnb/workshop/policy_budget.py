@@ -38,7 +38,7 @@ from ._common import (
 from ._guard import Leash
 from ._report import Report
 
-__all__ = ["budget_runs", "check_budget", "check_policy", "money", "takes"]
+__all__ = ["budget_runs", "check_budget", "is_budget", "check_policy", "money", "takes"]
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
@@ -228,19 +228,26 @@ def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> 
     return out
 
 
-def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, rng: random.Random,
-                 leash: Leash) -> None:
-    """Notebook 04: a Budget that lets the model make ``calls_allowed`` tool calls, then asks for an answer."""
-    del leash  # a Budget is data: nothing of the student's runs
+def is_budget(report: Report, budget: Any) -> bool:
+    """Whether the answer is a ``Budget`` (a FIX line says what it is instead; an ``ok`` line when it is one)."""
     if is_placeholder(budget):
         report.fix("a budget", "not written yet", "write `budget = anb.Budget(...)`", kind="missing")
-        return
+        return False
     if not isinstance(budget, Budget):
         report.fix("a budget", f"got {shown(budget)}",
                    ("a budget is an object agentnb reads: which class makes one?",
                     "make it with anb.Budget(...), with the limits as keyword arguments"), kind="type")
-        return
+        return False
     report.ok("it is a Budget")
+    return True
+
+
+def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, rng: random.Random,
+                 leash: Leash) -> None:
+    """Notebook 04: a Budget that lets the model make ``calls_allowed`` tool calls, then asks for an answer."""
+    del leash  # a Budget is data: nothing of the student's runs
+    if not is_budget(report, budget):
+        return
     budget_runs(report, budget, calls_allowed, rng, "")
 
 
