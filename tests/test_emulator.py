@@ -182,3 +182,25 @@ def test_requests_are_logged_with_findings(emu: Emulator, clients: dict[str, Any
     last = emu.requests[-1]
     assert last.status == 400 and last.provider == "openai_chat"
     assert [f.code for f in last.findings] == ["orphan_result"]
+
+
+def test_a_script_that_raises_is_answered_once_not_retried_and_does_not_move_the_script_on() -> None:
+    def broken(messages: Any) -> Any:
+        raise RuntimeError("the script's own bug")
+
+    with Emulator([broken, {"text": "later"}]) as e:
+        client = openai.OpenAI(base_url=e.url("openai"), api_key="offline", max_retries=2)  # the SDK's default
+        hi = [{"role": "user", "content": "hi"}]
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model="gpt-4.1", messages=hi)  # type: ignore[arg-type]
+        assert info.value.response.headers["x-should-retry"] == "false"
+        assert "RuntimeError: the script's own bug" in str(info.value)
+        assert [r.status for r in e.requests] == [500]  # asked once: a retry would have taken the next turn
+        again = client.chat.completions.create(model="gpt-4.1", messages=hi)  # type: ignore[arg-type]
+        assert again.choices[0].message.content == "later"
+        anthropic_client = anthropic.Anthropic(base_url=e.url("anthropic"), api_key="offline", max_retries=2)
+        e.play([broken])
+        with pytest.raises(anthropic.InternalServerError):
+            anthropic_client.messages.create(model="claude-sonnet-4-6", max_tokens=10,
+                                             messages=[{"role": "user", "content": "hi"}])
+        assert [r.status for r in e.requests][-1] == 500 and len(e.requests) == 3

@@ -118,13 +118,15 @@ class _Request(Exception):
     """An answer decided before the script runs (an invalid request, a fault)."""
 
     def __init__(self, status: int, message: str, param: str | None = None, retry_after: float | None = None,
-                 findings: list[Finding] | None = None) -> None:
+                 findings: list[Finding] | None = None, retry: bool = True) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.retry_after = retry_after
         self.findings = findings or []
+        self.retry = retry
+        """False: the answer says ``x-should-retry: false`` (the SDKs that honour it do not ask again)."""
 
 
 class Emulator:
@@ -466,8 +468,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(provider, path, body, _Request(400, "Invalid request: the JSON body is nested too deeply."),
                         stream)
             return
-        except Exception as exc:  # a bug in a script function: answer as the service does for its own errors
-            self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}"), stream)
+        except Exception as exc:  # a bug in a script function: answer as the service does for its own errors,
+            # but tell the SDKs not to retry: asking again would only move the script on to its next turn
+            self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}", retry=False), stream)
             return
         emu.requests.append(Logged(provider, path, body, 200, stream))
         if not stream:
@@ -483,6 +486,8 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {}
         if exc.retry_after is not None:
             headers["retry-after"] = f"{exc.retry_after:g}"
+        if not exc.retry:
+            headers["x-should-retry"] = "false"
         self._json(exc.status, error_body(provider, exc.status, exc.message, exc.param), headers)
 
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
