@@ -16,20 +16,12 @@ from ..findings import Finding
 from ..importers import Imported, transcript_of
 from ..messages import Message, ToolCallPart, ToolResultPart
 from ..pairing import check
+from ..providers._wire import loads_object
 
 
 def dumps(value: Any) -> str:
     """A result or argument value as the text a model would read (strings as they are)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def loads_object(raw: str) -> dict[str, Any] | None:
-    """Arguments text as a JSON object, or None when it is not one."""
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 class History:

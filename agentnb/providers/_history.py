@@ -17,18 +17,10 @@ from typing import Any
 from ..events import ToolInfo
 from ..findings import Finding, Severity
 from ..messages import Message, ResultStatus, ToolCallPart, ToolResultPart
+from ._wire import loads_object
 from .wireapi import History
 
-__all__ = ["Builder", "dumps_value", "loads_object", "tool_info"]
-
-
-def loads_object(raw: str) -> dict[str, Any] | None:
-    """The JSON object in ``raw``, else None."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+__all__ = ["Builder", "dumps_value", "tool_info"]
 
 
 def dumps_value(value: Any) -> str:
