@@ -256,7 +256,7 @@ def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callabl
 
 def _converse(rs: RunState, ev: BaseEvent) -> None:
     """Apply the event's conversation step (a replacement starts a new list: time travel keeps the old one)."""
-    step = CONVERSATION_STEPS[type(ev)](ev, rs.result_for)  # conversation_step, without its lookup's misses
+    step = conversation_step(ev, rs.result_for)
     if step is None:
         return
     if step.replaces:
@@ -361,8 +361,7 @@ def _f_call_validated(rs: RunState, ev: CallValidated) -> None:
 
 def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
     c.status = "done"
-    answer = ANSWERS[type(ev)](ev)  # result_of, for an event class known to answer
-    c.result = result_from(answer, c.part) if answer is not None else None
+    c.result = result_of(ev, c.part)
     rs.tool_calls += 1
 
 
