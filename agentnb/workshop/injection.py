@@ -22,7 +22,7 @@ from ..providers.scripted import ScriptedModel
 from ..run import Loop
 from ..states import LoopState
 from ..tools import tool
-from ._common import Hints, calls, is_placeholder, no_result, policy_crash, reply, short, shown
+from ._common import Hints, calls, no_result, policy_crash, reply, short, shown
 from ._guard import Leash
 from ._report import Report
 
@@ -127,14 +127,9 @@ def _subject(name: str, args: dict[str, Any]) -> str:
 
 def check_injection(report: Report, policy: Any = None, *, rng: random.Random, leash: Leash) -> None:
     """Notebook 12: ``needs_approval(call, state)``: sends outside ``example-shop.com`` wait for a person."""
-    if is_placeholder(policy) or not callable(policy):
-        got = "not written yet" if is_placeholder(policy) else f"got {shown(policy)}"
-        report.fix("a policy", got, "write `def needs_approval(call, state): return ...` returning True or False",
-                   kind="missing")
-        return
-    from .exercises import takes  # the arity check every policy exercise shares
+    from .policy_budget import is_policy  # the checks every policy exercise shares
 
-    if not takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state"):
+    if not is_policy(report, policy):
         return
     seen: list[tuple[tuple[Any, ...], Any]] = []
     wrapped = leash.wrap(policy, seen)

@@ -38,7 +38,7 @@ from ._common import (
 from ._guard import Leash
 from ._report import Report
 
-__all__ = ["budget_runs", "check_budget", "is_budget", "check_policy", "money", "takes"]
+__all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "takes"]
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
@@ -49,15 +49,20 @@ def money(cents: int) -> str:
     return f"${cents / 100:,.2f}"
 
 
-def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000, rng: random.Random,
-                 leash: Leash) -> None:
-    """Notebook 03: ``needs_approval(call, state) -> bool``: refunds of ``limit_cents`` or more need a person."""
+def is_policy(report: Report, policy: Any) -> bool:
+    """Whether the answer is a function of ``(call, state)`` (a FIX line says what it is instead)."""
     if is_placeholder(policy) or not callable(policy):
         got = "not written yet" if is_placeholder(policy) else f"got {shown(policy)}"
         report.fix("a policy", got, "write `def needs_approval(call, state): return ...` returning True or False",
                    kind="missing")
-        return
-    if not takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state"):
+        return False
+    return takes(policy, 2, report, "a policy", "def needs_approval(call, state)", "the call and the run's state")
+
+
+def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000, rng: random.Random,
+                 leash: Leash) -> None:
+    """Notebook 03: ``needs_approval(call, state) -> bool``: refunds of ``limit_cents`` or more need a person."""
+    if not is_policy(report, policy):
         return
     lim = limit_cents
 
