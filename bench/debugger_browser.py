@@ -36,6 +36,27 @@ from tests.browser.server import jupyter_server  # noqa: E402
 T = 120_000
 
 
+def run_notebook(browser: Any, server: dict[str, Any], stem: str, source: str) -> Any:
+    """A new JupyterLab page on a one-cell notebook, its kernel idle, after *Run All Cells*."""
+    import re
+
+    from playwright.sync_api import expect
+
+    name = f"{stem}_{int(time.time() * 1000)}.ipynb"
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
+                     "source": source}],
+          "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                      "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    (server["root"] / name).write_text(json.dumps(nb))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server['url']}/lab/tree/{name}?reset&token={server['token']}", timeout=T)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    return page
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -108,24 +129,9 @@ dbg"""
 
 def lab_open(browser: Any, server: dict[str, Any], path: Path, n: int, repeats: int) -> dict[str, float]:
     """Open a transcript in the debugger in JupyterLab; the kernel's and the page's shares of the time."""
-    import re
-
-    from playwright.sync_api import expect
-
     kernel, page_share, clicks, scrolls = [], [], [], []
     for r in range(repeats):
-        name = f"bench_{n}_{r}_{int(time.time() * 1000)}.ipynb"
-        nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
-                         "source": NOTEBOOK.format(path=str(path))}],
-              "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                          "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
-        (server["root"] / name).write_text(json.dumps(nb))
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{server['url']}/lab/tree/{name}?reset&token={server['token']}", timeout=T)
-        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-        expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        page = run_notebook(browser, server, f"bench_{n}_{r}", NOTEBOOK.format(path=str(path)))
         page.wait_for_function(f"(globalThis.agentnbMetrics?.marks.rows || 0) >= {n}", timeout=T, polling=50)
         page.wait_for_timeout(100)
         marks = page.evaluate("agentnbMetrics.marks")
@@ -149,22 +155,9 @@ stream"""
 
 def lab_stream(browser: Any, server: dict[str, Any]) -> dict[str, float]:
     """Continue a run streaming about 500 fragments a second; how far behind the run the page is drawn."""
-    import re
-
     from playwright.sync_api import expect
 
-    name = f"bench_stream_{int(time.time() * 1000)}.ipynb"
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
-                     "source": STREAM}],
-          "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                      "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
-    (server["root"] / name).write_text(json.dumps(nb))
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(f"{server['url']}/lab/tree/{name}?reset&token={server['token']}", timeout=T)
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page = run_notebook(browser, server, "bench_stream", STREAM)
     root = page.locator(".agentnb-debugger").first
     root.locator("button.agentnb-btn-continue").wait_for(timeout=T)
     expect(root.locator(".agentnb-header")).to_contain_text("NEW", timeout=T)
