@@ -17,7 +17,6 @@ For each :class:`~agentnb.providers.wireapi.WireAPI` in :data:`agentnb.providers
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,12 +27,12 @@ from agentnb.findings import run_rule
 from agentnb.lint import lint
 from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart
 from agentnb.providers import WIRE_APIS, WireAPI
-from agentnb.providers.sse import iter_json_array, iter_sse_json
+from tests.test_wire_corpus import EXPECTED
+from tests.test_wire_corpus import WIRE as CORPUS
+from tests.test_wire_corpus import events as corpus_events
 
 APIS = list(WIRE_APIS.values())
 NAMES = [api.name for api in APIS]
-CORPUS = Path(__file__).parent / "fixtures" / "wire"
-EXPECTED: dict[str, Any] = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))["files"]
 
 
 def corpus_api(folder: str) -> WireAPI | None:
@@ -66,16 +65,6 @@ def test_the_record_is_whole(api: WireAPI) -> None:
 # -- the recorded corpus ------------------------------------------------------------------------------------
 
 
-def _corpus_events(path: str) -> list[Any]:
-    data = (CORPUS / path).read_bytes()
-    fmt = EXPECTED[path]["format"]
-    if fmt == "sse":
-        return list(iter_sse_json([data]))
-    if fmt == "json-array-stream":
-        return list(iter_json_array([data]))
-    return [json.loads(data)]
-
-
 def test_every_corpus_folder_is_a_registered_api() -> None:
     assert {p.split("/")[0] for p in EXPECTED} <= {p.split("/")[0] for p in EXPECTED if corpus_api(p.split("/")[0])}
 
@@ -87,7 +76,7 @@ def test_the_recorded_corpus_parses(api: WireAPI) -> None:
         pytest.skip(f"no recorded corpus for {api.name} in {CORPUS}")
     for path in cases:
         exp = EXPECTED[path]["expected"]
-        items = _corpus_events(path)
+        items = corpus_events(path)
         if EXPECTED[path]["format"] == "json":
             turn = api.parse_response(items[0])
         else:
