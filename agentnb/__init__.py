@@ -45,6 +45,7 @@ from .frames import Frames
 from .guards import Budget, UnpricedModelWarning
 from .importers import import_history
 from .lint import Finding, lint
+from .loop import Loop
 from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
 from .pgstore import PostgresStore
@@ -60,7 +61,7 @@ from .providers import (
 from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
 from .recorder import Recorder
-from .run import Loop, Run
+from .run import Run
 from .states import TRANSITIONS, LoopState
 from .store import MemoryStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool

@@ -50,7 +50,8 @@ from .collection import TranscriptCollection
 from .events import BaseEvent
 from .exceptions import AgentnbError
 from .guards import cost as price_tokens
-from .run import Loop, Run
+from .loop import Loop
+from .run import Run
 from .states import PAUSED, TERMINAL, LoopState
 from .store import Store, as_store
 from .transcript import Transcript

@@ -1,21 +1,18 @@
-"""The driver: :class:`Run` performs the engine's actions; it is the only place that does I/O.
+"""The driver: :class:`Run` is the loop -- decide, perform through a port, receive, append -- and its public methods.
 
-Theory of operation. ``Run`` asks :func:`~agentnb.engine.decide` what comes next and does it: appends the
-event the engine built, pulls the next item of the model's answer (lazily, so one ``step()`` can be one
-merged fragment: :mod:`agentnb.driver.stream`), runs started calls (:mod:`agentnb.driver.executor`),
-summarizes for compression. What it brings back from I/O -- an item, a model error and the time spent, a
-tool's outcome, a person's decision -- goes through the engine's functions for it
-(:mod:`agentnb.engine.inputs`), which return the event; the driver stamps it with the time
-(:func:`~agentnb.engine.stamp`), masks secrets in it (:mod:`agentnb.driver.scrub`), writes it to the
-store, and only then folds it. Everything a ``Run`` knows comes from folding those events
-(:class:`~agentnb.engine.RunState`).
+Theory of operation. ``Run`` asks :func:`~agentnb.engine.decide` what comes next. An :class:`~agentnb.engine.Emit`
+is appended as it is; anything else needs I/O, which a port performs and returns as a typed record
+(:mod:`agentnb.engine.results`): the model port (:mod:`agentnb.driver.model_port`) pulls one item of the
+model's answer, the tool port (:mod:`agentnb.driver.tool_port`) claims effects and runs calls, a person's
+answer arrives through :meth:`Run.approve` and its siblings. The engine's :func:`~agentnb.engine.receive`
+turns each record into the event; ``Run`` stamps it (:func:`~agentnb.engine.stamp`), masks secrets in it
+(:mod:`agentnb.driver.scrub`), writes it to the store, and only then folds it. Nothing here decides.
 
 Guarantees per crash point: an event changes the run only after the store accepted it, so a store fault
-leaves the run equal to its checkpoint (stepping again carries on); a model item or a tool outcome whose
-event could not be written is kept and written on the next step, never asked for or run again; the run's
-lease (:mod:`agentnb.driver.lease`) keeps a second driver out. Resuming (:meth:`Run.resume`) folds the
-stored log again and checks it may go on; forking (:meth:`Run.fork`, :mod:`agentnb.driver.fork`) folds a
-prefix of it.
+leaves the run equal to its checkpoint (stepping again carries on); an I/O result whose event could not be
+written is held and received again on the next step, never asked for or run again; the run's lease
+(:mod:`agentnb.driver.lease`) keeps a second driver out. Listeners get each event with the run's state after
+it, so nobody folds the log again.
 """
 
 from __future__ import annotations
@@ -28,52 +25,52 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .driver.approvals import check_request
-from .driver.executor import Executor
-from .driver.history import (
-    NATIVE_OUTPUT,
-    budget_settings,
-    complete_history,
-    policy_revision,
-    summarize,
-    summary_history,
-)
+from .driver.fork import plan_fork
+from .driver.history import budget_settings, complete_history, summarize, summary_history
 from .driver.lease import LeaseKeeper
+from .driver.model_port import ModelPort
+from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
-from .driver.stream import ModelStream
+from .driver.tool_port import Job, StopFlag, ToolPort
 from .driver.view import RunView
 from .engine import (
+    AwaitFirst,
     CallState,
+    Cancelled,
     Compress,
+    Decision,
+    DuplicateDone,
     Emit,
+    ModelLost,
     PullModel,
     RunState,
     RunTool,
+    Summary,
+    ToolReturned,
+    ToolStopped,
+    call_limit,
     decide,
-    finished,
-    resolution,
+    ledger_key,
+    receive,
+    request_for,
     run_started,
     stamp,
-    summarized,
+    waiting,
 )
-from .events import BaseEvent, CallValidated, ResultsBound
-from .exceptions import (
-    ApprovalError,
-    CheckpointError,
-    RunLocked,
-    RunNotPaused,
-)
+from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
+from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
 from .loop import Loop
 from .messages import Message, coerce_messages
+from .outcomes import EffectDone
+from .providers.base import Seekable
 from .redact import RunSecrets, redact, redact_text
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
-from .store import EffectDone, Store, as_store
+from .store import Store, as_store
 from .tools import jsonable, render_value
 from .transcript import Transcript
 
 _now = datetime.now
-
-__all__ = ["NATIVE_OUTPUT", "Loop", "Run", "complete_history", "policy_revision", "summary_history"]
+Listener = Callable[[BaseEvent, RunState], None]
 
 
 class Run:
@@ -89,10 +86,8 @@ class Run:
         '{"city": "Paris", "temp_c": 18, "sky": "sunny"}'
     """
 
-    def __init__(
-        self, loop: Loop, messages: list[Message], *, run_id: str | None = None, operation_id: str | None = None,
-        store: Store | None = None,
-    ) -> None:
+    def __init__(self, loop: Loop, messages: list[Message], *, run_id: str | None = None,
+                 operation_id: str | None = None, store: Store | None = None) -> None:
         self.loop = loop
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
         self.operation_id = operation_id or self.run_id
@@ -103,16 +98,17 @@ class Run:
         self._leases = LeaseKeeper(self.store, self.run_id, loop.lease_ttl)
         self._drive = threading.RLock()
         """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
-        self._cancel_reason: str | None = None
-        self._exec = Executor(self)
+        self._stop = StopFlag()
         self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
-        self._listeners: list[Callable[[BaseEvent], None]] = []
-        self._model = ModelStream(self)
+        self._listeners: list[Listener] = []
+        self._model = ModelPort(loop.model, self._secrets, loop.config.budget)
+        self._tools = ToolPort(self.store, loop.registry, self.run_id, self._secrets, loop.config.budget.max_parallel,
+                               self._stop)
+        self._held: list[Any] = []
+        """I/O results whose events a store fault kept out: received and written first on the next step."""
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
-        if loop.system:
-            messages = [Message.system(loop.system), *messages]
-        self._initial = messages
+        self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -124,10 +120,10 @@ class Run:
     @property
     def output(self) -> Any:
         """The final answer: its text, or for a loop with ``output_type`` the typed object (None until then)."""
-        spec = self.loop.config.output
+        spec, rs = self.loop.config.output, self._rs
         if spec is not None:
-            return spec.typed(self._rs.final_output) if self._rs.output_ok and self._rs.state is S.COMPLETED else None
-        return self._rs.output
+            return spec.typed(rs.final_output) if rs.output_ok and rs.state is S.COMPLETED else None
+        return rs.output
 
     @property
     def reason(self) -> str | None:
@@ -137,9 +133,7 @@ class Run:
     @property
     def messages(self) -> list[Message]:
         """The canonical conversation so far (a copy)."""
-        if self._rs.state is S.NEW:
-            return list(self._initial)
-        return list(self._rs.messages)
+        return list(self._initial) if self._rs.state is S.NEW else list(self._rs.messages)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -157,7 +151,7 @@ class Run:
             >>> run.run().view.tool_calls, before.tool_calls
             (1, 0)
         """
-        return RunView(self)
+        return RunView(lambda: self._rs, self._events)
 
     @property
     def done(self) -> bool:
@@ -169,24 +163,22 @@ class Run:
         """True while the run waits for a person."""
         return self._rs.state is S.WAITING_APPROVAL
 
-    @property
-    def _owner(self) -> str:
-        return self._leases.owner
-
     def pending_approvals(self) -> list[CallState]:
         """Calls waiting for approval, in the model's order."""
         return self._rs.pending_approvals()
 
-    def on_event(self, callback: Callable[[BaseEvent], None]) -> None:
-        """Call ``callback(event)`` after every appended event (the debugger listens here)."""
+    def on_event(self, callback: Listener) -> None:
+        """Call ``callback(event, state)`` after every appended event, ``state`` being the run's fold after it.
+
+        ``state`` is the run's own state, shared so that no listener folds the log again: read it, never change
+        it (``run.view`` is a snapshot of your own). The debugger and the OpenTelemetry writer listen here.
+        """
         self._listeners.append(callback)
 
     # -- driving -------------------------------------------------------------------------------------
 
     def step(self) -> BaseEvent | None:
-        """Do exactly one event's worth of work and return that event.
-
-        Returns None when there is nothing to do: the run is over, or it waits for an approval.
+        """Do exactly one event's worth of work and return that event (None: the run is over or waits for a person).
 
         Raises:
             CheckpointError: the store refused the event (locked, disk full, read-only); the run is left equal
@@ -194,40 +186,37 @@ class Run:
             RunLocked: another driver holds the run.
         """
         with self._drive:
-            return self._step_locked()
+            return self._started() if self._rs.state is S.NEW else self._step(batch=False)
 
-    def _step_locked(self) -> BaseEvent | None:
-        if self._rs.state is S.NEW:
-            loop, cfg = self.loop, self.loop.config
-            model = f"{getattr(loop.model, 'provider', '?')}:{getattr(loop.model, 'name', '?')}"
-            return self._append(run_started(
-                self.run_id, self._initial, model, loop.tool_infos, {
-                    "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted,
-                    "budget": budget_settings(cfg.budget), "request": cfg.settings, "operation_id": self.operation_id,
-                    "policy_revision": loop.policy_revision, "headless": cfg.headless,
-                }))
-        return self._step(batch=False)
+    def _started(self) -> BaseEvent:
+        loop, cfg = self.loop, self.loop.config
+        model = f"{getattr(loop.model, 'provider', '?')}:{getattr(loop.model, 'name', '?')}"
+        return self._write(Emit(run_started(self.run_id, self._initial, model, loop.tool_infos, {
+            "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
+            "request": cfg.settings, "operation_id": self.operation_id, "policy_revision": loop.policy_revision,
+            "headless": cfg.headless})))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
-        rs = self._rs
-        cfg = self.loop.config
-        if self._cancel_reason is not None:
-            reason, self._cancel_reason = self._cancel_reason, None
-            return self._cancel_now(reason)
+        if self._held:
+            return self._drain()
+        if self._stop.reason is not None:
+            return self._cancel_now(self._stop.take() or "")
+        rs, cfg = self._rs, self.loop.config
         action = decide(rs, cfg, time.time() if cfg.budget.deadline_s is not None else None)
         if type(action) is Emit:  # the common case first (five of the seven events of a round trip)
-            event = self._append(action.event)
-            if action.validated is not None and isinstance(event, CallValidated):  # run the call with it, later
-                self._exec.validated[event.call_id] = (event.arguments, action.validated)
-            return event
+            return self._write(action)
         if isinstance(action, PullModel):
-            return self._model.pull()
+            result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
+            event = self._receive(result)
+            if isinstance(event, ModelRetried):
+                self._model.back_off(event.delay_s)
+            return event
         if isinstance(action, RunTool):
-            if batch and cfg.budget.max_parallel > 1:
-                return self._exec.execute([c for c in rs.calls.values() if c.status == "running"])
-            return self._exec.execute([rs.calls[action.call_id]])
+            calls = [c for c in rs.calls.values() if c.status == "running"] if batch and cfg.budget.max_parallel > 1 \
+                else [rs.calls[action.call_id]]
+            return self._execute(calls)
         if isinstance(action, Compress):
-            return self._compress(action.tokens)
+            return self._receive(self._summary(action.tokens))
         return None  # Wait or Done
 
     def run(self) -> Run:
@@ -237,7 +226,7 @@ class Run:
         """
         with self._drive:
             if self._rs.state is S.NEW:
-                self.step()
+                self._started()
             step = self._step
             while step(batch=True) is not None:
                 pass
@@ -258,26 +247,27 @@ class Run:
         running calls are waited for, calls not started yet get ``skipped`` results -- and returns None.
         """
         if not self._drive.acquire(blocking=False):
-            self._cancel_reason = reason
+            self._stop.reason = reason
             return None
         try:
             if self.done:
                 return None
             if self._rs.state is S.NEW:
-                self._step_locked()
+                self._started()
             return self._cancel_now(reason)
         finally:
             self._drive.release()
 
     def _cancel_now(self, reason: str) -> BaseEvent:
         self._model.close()
-        self._exec.cancel_running(reason)
-        return self._append(finished(S.CANCELLED, reason))
+        while self._held:  # calls that ran keep what happened, never "skipped"
+            self._drain()
+        for c in [c for c in self._rs.calls.values() if c.status == "running"]:
+            self._receive(ToolStopped(c.call_id, "cancelled", started=False, reason=reason, queued=False))
+        return self._receive(Cancelled(reason))
 
-    def fork(
-        self, at: int | None = None, *, results: dict[str, Any] | None = None,
-        arguments: dict[str, dict[str, Any]] | None = None,
-    ) -> Run:
+    def fork(self, at: int | None = None, *, results: dict[str, Any] | None = None,
+             arguments: dict[str, dict[str, Any]] | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
         The fork keeps the history up to the last complete point at or before ``at`` (a turn whose calls are
@@ -300,83 +290,34 @@ class Run:
             >>> other.state.value, run.events[-1].type
             ('COMPLETED', 'RunFinished')
         """
-        from .driver.fork import fork
+        plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments)
+        forked = plan.loop.start(plan.history)
+        model = plan.loop.model
+        if isinstance(model, Seekable):
+            model.seek(forked.run_id, plan.seek)
+        return forked
 
-        return fork(self, at, results=results, arguments=arguments)
+    # -- a person's answers ------------------------------------------------------------------------------
 
-    # -- approvals -----------------------------------------------------------------------------------
-
-    def _pending(self, call_id: str) -> CallState:
-        if self._rs.state is not S.WAITING_APPROVAL:
-            raise RunNotPaused(f"the run is {self._rs.state.value}, not waiting for an approval")
-        call = self._rs.calls.get(call_id)
-        if call is None:
-            known = ", ".join(c.call_id for c in self._rs.pending_approvals()) or "(none)"
-            raise ApprovalError(f"no call {call_id!r} in this turn; calls waiting for approval: {known}")
-        if call.status != "awaiting_approval":
-            raise ApprovalError(f"call {call_id!r} is not waiting for approval (it is {call.status})")
-        return call
-
-    def _resolve(self, call: CallState, decision: str, effect: EffectDone | None = None, **answer: Any) -> BaseEvent:
-        with self._drive:
-            try:
-                self._leases.hold(self._rs.seq)
-            except (RunLocked, CheckpointError) as exc:
-                if not self._leases.moved_on(exc, self._rs.seq):
-                    raise
-                self._reload()
-                raise ApprovalError(
-                    f"call {call.call_id!r} was not resolved here: another driver holds or moved the run on ({exc}). "
-                    f"This Run now shows the stored state: {self.state.value}."
-                ) from exc
-            return self._append(resolution(self._rs, call, decision, **answer), effect=effect)
-
-    def _reload(self) -> None:
-        """Fold the stored events again: this Run becomes what the store says."""
-        events = self.store.load(self.run_id)
-        self._rs = RunState.fold(events)
-        self._events[:] = events
-        self._leases.lease = None
-
-    def approve(
-        self, call_id: str, *, by: str | None = None, note: str | None = None, arguments: dict[str, Any] | None = None,
-        digest: str | None = None,
-    ) -> BaseEvent:
+    def approve(self, call_id: str, *, by: str | None = None, note: str | None = None,
+                arguments: dict[str, Any] | None = None, digest: str | None = None) -> BaseEvent:
         """Approve a waiting call, optionally with edited arguments (validated against the schema first).
 
-        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means
-        "run it again with the same idempotency key".
-
-        Args:
-            call_id: the call.
-            by: who approved (recorded).
-            note: why (recorded).
-            arguments: edited arguments; validated against the tool's schema and recorded as edited.
-            digest: the ``arguments_digest`` the approver saw; refused if the waiting arguments differ.
+        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means "run it
+        again with the same idempotency key". ``digest`` is the ``arguments_digest`` the approver saw.
 
         Raises:
             RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
             ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
             DigestMismatch: the arguments are not the ones the approver saw.
-            pydantic.ValidationError: edited arguments fail the tool's schema (nothing is recorded).
-            InvalidArguments, ValueConversionError: edited arguments the value boundary refuses (a lone
-                surrogate, nesting too deep, a non-finite number the schema does not allow; nothing is recorded).
+            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit
+                (nothing is recorded).
         """
-        call = self._pending(call_id)
-        if call.kind == "client_result":
-            raise ApprovalError(f"call {call_id!r} runs on the client: answer it with run.submit_result(...)")
-        check_request(self, call, digest, for_approval=True)
-        edited = None
-        if arguments is not None:
-            tool = self.loop.registry.get(call.name)
-            assert tool is not None
-            edited = tool.dump(tool.validate(arguments))
-        return self._resolve(call, "approved", by=by, note=note, arguments=edited)
+        return self._decide(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
 
     def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
         """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
-        call = self._pending(call_id)
-        return self._resolve(call, "denied", by=by, note=reason)
+        return self._decide(Decision(call_id, "denied", _now(UTC), by, reason))
 
     def submit_result(self, call_id: str, value: Any, *, by: str | None = None, note: str | None = None) -> BaseEvent:
         """Answer a waiting call with a result instead of running it.
@@ -384,17 +325,38 @@ class Run:
         For a client-executed tool, ``value`` is what the client computed. For a call whose outcome was unknown
         after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
         """
-        call = self._pending(call_id)
-        check_request(self, call, None, for_approval=False)
+        waiting(self._rs, call_id)
         audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
         content = redact_text(render_value(audit))
-        tool = self.loop.registry.get(call.name)
-        key = call.idempotency_key
-        effect = None
-        if key and tool is not None and tool.side_effects:
-            self.store.claim_effect(key, self.run_id, call.call_id, call.name)  # no-op when claimed before
-            effect = EffectDone(key, content, audit, "ok")
-        return self._resolve(call, "submitted", effect, by=by, note=note, content=content, value=audit)
+        return self._decide(Decision(call_id, "submitted", _now(UTC), by, note, content=content, value=audit))
+
+    def _decide(self, decision: Decision) -> BaseEvent:
+        with self._drive:
+            rs = self._rs
+            emit = receive(rs, self.loop.config, decision)  # refused here: nothing is recorded
+            assert isinstance(emit, Emit)
+            call = rs.calls[decision.call_id]
+            key = ledger_key(rs, self.loop.config, call) if decision.decision == "submitted" else None
+            if key:  # a submitted outcome of a side-effecting call goes into the ledger: the call never runs
+                self._tools.claim(key, call, False, frozenset())  # no-op when claimed before
+                emit = Emit(emit.event, EffectDone(key, decision.content or "", decision.value, "ok"))
+            try:
+                self._leases.hold(self._rs.seq)
+            except (RunLocked, CheckpointError) as exc:
+                if not self._leases.moved_on(exc, self._rs.seq):
+                    raise
+                self._reload()
+                raise ApprovalError(
+                    f"call {decision.call_id!r} was not resolved here: another driver holds or moved the run on "
+                    f"({exc}). This Run now shows the stored state: {self.state.value}.") from exc
+            return self._write(emit)
+
+    def _reload(self) -> None:
+        """Fold the stored events again: this Run becomes what the store says."""
+        events = self.store.load(self.run_id)
+        self._rs = RunState.fold(events)
+        self._events[:] = events
+        self._leases.lease = None
 
     def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
         """Start a new run that continues this conversation with a new prompt.
@@ -405,10 +367,10 @@ class Run:
         """
         if self._rs.state is S.WAITING_APPROVAL:
             for call in self.pending_approvals():
-                self._resolve(call, "denied", by="follow_up", note="abandoned: the user moved on to a new request")
+                self.deny(call.call_id, "abandoned: the user moved on to a new request", by="follow_up")
             self.run_until(lambda ev: isinstance(ev, ResultsBound))  # calls that were approved earlier still run
             if self.state is S.RESULTS_READY:
-                self._append(finished(S.CANCELLED, "abandoned for a new request (its waiting calls were denied)"))
+                self._receive(Cancelled("abandoned for a new request (its waiting calls were denied)"))
         elif self._rs.state not in TERMINAL and self._rs.state is not S.NEW:
             raise RunNotPaused(f"the run is still going ({self._rs.state.value}); run, cancel or pause it first")
         history = complete_history(self.messages)
@@ -416,17 +378,83 @@ class Run:
             history = history[1:]
         return self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
 
-    # -- I/O -----------------------------------------------------------------------------------------
+    # -- perform, receive, append --------------------------------------------------------------------
 
-    def _emit(self, action: Emit) -> BaseEvent:
-        event = self._append(action.event)
-        if action.validated is not None and isinstance(event, CallValidated):  # run the call with it, later
-            self._exec.validated[event.call_id] = (event.arguments, action.validated)
+    def _execute(self, calls: list[CallState]) -> BaseEvent:
+        """Claim, run and answer ``calls`` (results in the model's order; a pause for a person last)."""
+        rs, cfg, tools = self._rs, self.loop.config, self._tools
+        batch = frozenset(c.call_id for c in calls)
+        answers: dict[str, Any] = {}
+        firsts: dict[str, str] = {}
+        jobs: list[Job] = []
+        for c in calls:
+            tool = self.loop.registry.get(c.name)
+            assert tool is not None
+            key = ledger_key(rs, cfg, c)
+            claim = tools.claim(key, c, tool.idempotent, batch) if key is not None else None
+            verdict = receive(rs, cfg, claim) if claim is not None else None
+            if isinstance(verdict, Emit):
+                answers[c.call_id] = claim
+            elif isinstance(verdict, AwaitFirst):
+                firsts[c.call_id] = verdict.first
+            else:
+                if verdict is not None and verdict.retry:
+                    tools.reclaim(key or "", c)
+                jobs.append(Job(c, tool, *call_limit(rs, cfg, c), claim=key is not None, turn=rs.turn))
+        ran, interrupted = tools.run(jobs)
+        answers.update(ran)
+        for cid, first in firsts.items():
+            done = ran.get(first)
+            answers[cid] = DuplicateDone(cid, first, done.outcome.content if isinstance(done, ToolReturned) else None)
+        results = [answers[c.call_id] for c in calls if c.call_id in answers]
+        emits = [receive(rs, cfg, r) for r in results]  # independent calls: each reads its own call only
+        pause = [isinstance(e, Emit) and isinstance(e.event, ApprovalRequested) for e in emits]
+        order = [i for i in range(len(results)) if not pause[i]] + [i for i in range(len(results)) if pause[i]]
+        last = None
+        for n, i in enumerate(order):  # the model's order; a pause for a person after every answer
+            emit = emits[i]
+            assert isinstance(emit, Emit)
+            try:
+                last = self._write(emit)
+            except CheckpointError:
+                self._held.extend(results[j] for j in order[n:])  # they ran: written next step, never run again
+                raise
+        if interrupted:
+            raise KeyboardInterrupt
+        assert last is not None
+        return last
+
+    def _summary(self, tokens: int) -> Summary:
+        """Tier 1: summarize the older history with the summarizer (a failing one means: prune instead)."""
+        rs, cfg = self._rs, self.loop.config
+        try:
+            kept, removed = summary_history(rs.messages, summarize(cfg.summarizer, rs.messages, self.run_id),
+                                            cfg.budget.keep_pairs)
+        except Exception:  # a failing summarizer must not end the run
+            return Summary(tokens, None, [])
+        return Summary(tokens, kept, removed)
+
+    def _drain(self) -> BaseEvent:
+        """Receive and write the oldest held result (it stays held if the store refuses its event again)."""
+        emit = receive(self._rs, self.loop.config, self._held[0])
+        assert isinstance(emit, Emit)
+        event = self._write(emit)
+        self._held.pop(0)
         return event
 
-    def _append(self, event: BaseEvent, effect: EffectDone | None = None) -> BaseEvent:
+    def _receive(self, result: Any) -> BaseEvent:
+        """Receive an I/O result and write its event; held for the next step if the store refuses it."""
+        emit = receive(self._rs, self.loop.config, result)
+        assert isinstance(emit, Emit)
+        try:
+            return self._write(emit)
+        except CheckpointError:
+            self._held.append(result)  # what I/O brought back is not lost: the next step writes it
+            raise
+
+    def _write(self, emit: Emit) -> BaseEvent:
         """Stamp, mask, persist, then apply: the event changes this Run only after the store accepted it."""
-        rs = self._rs
+        rs, event = self._rs, emit.event
         stamp(rs, event, _now(UTC))
         if type(event) in TEXT_FIELDS:
             scrub(event, self._secrets, self.loop.config.settings, self.loop.event_settings, rs.calls)
@@ -437,42 +465,22 @@ class Run:
         lease = self._leases.lease  # inline LeaseKeeper.fresh(): this runs for every event
         if lease is None or lease.expires - time.time() <= self._leases.half:
             self._leases.hold(rs.seq)
-        self.store.append(event, effect=effect)  # raises CheckpointError (nothing changed here) on a store fault
+        self.store.append(event, effect=emit.effect)  # raises CheckpointError (nothing changed here) on a fault
         rs.apply(event, checked=True)  # the transition was checked above, before the store took the event
         self._events.append(event)
         if state is S.WAITING_APPROVAL or state in TERMINAL:
-            self._let_go()
-        if self._listeners:
-            for listener in self._listeners:
-                listener(event)
+            if state in TERMINAL:
+                self._tools.shutdown()
+            self._leases.let_go()  # another process may take the run now
+        for listener in self._listeners:
+            listener(event, rs)
         return event
 
-    def _let_go(self) -> None:
-        """Release the lease when the run pauses for a person or ends: another process may take it then."""
-        if self._rs.state in TERMINAL:
-            self._exec.shutdown()
-        self._leases.let_go()
-
-    def _compress(self, tokens: int) -> BaseEvent:
-        """Tier 1: summarize the older history with the summarizer; the engine falls back to pruning."""
-        rs = self._rs
-        cfg = self.loop.config
-        kept: list[Message] | None = None
-        removed: list[int] = []
-        try:
-            summary = summarize(cfg.summarizer, rs.messages, self.run_id)
-            kept, removed = summary_history(rs.messages, summary, cfg.budget.keep_pairs)
-        except Exception:  # a failing summarizer must not end the run: prune instead
-            kept = None
-        return self._emit(summarized(rs, cfg, tokens, kept, removed))
-
-    # -- resume --------------------------------------------------------------------------------------
+    # -- resume, display -------------------------------------------------------------------------------
 
     @classmethod
-    def resume(
-        cls, run_id: str, *, loop: Loop, store: Store | str | Path | None = None, allow_policy_change: bool = False,
-        take_over: bool = False,
-    ) -> Run:
+    def resume(cls, run_id: str, *, loop: Loop, store: Store | str | Path | None = None,
+               allow_policy_change: bool = False, take_over: bool = False) -> Run:
         """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
 
         Before anything executes: the checkpoint's seals are verified (a tampered or truncated checkpoint
@@ -492,21 +500,28 @@ class Run:
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
-        from .driver.resume import resume
-
-        return resume(cls, run_id, loop, as_store(store) if store is not None else loop.store,
-                      allow_policy_change=allow_policy_change, take_over=take_over)
-
-    # -- display -------------------------------------------------------------------------------------
+        store_ = as_store(store) if store is not None else loop.store
+        stored = load_checked(store_, loop, run_id, allow_policy_change=allow_policy_change)
+        first = stored.first
+        run = cls(loop, [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages),
+                  run_id=run_id, operation_id=first.settings.get("operation_id"), store=store_)
+        run._initial, run._rs = list(first.messages), stored.state
+        run._events.extend(stored.events)
+        run._leases.take(stored.state.seq, take_over=take_over)  # the checks passed: only now take the run
+        if run.paused or run.done:
+            run._leases.let_go()  # nothing to drive until a person answers: approvers elsewhere may take it
+        if isinstance(loop.model, Seekable):
+            loop.model.seek(run_id, stored.seek)
+        if stored.state.state is S.MODEL_REQUESTED:
+            run._receive(ModelLost())
+        return run
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """In a notebook, a run left as a cell's last line shows its debugger."""
-        from .debugger import Debugger
+        from .debugger import Debugger  # the one upward facade: a run's rich display (tests/test_walls.py)
 
         return Debugger(self)._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
-        return (
-            f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
-            f"calls={self._rs.tool_calls} events={len(self.transcript)}>"
-        )
+        return (f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
+                f"calls={self._rs.tool_calls} events={len(self.transcript)}>")

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> None:
     if phase == "start":
         run = loop.start("Charge order 42", run_id=run_id)
         if crash == "after_finished":
-            run.on_event(lambda ev: die() if ev.type == "ToolFinished" else None)
+            run.on_event(lambda ev, _state: die() if ev.type == "ToolFinished" else None)
         run.run()
     else:
         assert run_id is not None

@@ -587,7 +587,7 @@ def test_a_refused_resume_leaves_no_lease_behind(tmp_path: Path) -> None:
     other = anb.Loop(model=anb.ScriptedModel([{"text": "done"}]), tools=[charge], store=store)
     with pytest.raises(anb.ResumeError):
         anb.Run.resume(run.run_id, loop=other, take_over=True)
-    assert store.lease(run.run_id).owner == run._owner  # untouched: the refused resume took nothing
+    assert store.lease(run.run_id).owner == run._leases.owner  # untouched: the refused resume took nothing
     again = anb.Run.resume(run.run_id, loop=anb.Loop(model=model, tools=[charge_tool(down)], store=store),
                            take_over=True)
     assert again.run().state is S.COMPLETED and down.executions == 1

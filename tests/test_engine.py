@@ -16,26 +16,21 @@ import agentnb as anb
 from agentnb import events as ev_module
 from agentnb.engine import (
     UNSTAMPED,
-    CallIds,
     CallState,
     EngineConfig,
-    RetryPolicy,
     RunState,
     ToolSpec,
     ToolSpecs,
     assign_call_ids,
     decide,
     finished,
-    ledger_verdict,
-    model_failed,
     resolution,
     resolved_state,
     stamp,
 )
-from agentnb.events import EVENT_CLASSES, ModelRequested, ModelRetried, RunFinished
+from agentnb.events import EVENT_CLASSES, ModelRequested
 from agentnb.messages import Message, ModelTurn, ToolCallPart
 from agentnb.states import S
-from agentnb.store import Effect
 
 # -- purity: the same state gives equal actions, and decide writes nothing ------------------------------------
 
@@ -233,25 +228,6 @@ def test_an_unstamped_event_cannot_be_folded() -> None:
 # -- the rules the driver used to hold --------------------------------------------------------------------------
 
 
-def test_retry_or_fail() -> None:
-    policy = RetryPolicy(max_retries=2, base_delay=1.0, max_time=10.0)
-    first = model_failed(RunState(), policy, "busy", status=503, retryable=True, jitter=0.5)
-    assert isinstance(first, ModelRetried) and (first.attempt, first.delay_s, first.status) == (1, 0.5, 503)
-    later = model_failed(RunState(retries=1), policy, "busy", status=503, retryable=True, jitter=1.0)
-    assert isinstance(later, ModelRetried) and later.delay_s == 2.0  # doubled
-    told = model_failed(RunState(), policy, "slow down", status=429, retryable=True, retry_after=4.0, jitter=0.5)
-    assert isinstance(told, ModelRetried) and told.delay_s == 4.0  # the provider's retry-after wins
-    used_up = model_failed(RunState(retries=2), policy, "busy", status=503, retryable=True)
-    assert isinstance(used_up, RunFinished) and used_up.final is S.FAILED
-    assert used_up.reason == "the model call failed after 3 attempts: HTTP 503: busy"
-    late = model_failed(RunState(), policy, "busy", status=503, retryable=True, spent=9.9, jitter=1.0)
-    assert isinstance(late, RunFinished) and "max_retry_time=10 s" in late.reason
-    final = model_failed(RunState(), policy, "bad request", status=400, retryable=False)
-    assert isinstance(final, RunFinished) and final.reason == "the model call failed: HTTP 400: bad request"
-    capped = model_failed(RunState(retries=1), RetryPolicy(base_delay=100.0, max_time=None), "x", retryable=True)
-    assert isinstance(capped, ModelRetried) and capped.delay_s == 30.0
-
-
 def _call(call_id: str, name: str = "f") -> ToolCallPart:
     return ToolCallPart(call_id=call_id, name=name, arguments_raw="{}", arguments={})
 
@@ -265,35 +241,6 @@ def test_call_ids_are_made_unique_in_the_conversation() -> None:
     plain = ModelTurn(message=Message(role="assistant", parts=(_call("z"),)), finish_reason="tool_calls",
                       provider="scripted", model="m")
     assert assign_call_ids(plain, "run_abc", 0, set()) is plain  # nothing to change: the same turn
-
-
-def test_the_call_id_memo_answers_as_a_full_read() -> None:
-    earlier = Message(role="assistant", parts=(_call("a"),))
-    rs = RunState(run_id="run_q", turn=2, messages=[Message.user("hi"), earlier])
-    memo = CallIds()
-    again = ModelTurn(message=Message(role="assistant", parts=(_call("a"),)), finish_reason="tool_calls",
-                      provider="scripted", model="m")
-    assert [c.call_id for c in memo.assign(rs, again).message.tool_calls] == ["call_q_2_0"]
-    rs.messages = [Message.user("hi")]  # compressed: the old call is gone, its id is free again
-    assert [c.call_id for c in memo.assign(rs, again).message.tool_calls] == ["a"]
-
-
-def test_ledger_verdicts() -> None:
-    c = CallState(part=_call("c1", "ship"))
-    mine = Effect(key="k", run_id="r", call_id="c1", tool="ship", status="started")
-    assert ledger_verdict(c, "r", False, None, {"c1"})[0] == "run"
-    assert ledger_verdict(c, "r", False, mine, {"c1"}) == (
-        "unknown", "it started before and never finished (the process stopped while it ran)")
-    assert ledger_verdict(c, "r", True, mine, {"c1"})[0] == "retry"  # idempotent: run again with the key
-    confirmed = CallState(part=_call("c1", "ship"), retry_confirmed=True)
-    assert ledger_verdict(confirmed, "r", False, mine, {"c1"})[0] == "retry"
-    done = Effect(key="k", run_id="r", call_id="c1", tool="ship", status="done", content="ok")
-    assert ledger_verdict(c, "r", False, done, {"c1"})[0] == "reuse"
-    other = Effect(key="k", run_id="r", call_id="c0", tool="ship", status="started")
-    assert ledger_verdict(c, "r", False, other, {"c0", "c1"})[0] == "after"
-    assert ledger_verdict(c, "r", False, other, {"c1"})[0] == "duplicate"
-    elsewhere = Effect(key="k", run_id="r2", call_id="c9", tool="ship", status="done")
-    assert ledger_verdict(c, "r", False, elsewhere, {"c1"})[0] == "duplicate"
 
 
 def test_the_state_after_a_resolution() -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from ..engine import RunState
 from ..events import BaseEvent, ModelRequested, ToolStarted
 from ..exceptions import AgentnbError
 from ..run import Run
@@ -161,11 +162,11 @@ class Controller:
         self.follow = True
         run.on_event(self._on_event)
 
-    def _on_event(self, ev: BaseEvent) -> None:
+    def _on_event(self, ev: BaseEvent, state: RunState) -> None:
         if self.run is None or ev.run_id != self.run.run_id:
             return  # an event of a run we no longer show (after Restart)
         with self._lock:
-            self.timeline.add(ev)
+            self.timeline.add(ev, state)
             if self.follow:
                 self.selected = ev.seq
         self._changed()

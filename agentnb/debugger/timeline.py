@@ -63,10 +63,16 @@ class Timeline:
         """The folded state after the last event."""
         return self._rs
 
-    def add(self, ev: BaseEvent) -> None:
-        """Fold one more event (the debugger calls this for every event the run appends)."""
-        rs = self._rs
-        rs.apply(ev)
+    def add(self, ev: BaseEvent, state: RunState | None = None) -> None:
+        """Index one more event: ``state`` is the run's fold after it (a live run's own), or None to fold it here.
+
+        A live run hands its state with each event (``Run.on_event``), so the debugger never folds its log again.
+        """
+        if state is None:
+            rs = self._rs
+            rs.apply(ev)
+        else:
+            rs = self._rs = state
         self.events.append(ev)
         if not self._versions or rs.messages is not self._versions[-1]:
             self._versions.append(rs.messages)

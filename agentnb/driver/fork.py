@@ -8,6 +8,8 @@ its answers (:class:`~agentnb.providers.base.Seekable`: a script, a replayed cas
 request the fork starts at, so the fork's first request gets the answer the original run's request at that
 point got (or the next one, after replaced results).
 
+These are functions of the events and the fork point; ``Run.fork`` starts the run they plan.
+
 Forking with edited *arguments* replays the turn that made those calls, with the edits (validated against
 the tools' schemas), as the fork's first answer (:class:`ReplayFirst`), then hands over to the loop's model.
 The original run is never touched.
@@ -17,11 +19,11 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..engine import RunState
-from ..events import ModelRequested, ModelRetried, ResultsBound, TurnCompleted
+from ..events import BaseEvent, ModelRequested, ModelRetried, ResultsBound, RunStarted, TurnCompleted
 from ..exceptions import AgentnbError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..providers.base import ModelRequest, Seekable, StreamItem
@@ -30,7 +32,7 @@ from ..tools import jsonable, render_value
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..run import Run
+    from ..loop import Loop
 
 
 class ReplayFirst:
@@ -57,15 +59,18 @@ class ReplayFirst:
             self.then.seek(run_id, position)
 
 
-def messages_at(run: Run, at: int) -> list[Message]:
-    """The conversation as it stood after event ``at`` (the fold of the log's prefix)."""
-    events = run.events
-    if not events or at < 0:
-        return run.messages if not events else list(events[0].messages)  # type: ignore[attr-defined]
+def messages_at(events: list[BaseEvent], at: int, initial: list[Message]) -> list[Message]:
+    """The conversation as it stood after event ``at`` (the fold of the log's prefix; ``initial`` before any)."""
+    if not events:
+        return list(initial)
+    if at < 0:
+        first = events[0]
+        return list(first.messages) if isinstance(first, RunStarted) else []
     return RunState.fold(events[: at + 1]).messages
 
 
-def _complete(history: list[Message]) -> list[Message]:
+def complete_point(history: list[Message]) -> list[Message]:
+    """Where a fork cuts: the last complete point (a trailing assistant turn is dropped; the model is asked again)."""
     while history and history[-1].role == "assistant":
         history = history[:-1]
     return history
@@ -97,37 +102,42 @@ def replace_results(history: list[Message], results: dict[str, Any]) -> list[Mes
     return out
 
 
-def _seek(run: Run, forked: Run, history: list[Message], replayed: int) -> None:
-    """A seekable model goes on from the request the fork starts at (other models need nothing)."""
-    model = forked.loop.model
-    if not isinstance(model, Seekable):
-        return
-    kept = sum(m.role == "assistant" for m in history) - sum(m.role == "assistant" for m in run.prompt) + replayed
-    attempts = sum(isinstance(e, ModelRequested | ModelRetried) and e.turn <= kept for e in run.events)
-    model.seek(forked.run_id, attempts)
+def seek_position(events: list[BaseEvent], prompt: list[Message], history: list[Message], replayed: int) -> int:
+    """The request a fork starts at, counted as a seekable model counts its answers (retries included)."""
+    kept = sum(m.role == "assistant" for m in history) - sum(m.role == "assistant" for m in prompt) + replayed
+    return sum(isinstance(e, ModelRequested | ModelRetried) and e.turn <= kept for e in events)
 
 
-def fork(run: Run, at: int | None = None, *, results: dict[str, Any] | None = None,
-         arguments: dict[str, dict[str, Any]] | None = None) -> Run:
-    """A new run from ``run`` as it stood after event ``at`` (see ``Run.fork``, which documents the arguments)."""
+@dataclass(frozen=True)
+class ForkPlan:
+    """How a fork starts: the loop to start it with, the history, and the request a seekable model seeks to."""
+
+    loop: Loop
+    history: list[Message]
+    seek: int
+
+
+def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: Loop,
+              at: int | None = None, *,
+              results: dict[str, Any] | None = None, arguments: dict[str, dict[str, Any]] | None = None) -> ForkPlan:
+    """How a fork of the run with ``events`` starts (see ``Run.fork``, which documents the arguments)."""
     if arguments:
-        return _fork_with_arguments(run, arguments)
+        return _plan_with_arguments(events, initial, prompt, loop, arguments)
     if at is None and results:
         wanted = set(results)
-        bound = [e.seq for e in run.events if isinstance(e, ResultsBound) and wanted & set(e.call_ids)]
+        bound = [e.seq for e in events if isinstance(e, ResultsBound) and wanted & set(e.call_ids)]
         at = max(bound) if bound else None
     if at is None:
-        at = len(run.events) - 1
-    history = _complete(messages_at(run, at))
+        at = len(events) - 1
+    history = complete_point(messages_at(events, at, initial))
     if results:
         history = replace_results(history, results)
-    forked = run.loop.start(history[1:] if run.loop.system else history)
-    _seek(run, forked, history, replayed=0)
-    return forked
+    return ForkPlan(loop, history[1:] if loop.system else history, seek_position(events, prompt, history, 0))
 
 
-def _fork_with_arguments(run: Run, arguments: dict[str, dict[str, Any]]) -> Run:
-    turn_ev = next((e for e in run.events if isinstance(e, TurnCompleted) and
+def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: Loop,
+                         arguments: dict[str, dict[str, Any]]) -> ForkPlan:
+    turn_ev = next((e for e in events if isinstance(e, TurnCompleted) and
                     set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)
     if turn_ev is None:
         raise AgentnbError(f"no turn made the call(s) {', '.join(sorted(arguments))}")
@@ -135,16 +145,15 @@ def _fork_with_arguments(run: Run, arguments: dict[str, dict[str, Any]]) -> Run:
     parts: list[Any] = []
     for p in response.message.parts:
         if isinstance(p, ToolCallPart) and p.call_id in arguments:
-            tool = run.loop.registry.get(p.name)
+            tool = loop.registry.get(p.name)
             args = tool.dump(tool.validate(arguments[p.call_id])) if tool else dict(arguments[p.call_id])
             p = replace(p, arguments=args, arguments_raw=json.dumps(args, ensure_ascii=False))
         parts.append(p)
     original = {c.call_id: c.arguments for c in response.message.tool_calls if c.call_id in arguments}
     edited = replace(response, message=replace(response.message, parts=tuple(parts)),
-                     raw={"forked_from": run.run_id, "edited_calls": sorted(arguments), "original_arguments": original})
-    history = _complete(messages_at(run, turn_ev.seq - 1))
-    loop = copy.copy(run.loop)  # the same loop, answering the first request with the edited turn
-    loop.model = ReplayFirst(edited, run.loop.model)
-    forked = loop.start(history[1:] if loop.system else history)
-    _seek(run, forked, history, replayed=1)
-    return forked
+                     raw={"forked_from": turn_ev.run_id, "edited_calls": sorted(arguments),
+                          "original_arguments": original})
+    history = complete_point(messages_at(events, turn_ev.seq - 1, initial))
+    replay = copy.copy(loop)  # the same loop, answering the first request with the edited turn
+    replay.model = ReplayFirst(edited, loop.model)
+    return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1))

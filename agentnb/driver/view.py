@@ -6,28 +6,32 @@ are deep-copied), so changing what it returns changes nothing in the run. It is 
 it was taken*: while the run has not moved on it reads the run's own state; once the run moved on, it
 reads the fold of the log's prefix up to that moment (made once, on first need). Taking one copies nothing,
 so reading one counter off it (``run.view.tool_calls``) costs no more than reading the counter.
+
+A view holds the run's state and its event list, never the run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from copy import deepcopy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..engine import RunState
+from ..events import BaseEvent
 from ..states import LoopState
-
-if TYPE_CHECKING:
-    from ..run import Run
 
 _AS_IS = frozenset({int, float, str, bool, type(None), LoopState})
 """Values returned without a copy: they cannot be changed."""
 
-_OWN = frozenset({"_view_run", "_view_seq", "_view_live", "_view_prefix", "_view_source", "__class__",
-                  "__setattr__", "__delattr__", "__eq__", "__repr__"})
+_OWN = frozenset({"_view_now", "_view_seq", "_view_live", "_view_prefix", "_view_events", "_view_source",
+                  "__class__", "__setattr__", "__delattr__", "__eq__", "__repr__"})
 
 
 class RunView(RunState):
     """A read-only snapshot of a run's folded state (what ``run.view`` returns).
+
+    ``now`` returns the run's state now (a run replaces its state object when it reloads from its store);
+    ``events`` is the run's log, from which an older moment is folded again.
 
     Example:
         >>> import agentnb as anb
@@ -41,24 +45,26 @@ class RunView(RunState):
         AttributeError: run.view is a read-only snapshot: tool_calls cannot be set ...
     """
 
-    __slots__ = ("_view_live", "_view_prefix", "_view_run", "_view_seq")
+    __slots__ = ("_view_events", "_view_live", "_view_now", "_view_prefix", "_view_seq")
 
-    def __init__(self, run: Run) -> None:  # not RunState's: a view holds no state of its own
-        object.__setattr__(self, "_view_run", run)
-        object.__setattr__(self, "_view_live", run._rs)
-        object.__setattr__(self, "_view_seq", run._rs.seq)
+    def __init__(self, now: Callable[[], RunState], events: Sequence[BaseEvent]) -> None:  # holds no state of its own
+        live = now()
+        object.__setattr__(self, "_view_now", now)
+        object.__setattr__(self, "_view_events", events)
+        object.__setattr__(self, "_view_live", live)
+        object.__setattr__(self, "_view_seq", live.seq)
         object.__setattr__(self, "_view_prefix", None)
 
     def _view_source(self) -> RunState:
         get = object.__getattribute__
-        run: Run = get(self, "_view_run")
         live: RunState = get(self, "_view_live")
         seq: int = get(self, "_view_seq")
-        if run._rs is live and live.seq == seq:
+        now: Callable[[], RunState] = get(self, "_view_now")
+        if now() is live and live.seq == seq:
             return live  # the run has not moved on: its state is the snapshot
         prefix: RunState | None = get(self, "_view_prefix")
         if prefix is None:
-            prefix = RunState.fold(run.events[:seq])
+            prefix = RunState.fold(get(self, "_view_events")[:seq])
             object.__setattr__(self, "_view_prefix", prefix)
         return prefix
 

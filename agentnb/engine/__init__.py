@@ -36,9 +36,16 @@ from .calls import *  # noqa: F403
 from .calls import __all__ as _calls_all
 from .decide import *  # noqa: F403
 from .decide import __all__ as _decide_all
+from .effects import *  # noqa: F403
+from .effects import __all__ as _effects_all
 from .fold import *  # noqa: F403
 from .fold import __all__ as _fold_all
 from .inputs import *  # noqa: F403
 from .inputs import __all__ as _inputs_all
+from .receive import *  # noqa: F403
+from .receive import __all__ as _receive_all
+from .results import *  # noqa: F403
+from .results import __all__ as _results_all
 
-__all__ = [*_fold_all, *_actions_all, *_build_all, *_calls_all, *_decide_all, *_inputs_all]
+__all__ = [*_fold_all, *_actions_all, *_build_all, *_calls_all, *_decide_all, *_effects_all, *_inputs_all,
+           *_receive_all, *_results_all]

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from ..events import BaseEvent
 from ..guards import Budget
+from ..outcomes import EffectDone
 from ..output import OutputSpec
 from ..states import LoopState
 from .fold import FINALIZE_PROMPT, RunState
@@ -38,9 +39,8 @@ class Emit:
 
     event: BaseEvent
     """The event, complete but for its header (the driver stamps it with :func:`~agentnb.engine.stamp`)."""
-    validated: Any = None
-    """For a ``CallValidated``: the validated arguments object, which the driver may keep to run the call with
-    (it is not data, so it is not in the event)."""
+    effect: EffectDone | None = None
+    """The effect ledger's outcome to record in the same write as the event (a side-effecting call's result)."""
 
     @property
     def state(self) -> LoopState:
@@ -120,6 +120,10 @@ class ToolSpec(Protocol):
     @property
     def idempotency(self) -> str:
         """``intent`` or ``call``."""
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds a call may run (None: the loop's ``tool_timeout``)."""
 
     @property
     def schema_version(self) -> str:

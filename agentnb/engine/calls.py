@@ -25,8 +25,8 @@ from ..events import (
     ToolStarted,
 )
 from ..exceptions import InvalidArguments
+from ..outcomes import describe_errors
 from ..states import LoopState, S
-from ..tools import describe_errors
 from .actions import Emit, EngineConfig, ToolSpec
 from .build import UNSTAMPED, finished
 from .fold import APPROVAL_OVERRIDE, HEADLESS, TOO_DEEP, CallState, RunState
@@ -208,7 +208,7 @@ def validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
         ))
     return Emit(CallValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                               state=S.VALIDATING, call_id=c.call_id, name=c.name, arguments=arguments,
-                              needs_approval=needs, approval_note=note, idempotency_key=key), validated)
+                              needs_approval=needs, approval_note=note, idempotency_key=key))
 
 
 def _ask_policy(policy: Any, c: CallState, rs: RunState, who: str) -> tuple[bool, str | None]:
@@ -267,21 +267,6 @@ def start(rs: RunState, cfg: EngineConfig, c: CallState) -> Emit:
                             request_sha256=request_hash(rs, cfg, c, key)))
 
 
-def outcome_unknown(rs: RunState, cfg: EngineConfig, c: CallState, why: str) -> ApprovalRequested:
-    """A side-effecting call may or may not have happened: a person reconciles it.
-
-    Approving runs it again with the same key; ``submit_result`` says what happened; denying answers it.
-    """
-    tool = cfg.registry.get(c.name)
-    return ApprovalRequested(
-        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
-        state=S.WAITING_APPROVAL, approval_id=f"unk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
-        name=c.name, arguments=c.arguments or {}, arguments_digest=arguments_digest(c.name, c.arguments),
-        risk=tool.risk if tool else "write", kind="outcome_unknown", idempotency_key=c.idempotency_key,
-        note=f"outcome unknown: {why}",
-    )
-
-
 def resolved_state(rs: RunState, c: CallState) -> LoopState:
     """The loop state after a person answers ``c``.
 
@@ -314,6 +299,26 @@ def resolve_headless(rs: RunState, c: CallState) -> Emit:
     return Emit(resolution(rs, c, "denied", by=HEADLESS, note=what))
 
 
-__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "outcome_unknown",
-           "parse", "request_hash", "resolution", "resolve_headless", "resolved_state", "start", "validate",
+
+
+def resume_problem(rs: RunState, cfg: EngineConfig) -> str | None:
+    """Why a stored run cannot go on under ``cfg`` (None: it can).
+
+    Every call still to run must name a tool of the loop and fit its current schema, and every recorded result
+    binding must match the one recomputed from the state.
+    """
+    for call in rs.calls.values():
+        if call.status in ("valid", "approved", "running", "awaiting_approval") and call.arguments is not None:
+            tool = cfg.registry.get(call.name)
+            if tool is None:
+                return f"call {call.call_id!r} names tool {call.name!r}, which this loop does not have"
+            try:
+                tool.validate(call.arguments)
+            except Exception as exc:
+                return f"call {call.call_id!r} no longer fits the schema of {call.name!r}: {exc}"
+    return verify_bindings(rs, cfg, recompute=True) if rs.calls else None
+
+
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "parse",
+           "request_hash", "resolution", "resolve_headless", "resolved_state", "resume_problem", "start", "validate",
            "verify_bindings"]

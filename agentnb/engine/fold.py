@@ -117,6 +117,8 @@ class CallState:
     """For a call of the output tool whose arguments did not fit: the correction the model will read."""
     waiver_recorded: bool = False
     """A loop policy waived the tool's own approval and the ``approval_override`` event is in the log."""
+    request: ApprovalRequested | None = None
+    """The request a person answers, while the call waits (its expiry and the digest it was asked with)."""
 
     @property
     def call_id(self) -> str:
@@ -127,6 +129,33 @@ class CallState:
     def name(self) -> str:
         """The tool name the model asked for."""
         return self.part.name
+
+
+class SeenIds:
+    """The call ids of a conversation, read incrementally: a memo over :attr:`RunState.messages`, not state.
+
+    Reading the ids of the whole conversation on every turn would make a long run quadratic, so the messages
+    already read are counted and only new ones are read. When the conversation is rebuilt (a compression),
+    it is read again from the start. The answer is the same as reading all.
+    """
+
+    __slots__ = ("_known", "_messages", "_seen")
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+        self._known = 0
+        self._seen: set[str] = set()
+
+    def seen(self, msgs: list[Message]) -> set[str]:
+        """The ids of every call in ``msgs`` (the set is the memo's own: a caller may add to it)."""
+        if msgs is not self._messages or self._known > len(msgs):  # compressed or rebuilt: count again
+            self._messages, self._known, self._seen = msgs, 0, set()
+        self._seen.update(c.call_id for m in msgs[self._known:] if m.role == "assistant" for c in m.tool_calls)
+        self._known = len(msgs)
+        return self._seen
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SeenIds:
+        return SeenIds()  # a copy of a state starts its memo afresh
 
 
 @dataclass(slots=True)
@@ -194,6 +223,8 @@ class RunState:
     """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
     output_note: str | None = None
     """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
+    call_ids: SeenIds = field(default_factory=SeenIds, compare=False, repr=False)
+    """The ids of the calls in the conversation (a memo for giving new calls unique ids)."""
 
     def apply(self, event: BaseEvent, *, checked: bool = False) -> None:
         """Apply one event: check it against the transition table, then fold it in.
@@ -380,6 +411,7 @@ def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
     c = rs.calls[ev.call_id]
     c.status = "awaiting_approval"
     c.approval_id = ev.approval_id
+    c.request = ev
     c.kind = ev.kind
     if ev.idempotency_key:
         c.idempotency_key = ev.idempotency_key

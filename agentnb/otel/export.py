@@ -170,9 +170,16 @@ class SpanWriter:
 
     # -- the listener ----------------------------------------------------------------------------------
 
-    def __call__(self, event: BaseEvent) -> None:
-        """Fold ``event`` and write what it opens, adds or closes."""
-        self.rs.apply(event)
+    def __call__(self, event: BaseEvent, state: RunState | None = None) -> None:
+        """Write what ``event`` opens, adds or closes; ``state`` is the run's fold after it (None: fold it here).
+
+        A live run hands its own state (``Run.on_event``), so the log is folded once; a saved transcript is
+        folded here as it is written.
+        """
+        if state is None:
+            self.rs.apply(event)
+        else:
+            self.rs = state
         handler = _HANDLERS.get(type(event))
         if handler is not None:
             handler(self, event)

@@ -53,8 +53,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..outcomes import Effect, EffectDone, EffectStatus
 from .memory import MemoryStore
-from .protocol import LEASE_TTL, Effect, EffectDone, EffectStatus, Lease, Store
+from .protocol import LEASE_TTL, Lease, Store
 from .seals import MIN_KEY_BYTES, Seals, key_mismatch, load_key
 from .seals import _encode as _encode  # the private names other modules of agentnb import (pgstore)
 from .seals import _fingerprint as _fingerprint

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..events import BaseEvent
 from ..exceptions import CheckpointError
-from .protocol import LEASE_TTL, Effect, EffectDone, Lease, _check_lease, _fold_effect
+from ..outcomes import Effect, EffectDone
+from .protocol import LEASE_TTL, Lease, _check_lease, _fold_effect
 
 
 class MemoryStore:

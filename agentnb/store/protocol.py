@@ -13,44 +13,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from ..events import BaseEvent
 from ..exceptions import RunLocked
-
-EffectStatus = Literal["started", "done"]
+from ..outcomes import Effect, EffectDone
 
 LEASE_TTL = 30.0
 """Seconds a driver's lease lasts without renewal (a driver renews it while it works)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One side effect as the ledger knows it (the fold of its ledger operations)."""
-
-    key: str
-    run_id: str
-    """The run that claimed it (whose ledger chain holds its operations)."""
-    call_id: str
-    """The call that claimed it."""
-    tool: str
-    status: EffectStatus
-    content: str | None = None
-    """What the model saw (when done)."""
-    value: Any = None
-    result_status: str | None = None
-    attempts: int = 1
-    """1, plus one for every approved retry of an unknown outcome."""
-
-
-@dataclass(frozen=True, slots=True)
-class EffectDone:
-    """An effect's outcome, recorded in the same transaction as the event that reports it."""
-
-    key: str
-    content: str
-    value: Any
-    result_status: str
 
 
 @dataclass(frozen=True, slots=True)

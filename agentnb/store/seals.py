@@ -25,7 +25,8 @@ from typing import Any
 
 from ..events import BaseEvent, event_from_json
 from ..exceptions import CheckpointError
-from .protocol import Effect, _fold_effect
+from ..outcomes import Effect
+from .protocol import _fold_effect
 
 MIN_KEY_BYTES = 8
 """The shortest checkpoint key accepted: a shorter one gives no real integrity."""

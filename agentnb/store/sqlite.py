@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from ..events import BaseEvent, event_to_json
 from ..exceptions import CheckpointError, RunLocked
-from .protocol import LEASE_TTL, Effect, EffectDone, Lease, _check_lease
+from ..outcomes import Effect, EffectDone
+from .protocol import LEASE_TTL, Lease, _check_lease
 from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
 
 SCHEMA_VERSION = 2

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .definition import ApprovalPolicy, Risk, Tool, ToolContext
 from .registry import ToolRegistry, ToolSource, as_registry
-from .results import Outcome, describe_errors, jsonable, render_value, timeout_outcome
+from .results import Outcome, describe_errors, jsonable, render_value
 from .schema import parse_docstring, tool
 
 __all__ = [
@@ -41,6 +41,5 @@ __all__ = [
     "jsonable",
     "parse_docstring",
     "render_value",
-    "timeout_outcome",
     "tool",
 ]

@@ -8,29 +8,12 @@ the loop: the model reads them and may correct its call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-from pydantic import ValidationError
 
 from .. import values
 from ..exceptions import ValueConversionError
-from ..messages import ResultStatus
+from ..outcomes import Outcome, describe_errors
 from .definition import Tool
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What running a call produced, before it becomes an event."""
-
-    status: ResultStatus
-    content: str
-    value: Any = None
-    error_type: str | None = None
-    error_message: str | None = None
-    duration_s: float = 0.0
-    truncated: int = 0
-    """Characters cut from ``content`` by the result size cap."""
 
 
 def render_value(value: Any) -> str:
@@ -71,25 +54,4 @@ def _converted(t: Tool, value: Any, duration: float) -> Outcome:
     return Outcome(status="ok", content=content, value=audit, duration_s=duration)
 
 
-def timeout_outcome(tool_name: str, limit: float, duration_s: float, *, deadline: bool = False) -> Outcome:
-    """The result of a call that ran past its time limit (the tool's timeout or what was left of the deadline)."""
-    why = "the run's deadline" if deadline else "its timeout"
-    return Outcome(
-        status="timeout",
-        content=f"Tool '{tool_name}' did not finish within {limit:g} s ({why}).",
-        error_type="TimeoutError",
-        error_message=f"timed out after {limit:g} s ({why})",
-        duration_s=duration_s,
-    )
-
-
-def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
-    """A model-readable message naming each bad field, plus the structured errors."""
-    errors: list[dict[str, Any]] = []
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
-        msg = err["msg"]
-        errors.append({"loc": loc, "msg": msg, "type": err["type"]})
-        lines.append(f"- {loc}: {msg}")
-    return f"Invalid arguments for tool '{tool_name}':\n" + "\n".join(lines), errors
+__all__ = ["Outcome", "describe_errors", "jsonable", "render_value"]

@@ -14,9 +14,10 @@ from typing import Any
 
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
 from ..guards import Budget
+from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptStep
-from ..run import Loop, Run
+from ..run import Run
 from ..states import LoopState
 from ..tools import Tool
 from ._guard import CheckTimeout

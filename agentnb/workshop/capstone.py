@@ -19,9 +19,10 @@ from typing import Any
 
 from ..events import ApprovalRequested
 from ..guards import Budget
+from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop, Run
+from ..run import Run
 from ..states import LoopState
 from ..tools import Tool
 from ._common import (

@@ -23,9 +23,10 @@ from typing import Any
 
 from ..events import GuardTripped, TurnCompleted
 from ..guards import Budget
+from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop, Run
+from ..run import Run
 from ..states import LoopState
 from ..tools import tool
 from ._common import Hints, calls, safe_run

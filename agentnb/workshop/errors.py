@@ -21,8 +21,9 @@ import re
 from typing import Any
 
 from ..events import CallRejected, ToolFinished
+from ..loop import Loop
 from ..providers.scripted import ScriptedModel
-from ..run import Loop, Run
+from ..run import Run
 from ..tools import Tool
 from ._common import TIMEOUT_HINTS, Hints, calls, declaration, no_result, reply, safe_run, short
 from ._guard import Leash

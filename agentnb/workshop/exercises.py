@@ -24,8 +24,8 @@ import random
 from typing import Any
 
 from ..events import BaseEvent
+from ..loop import Loop
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop
 from ..states import LoopState
 from ..stories import create_refund, get_order
 from ..tools import Tool

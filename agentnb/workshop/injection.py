@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..loop import Loop
 from ..providers.scripted import ScriptedModel
-from ..run import Loop
 from ..states import LoopState
 from ..tools import tool
 from ._common import Hints, calls, no_result, policy_crash, reply, short, shown

@@ -19,9 +19,9 @@ import sys
 from typing import Any
 
 from ..events import CallRejected, ToolFinished
+from ..loop import Loop
 from ..mcp import MCPServer
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop
 from ..states import LoopState
 from ..tools import Tool
 from ._common import TIMEOUT_HINTS, Hints, calls, is_placeholder, reply, safe_run, shown

@@ -15,9 +15,10 @@ from typing import Any
 
 from ..events import GuardTripped
 from ..guards import Budget
+from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
-from ..run import Loop, Run
+from ..run import Run
 from ..states import LoopState
 from ..stories import create_refund, get_order
 from ..tools import Tool, tool

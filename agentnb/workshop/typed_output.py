@@ -20,8 +20,9 @@ from typing import Any
 import pydantic
 
 from ..events import OutputValidated
+from ..loop import Loop
 from ..providers.scripted import ScriptedModel
-from ..run import Loop, Run
+from ..run import Run
 from ..states import LoopState
 from ._common import WORDS, Hints, calls, is_placeholder, safe_run, short, shown
 from ._guard import Leash

@@ -1,0 +1,111 @@
+"""The model port: asks the model, one request per turn, and brings back one I/O result per pull.
+
+The port opens the model's answer lazily (the first pull of a turn sends the request, after any wait a retry
+asked for) and returns what came back as a record of :mod:`agentnb.engine.results` -- a masked fragment, the
+whole turn with its latency, a failure with the time spent and a jitter draw, the end or the break of the
+stream -- never an event: what a record means is :func:`~agentnb.engine.receive`'s. It holds no run.
+
+Fragments are masked here, before anything sees them (:class:`~agentnb.redact.RunSecrets`: a fragment is
+shown as the secrets it may hold allow), so their lengths count what is shown.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..engine.results import ModelFailed, ModelRaised, NotAnItem, StreamBroke, StreamEnded, TurnReceived
+from ..exceptions import ModelError, StreamInterrupted
+from ..guards import Budget, UnpricedModelWarning, unpriced
+from ..messages import ModelTurn
+from ..providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from ..redact import RunSecrets
+
+PullResult = (TextDelta | ArgumentsDelta | TurnReceived | ModelFailed | StreamEnded | StreamBroke | ModelRaised
+              | NotAnItem)
+
+
+class ModelPort:
+    """One run's open answer from its model (see the module docstring)."""
+
+    __slots__ = ("budget", "first_attempt", "items", "model", "price_warned", "retry_at", "secrets", "t0")
+
+    def __init__(self, model: Any, secrets: RunSecrets, budget: Budget) -> None:
+        self.model = model
+        self.secrets = secrets
+        self.budget = budget
+        self.items: Iterator[StreamItem] | None = None
+        self.t0 = 0.0
+        self.retry_at = 0.0
+        self.first_attempt = 0.0
+        self.price_warned = False
+
+    def close(self) -> None:
+        """Close the open answer, if any (closing a broken stream must not mask what broke it)."""
+        items, self.items = self.items, None
+        close = getattr(items, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: S110 - what broke the stream is reported, not the close
+                pass
+
+    def back_off(self, delay_s: float) -> None:
+        """The next request waits ``delay_s`` seconds (a retry the engine decided on)."""
+        self.retry_at = time.monotonic() + delay_s
+
+    def pull(self, request: Callable[[], ModelRequest], first_attempt: bool) -> PullResult:
+        """The next item of the answer; ``request`` makes the request when none is open (sent after any wait)."""
+        try:
+            if self.items is None:
+                if first_attempt:
+                    self.first_attempt = time.monotonic()
+                wait = self.retry_at - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self.t0 = time.perf_counter()
+                self.items = iter(self.model.respond(request()))
+            item = next(self.items)
+        except StopIteration:
+            self.items = None
+            return StreamEnded()
+        except StreamInterrupted as exc:
+            self.close()
+            return StreamBroke(str(exc))
+        except ModelError as exc:
+            self.close()
+            retry_after = getattr(exc, "retry_after", None)
+            return ModelFailed(str(exc), exc.status, exc.retryable,
+                               retry_after if isinstance(retry_after, int | float) else None,
+                               time.monotonic() - self.first_attempt, 0.5 + random.random() / 2)
+        except Exception as exc:  # a bug in a model or a script turn: keep the run consistent, keep the cause
+            self.close()
+            return ModelRaised(traceback.format_exception_only(type(exc), exc)[-1].strip())
+        return self._item(item)
+
+    def _item(self, item: object) -> PullResult:
+        if isinstance(item, ModelTurn):
+            self.close()
+            self._check_price(item.model)
+            return TurnReceived(item, round(time.perf_counter() - self.t0, 6))
+        if isinstance(item, ArgumentsDelta):
+            return ArgumentsDelta(item.index, self.secrets.fragment(item.index, item.name, item.fragment),
+                                  item.call_id, item.name)
+        if isinstance(item, TextDelta):
+            return TextDelta(self.secrets.fragment("text", None, item.fragment))
+        self.close()
+        return NotAnItem(type(item).__name__)
+
+    def _check_price(self, model: str) -> None:
+        budget = self.budget
+        if budget.max_cost is not None and not self.price_warned and unpriced(budget, model):
+            self.price_warned = True
+            warnings.warn(f"Budget(max_cost={budget.max_cost:g}) cannot be checked: no price for model {model!r} "
+                          f"(priced: {', '.join(map(repr, budget.prices)) or 'none'}). Prices are US dollars per "
+                          "million tokens, keyed by the model name the provider reports.",
+                          UnpricedModelWarning, stacklevel=6)
+

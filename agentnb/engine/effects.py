@@ -1,0 +1,223 @@
+"""What a call's I/O means: the ledger's answer, a tool's outcome, a stopped call -- and every text the model reads.
+
+Theory of operation. A side-effecting call first claims its idempotency key on the effect ledger; what the
+claim found (:class:`~agentnb.engine.results.LedgerAnswered`) is judged here (:func:`judge`): run it, run it
+again with its key, reuse this call's own recorded outcome, answer it as a duplicate of the call that did the
+effect, wait for the batch's call that does it now, or ask a person because its outcome is unknown. What the
+tool port brings back -- an outcome (:class:`~agentnb.engine.results.ToolReturned`) or the fact that it was
+stopped (:class:`~agentnb.engine.results.ToolStopped`) -- becomes a ``ToolFinished`` or an *outcome unknown*
+``ApprovalRequested`` by **one** write-vs-read rule (:func:`stopped`): a read that did not return is answered
+(``timeout``, an error, ``skipped``); a write that may have happened is never answered as if it had not.
+
+Every text a model reads about a call's execution is written here once: duplicates, skips, interrupts,
+timeouts, the cut of a long result. Nothing here performs I/O, reads a clock or touches a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..events import ApprovalRequested, ToolFinished
+from ..outcomes import Effect, Outcome
+from ..states import S
+from .actions import Emit, EngineConfig
+from .build import UNSTAMPED
+from .calls import arguments_digest, bound_hashes, request_hash
+from .fold import CallState, RunState
+from .results import AwaitFirst, DuplicateDone, LedgerAnswered, Proceed, ToolReturned, ToolStopped, Verdict
+
+# -- texts the model reads ---------------------------------------------------------------------------------
+
+
+def skipped(why: str) -> Outcome:
+    """A call that never ran."""
+    return Outcome(status="skipped", content=f"Skipped: {why}.")
+
+
+def interrupted(name: str) -> Outcome:
+    """A read interrupted while it ran: an error it may retry."""
+    return Outcome(status="error", content=f"Tool '{name}' was interrupted (KeyboardInterrupt) while it ran.",
+                   error_type="KeyboardInterrupt", error_message="interrupted")
+
+
+def timed_out(name: str, limit: float, duration_s: float, *, deadline: bool = False) -> Outcome:
+    """A read that ran past its time limit (the tool's timeout or what was left of the deadline)."""
+    why = "the run's deadline" if deadline else "its timeout"
+    return Outcome(status="timeout", content=f"Tool '{name}' did not finish within {limit:g} s ({why}).",
+                   error_type="TimeoutError", error_message=f"timed out after {limit:g} s ({why})",
+                   duration_s=duration_s)
+
+
+def duplicate(c: CallState, first_call: str, content: str | None) -> Outcome:
+    """A call whose effect another call did (or is doing): said plainly, never a fake "done now"."""
+    if content is None:
+        text = (f"Duplicate: this {c.name} was not run. The same effect (idempotency key {c.idempotency_key}) was "
+                f"started by call {first_call}, and its outcome is not known yet; it was not repeated.")
+    else:
+        text = (f"Duplicate: this {c.name} was not run again. The same effect (idempotency key "
+                f"{c.idempotency_key}) was already done by call {first_call}, with the result: {content}")
+    return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": content})
+
+
+def cap(out: Outcome, limit: int) -> Outcome:
+    """Cut a long result for the model with a visible marker; the audit value keeps everything."""
+    if len(out.content) <= limit:
+        return out
+    cut = len(out.content) - limit
+    content = (
+        f"{out.content[:limit]}\n[... {cut:,} more characters cut: the result was {len(out.content):,} characters, "
+        f"over the {limit:,}-character limit ...]"
+    )
+    value = out.value if out.value is not None else out.content
+    return replace(out, content=content, value=value, truncated=cut)
+
+
+def from_effect(effect: Effect) -> Outcome:
+    """The outcome the ledger recorded for an effect."""
+    status = effect.result_status if effect.result_status in ("ok", "error", "timeout") else "ok"
+    return Outcome(status=status, content=effect.content or "", value=effect.value)  # type: ignore[arg-type]
+
+
+# -- rules -------------------------------------------------------------------------------------------------
+
+
+def ledger_key(rs: RunState, cfg: EngineConfig, c: CallState) -> str | None:
+    """The key a call claims on the effect ledger before it runs (None: it needs no claim)."""
+    tool = cfg.registry.get(c.name)
+    if tool is None or not tool.side_effects:
+        return None
+    return c.idempotency_key
+
+
+def call_limit(rs: RunState, cfg: EngineConfig, c: CallState) -> tuple[float | None, float | None]:
+    """A call's time limits: its timeout (the tool's, else the loop's) and the run's deadline (epoch seconds).
+
+    The limit in force is the smaller of the timeout and what is left of the deadline *when the call starts
+    running* (the port reads that clock).
+    """
+    tool = cfg.registry.get(c.name)
+    budget = cfg.budget
+    timeout = tool.timeout if tool is not None and tool.timeout is not None else budget.tool_timeout
+    deadline = None
+    if budget.deadline_s is not None and rs.started_at is not None:
+        deadline = rs.started_at + budget.deadline_s
+    return timeout, deadline
+
+
+def tool_finished(rs: RunState, cfg: EngineConfig, c: CallState, out: Outcome, *, reused: bool = False,
+                  duplicate_of: str | None = None) -> ToolFinished:
+    """A call's outcome as an event, bound to the call.
+
+    It carries the request hash (made when the call started), the result hash, and the binding of the two
+    (see :mod:`agentnb.binding`).
+    """
+    call_id = c.call_id
+    request = c.expected_request or request_hash(rs, cfg, c)
+    result, bound = bound_hashes(call_id, out.status, out.content, request)
+    return ToolFinished(
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.EXECUTING, call_id=call_id, name=c.name, status=out.status, content=out.content,
+        value=out.value, error_type=out.error_type, error_message=out.error_message,
+        duration_s=round(out.duration_s, 6), idempotency_key=c.idempotency_key, reused=reused,
+        duplicate_of=duplicate_of, truncated=out.truncated, request_sha256=request, result_sha256=result,
+        call_binding_sha256=bound,
+    )
+
+
+def outcome_unknown(rs: RunState, cfg: EngineConfig, c: CallState, why: str) -> ApprovalRequested:
+    """A side-effecting call may or may not have happened: a person reconciles it.
+
+    Approving runs it again with the same key; ``submit_result`` says what happened; denying answers it.
+    """
+    tool = cfg.registry.get(c.name)
+    return ApprovalRequested(
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"unk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        name=c.name, arguments=c.arguments or {}, arguments_digest=arguments_digest(c.name, c.arguments),
+        risk=tool.risk if tool else "write", kind="outcome_unknown", idempotency_key=c.idempotency_key,
+        note=f"outcome unknown: {why}",
+    )
+
+
+def _writes(cfg: EngineConfig, c: CallState) -> bool:
+    """The one write-vs-read rule: a call of a side-effecting tool may have changed something when stopped."""
+    tool = cfg.registry.get(c.name)
+    return tool is not None and tool.side_effects
+
+
+def judge(rs: RunState, cfg: EngineConfig, r: LedgerAnswered) -> Emit | Verdict:
+    """What a side-effecting call's claim means: a :data:`Verdict` to run it, or the event that answers it.
+
+    ``Proceed()`` (the claim is new), ``Proceed(retry=True)`` (this very call started before: re-run it with
+    its key, because the tool is idempotent or a person confirmed it), a reused ``ToolFinished`` (this call
+    already finished: its outcome stands), a duplicate ``ToolFinished`` (another call did the effect: not
+    again), ``AwaitFirst`` (another call of the batch does it now) or an *outcome unknown* request (this call
+    started and never finished: a person must reconcile it).
+    """
+    c = rs.calls[r.call_id]
+    existing = r.existing
+    if existing is None:
+        return Proceed()
+    if existing.run_id == rs.run_id and existing.call_id == c.call_id:  # this call, again (resume or retry)
+        if existing.status == "done":
+            return Emit(tool_finished(rs, cfg, c, from_effect(existing), reused=True))
+        if r.idempotent or c.retry_confirmed:
+            return Proceed(retry=True)
+        return Emit(outcome_unknown(rs, cfg, c, "it started before and never finished (the process stopped while "
+                                                "it ran)"))
+    if existing.status != "done" and existing.run_id == rs.run_id and existing.call_id in r.batch:
+        return AwaitFirst(existing.call_id)  # the same effect runs now for another call of this batch
+    content = existing.content or "" if existing.status == "done" else None
+    return Emit(tool_finished(rs, cfg, c, duplicate(c, existing.call_id, content), duplicate_of=existing.call_id))
+
+
+def returned(rs: RunState, cfg: EngineConfig, r: ToolReturned) -> Emit:
+    """A call's outcome (cut to the loop's result size, with its ledger outcome when it holds a claim)."""
+    c = rs.calls[r.call_id]
+    out = cap(r.outcome, cfg.budget.max_result_chars)
+    return Emit(tool_finished(rs, cfg, c, out, reused=r.reused), r.effect)
+
+
+def stopped(rs: RunState, cfg: EngineConfig, r: ToolStopped) -> Emit:
+    """A call that did not return, by the write-vs-read rule (see the module docstring)."""
+    c = rs.calls[r.call_id]
+    if r.why == "cancelled" or not r.started:
+        if r.why == "interrupted":
+            why = "the run was interrupted before this call started"
+        else:
+            when = "started" if r.queued else "ran"
+            why = f"the run was cancelled ({r.reason}) before this call {when}"
+        return Emit(tool_finished(rs, cfg, c, skipped(why)))
+    if r.why == "limit":
+        assert r.limit_s is not None
+        what = "the run's deadline" if r.by_deadline else "its timeout"
+        if _writes(cfg, c):
+            return Emit(outcome_unknown(rs, cfg, c, f"it was still running when {what} ({r.limit_s:g} s) passed; it "
+                                                    "may still complete (its outcome is recorded in the ledger if "
+                                                    "it does)"))
+        return Emit(tool_finished(rs, cfg, c, timed_out(c.name, r.limit_s, r.elapsed_s, deadline=r.by_deadline)))
+    if _writes(cfg, c):  # interrupted while it ran
+        why = ("it was interrupted (KeyboardInterrupt) while it ran" if r.raised else
+               "it was still running when the run was interrupted (KeyboardInterrupt)")
+        return Emit(outcome_unknown(rs, cfg, c, why))
+    return Emit(tool_finished(rs, cfg, c, interrupted(c.name)))
+
+
+def duplicate_done(rs: RunState, cfg: EngineConfig, r: DuplicateDone) -> Emit:
+    """A call whose effect another call of its batch did."""
+    c = rs.calls[r.call_id]
+    return Emit(tool_finished(rs, cfg, c, duplicate(c, r.first, r.content), duplicate_of=r.first))
+
+
+TOOL_RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdict]] = {
+    LedgerAnswered: judge,
+    ToolReturned: returned,
+    ToolStopped: stopped,
+    DuplicateDone: duplicate_done,
+}
+"""The rules of the tool port's results, by class (part of :data:`~agentnb.engine.receive.RULES`)."""
+
+__all__ = ["TOOL_RULES", "call_limit", "cap", "duplicate", "from_effect", "interrupted", "judge",
+           "ledger_key", "outcome_unknown", "skipped", "stopped", "timed_out", "tool_finished"]
