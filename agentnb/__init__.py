@@ -57,9 +57,10 @@ from .providers import (
     ProviderError,
     model,
 )
-from .providers.base import Model, ModelRequest
+from .providers.base import Model
 from .providers.scripted import ScriptedModel
 from .recorder import Recorder
+from .request import ModelRequest, RequestOptions
 from .run import Loop, Run
 from .states import TRANSITIONS, LoopState
 from .store import MemoryStore, SqliteStore, Store
@@ -121,6 +122,7 @@ __all__ = [
     "PostgresStore",
     "ProviderError",
     "Recorder",
+    "RequestOptions",
     "ResumeError",
     "Run",
     "RunLocked",

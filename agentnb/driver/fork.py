@@ -24,7 +24,8 @@ from ..engine import RunState
 from ..events import ModelRequested, ModelRetried, ResultsBound, TurnCompleted
 from ..exceptions import AgentnbError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
-from ..providers.base import ModelRequest, Seekable, StreamItem
+from ..providers.base import Seekable
+from ..request import ModelRequest, StreamItem
 from ..tools import jsonable, render_value
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from ..events import BaseEvent, ModelRetried
 from ..exceptions import CheckpointError, ModelError, StreamInterrupted
 from ..guards import UnpricedModelWarning, unpriced
 from ..messages import ModelTurn
-from ..providers.base import ArgumentsDelta, StreamItem, TextDelta
+from ..request import ArgumentsDelta, StreamItem, TextDelta
 
 if TYPE_CHECKING:
     from ..run import Run

@@ -47,6 +47,7 @@ from ...messages import (
     ToolResultPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -58,9 +59,7 @@ from .._wire import (
     result_is_error,
     split_settings,
     system_and_rest,
-    tool_choice,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "anthropic"
 """The tag of this wire API on turns and on the continuation data it produces."""
@@ -79,7 +78,7 @@ _FINISH: dict[str, FinishReason] = {
     # (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool, "pause_turn").
     "pause_turn": "pause",
 }
-_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "stop", "stream")
+_KNOWN = ("model", "max_tokens", "stop", "stream")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
 
@@ -138,14 +137,17 @@ def _render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The Messages request body for a canonical conversation.
 
     Args:
         messages: the conversation; system messages (at the start) become ``system``.
         tools: the tools offered.
-        **settings: ``model``, ``max_tokens`` (default 4096), ``tool_choice`` (``auto``/``none``/``required``/
-            ``{"name": ...}``), ``parallel_tool_calls``, ``stop`` (``stop_sequences``), ``stream``, ``extra``
+        request_options: the tool choice (``auto``/``none``/``required``/a named tool: ``tool_choice``) and
+            ``parallel_tool_calls`` (False: ``disable_parallel_tool_use``); both only with tools. The output
+            schema is not rendered (the Messages API has no structured-output mode: agentnb uses the output tool).
+        **settings: ``model``, ``max_tokens`` (default 4096), ``stop`` (``stop_sequences``), ``stream``, ``extra``
             (merged into the body); other keys (``temperature``, ``thinking``, ...) pass through as given.
 
     Example:
@@ -165,15 +167,15 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     body["messages"] = _render_messages(convo)
     if tools:
         body["tools"] = [render_tool(t) for t in tools]
-        choice = tool_choice(mine)
+        choice = request_options.tool_choice
         native: dict[str, Any] | None
         if choice is None:
             native = None
-        elif isinstance(choice, dict):
-            native = {"type": "tool", "name": choice["name"]} if set(choice) == {"name"} else dict(choice)
+        elif isinstance(choice, NamedTool):
+            native = {"type": "tool", "name": choice.name}
         else:
             native = {"type": {"auto": "auto", "none": "none", "required": "any"}[choice]}
-        if mine.get("parallel_tool_calls") is False:
+        if request_options.parallel_tool_calls is False:
             native = {"type": "auto", **(native or {}), "disable_parallel_tool_use": True}
         if native is not None:
             body["tool_choice"] = native
