@@ -201,3 +201,70 @@ def test_a_resumed_run_finalizes_with_its_tools_through_a_model_that_never_saw_i
     assert last["tool_choice"] == {"type": "none"}
     assert last["tools"] == [{"name": "refund", "description": REFUND.description,
                               "input_schema": REFUND.parameters}]
+
+
+# -- what each wire API makes of the options (the same bodies as when they were settings) -------------------
+
+F = ToolInfo(name="f", description="d", parameters={"type": "object"})
+A = OutputSchema("A", {"type": "object"}, strict=True)
+OPTIONS = {"none": RequestOptions("none"), "required": RequestOptions("required"),
+           "named": RequestOptions(NamedTool("f")), "serial": RequestOptions(parallel_tool_calls=False),
+           "output": RequestOptions(output=A)}
+RENDERED: dict[str, dict[str, Any]] = {
+    "openai_chat": {
+        "none": {"tool_choice": "none"}, "required": {"tool_choice": "required"},
+        "named": {"tool_choice": {"type": "function", "function": {"name": "f"}}},
+        "serial": {"parallel_tool_calls": False},
+        "output": {"response_format": {"type": "json_schema",
+                                       "json_schema": {"name": "A", "schema": {"type": "object"}, "strict": True}}}},
+    "openai_responses": {
+        "none": {"tool_choice": "none"}, "required": {"tool_choice": "required"},
+        "named": {"tool_choice": {"type": "function", "name": "f"}}, "serial": {"parallel_tool_calls": False},
+        "output": {"text": {"format": {"type": "json_schema", "name": "A", "schema": {"type": "object"},
+                                       "strict": True}}}},
+    "anthropic": {
+        "none": {"tool_choice": {"type": "none"}}, "required": {"tool_choice": {"type": "any"}},
+        "named": {"tool_choice": {"type": "tool", "name": "f"}},
+        "serial": {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}},
+        "output": "an output schema cannot be expressed"},
+    "gemini": {
+        "none": {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}},
+        "required": {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
+        "named": {"toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["f"]}}},
+        "serial": "parallel_tool_calls=False cannot be expressed on Gemini",
+        "output": {"generationConfig": {"responseMimeType": "application/json",
+                                        "responseJsonSchema": {"type": "object"}}}},
+    "ollama": {
+        "none": {"tools": None}, "required": "tool_choice='required' cannot be expressed",
+        "named": "tool_choice={'name': 'f'} cannot be expressed", "serial": "parallel_tool_calls=False cannot be",
+        "output": {"format": {"type": "object"}}},
+}
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+@pytest.mark.parametrize("api", list(RENDERED))
+def test_each_wire_api_renders_the_options_as_before(api: str, option: str) -> None:
+    wanted = RENDERED[api][option]
+    render = WIRE_APIS[api].render_request
+    if isinstance(wanted, str):  # what the API cannot express is refused, never dropped
+        with pytest.raises(ValueError, match=wanted):
+            render([Message.user("q")], [F], request_options=OPTIONS[option])
+        return
+    body = render([Message.user("q")], [F], request_options=OPTIONS[option])
+    assert {k: body.get(k) for k in wanted} == wanted
+    if option != "output":  # without tools there is no tool choice to render
+        bare = render([Message.user("q")], [], request_options=OPTIONS[option])
+        assert not {"tool_choice", "toolConfig", "parallel_tool_calls"} & set(bare)
+
+
+def test_the_finalize_turn_of_every_sdk_model_renders_as_before() -> None:
+    pytest.importorskip("anthropic")
+    finalize = RequestOptions("none", finalize=True)
+    with Emulator() as emu:
+        for api in ("openai_chat", "openai_responses", "anthropic", "gemini"):
+            model = WIRE_APIS[api].model_class(emu.client(api), model="m")
+            body = model.render(ModelRequest(messages=_tool_history(), tools=[], run_tools=[ADD], options=finalize))
+            if api == "anthropic":  # tools defined beside the tool blocks, none to be called
+                assert body["tool_choice"] == {"type": "none"} and [t["name"] for t in body["tools"]] == ["add"]
+            else:  # no tools, so no choice either
+                assert not {"tools", "tool_choice", "toolConfig"} & set(body), api

@@ -145,10 +145,13 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
         messages: the conversation; system messages (at the start) become ``system``.
         tools: the tools offered.
         request_options: the tool choice (``auto``/``none``/``required``/a named tool: ``tool_choice``) and
-            ``parallel_tool_calls`` (False: ``disable_parallel_tool_use``); both only with tools. The output
-            schema is not rendered (the Messages API has no structured-output mode: agentnb uses the output tool).
+            ``parallel_tool_calls`` (False: ``disable_parallel_tool_use``); both only with tools. An output
+            schema is refused: agentnb asks Anthropic models for typed output with the output tool.
         **settings: ``model``, ``max_tokens`` (default 4096), ``stop`` (``stop_sequences``), ``stream``, ``extra``
             (merged into the body); other keys (``temperature``, ``thinking``, ...) pass through as given.
+
+    Raises:
+        ValueError: for an output schema in ``request_options``, or an option given as a setting.
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], model="claude-sonnet-4-5")
@@ -157,6 +160,9 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': 'Hi'}]}]}
     """
     mine, rest = split_settings(settings, _KNOWN)
+    if request_options.output is not None:  # asked for, never silently dropped (nor sent as a made-up field)
+        raise ValueError("an output schema cannot be expressed on the Messages API as agentnb renders it: ask for "
+                         "typed output with the output tool (output_mode='tool')")
     system, convo = system_and_rest(messages, "Anthropic")
     body: dict[str, Any] = {}
     if "model" in mine:
