@@ -58,9 +58,10 @@ from .providers import (
     ProviderError,
     model,
 )
-from .providers.base import Model, ModelRequest
+from .providers.base import Model
 from .providers.scripted import ScriptedModel
 from .recorder import Recorder
+from .request import ModelRequest, RequestOptions
 from .run import Run
 from .states import TRANSITIONS, LoopState
 from .store import MemoryStore, SqliteStore, Store
@@ -122,6 +123,7 @@ __all__ = [
     "PostgresStore",
     "ProviderError",
     "Recorder",
+    "RequestOptions",
     "ResumeError",
     "Run",
     "RunLocked",

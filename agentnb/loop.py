@@ -19,6 +19,7 @@ from .messages import Message, coerce_messages
 from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import Model
 from .redact import redact, register_credentials
+from .request import split_options
 from .store import LEASE_TTL, Store, as_store
 from .tools import Tool, ToolRegistry, ToolSource, as_registry
 
@@ -123,6 +124,9 @@ class Loop:
             settings["tool_choice"] = check_tool_choice(tool_choice, names)
         if parallel_tool_calls is not None:
             settings["parallel_tool_calls"] = bool(parallel_tool_calls)
+        # The settings keep the options under their setting names (the events record them so); the engine
+        # makes them typed for each request. Reading them once here refuses a bad value now, not mid-run.
+        split_options(settings)
         if budget is None:
             budget = Budget(max_turns=max_turns, on_exhausted=on_max_turns)
         elif (max_turns, on_max_turns) != (25, "finalize"):

@@ -39,6 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .events import ToolInfo
 from .exceptions import ToolDefinitionError
+from .request import OutputSchema
 from .strict import strict_schema
 
 OUTPUT_TOOL = "final_result"
@@ -102,10 +103,14 @@ class OutputSpec:
         return cls(output_type, name, description, schema, wrapped, retries, adapter, native, native_schema,
                    tuple(nullable))
 
-    def settings(self) -> dict[str, Any]:
-        """The ``output_schema`` request setting of native mode (rendered by each wire adapter)."""
-        return {"name": self.name, "schema": self.native_schema or self.parameters,
-                "strict": bool(self.native_schema is not self.parameters and self.native_schema is not None)}
+    def output_schema(self) -> OutputSchema:
+        """The structured-output request option of native mode (rendered by each wire adapter).
+
+        Strict when the schema sent is the strict form made for it (not the plain schema: a type that cannot
+        be strict is asked for without strict mode).
+        """
+        return OutputSchema(self.name, self.native_schema or self.parameters,
+                            strict=self.native_schema is not self.parameters and self.native_schema is not None)
 
     def info(self) -> ToolInfo:
         """The output tool as offered to the model."""

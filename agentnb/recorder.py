@@ -65,15 +65,7 @@ from pydantic import TypeAdapter
 from .events import ToolInfo
 from .exceptions import ModelError, StreamInterrupted
 from .messages import MESSAGE_ADAPTER, ModelTurn
-from .providers.base import (
-    ArgumentsDelta,
-    ModelRequest,
-    Seekable,
-    StreamItem,
-    TextDelta,
-    WireKind,
-    WireObservable,
-)
+from .providers.base import Seekable, WireKind, WireObservable
 from .providers.scripted import ScriptedModel
 from .redact import (
     HoldsCredentials,
@@ -84,6 +76,7 @@ from .redact import (
     register_secret,
     shaped_values,
 )
+from .request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 
 __all__ = ["CASSETTE_VERSION", "Cassette", "RecordedRequest", "Recorder", "ReplayedModel", "read_cassette"]
 
@@ -231,10 +224,11 @@ class Recorder:
         self._seen[request.run_id] = (base, len(msgs))
         self._write({
             "type": "request", "turn": k, "ms": 0.0, "run_id": request.run_id, "run_turn": request.turn,
-            "finalize": request.finalize, "message_count": len(msgs), "messages_from": start,
+            "finalize": request.options.finalize, "message_count": len(msgs), "messages_from": start,
             "messages": [MESSAGE_ADAPTER.dump_python(msgs[i], mode="json") for i in range(start, len(msgs))],
             "tools": [_TOOL_ADAPTER.dump_python(t, mode="json") for t in request.tools],
-            "settings": _jsonable(dict(request.settings)),
+            # the options under their setting names, as cassettes have always recorded what was asked
+            "settings": _jsonable({**request.settings, **request.options.to_settings()}),
         })
         try:
             stream = iter(self.model.respond(request))

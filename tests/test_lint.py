@@ -128,7 +128,8 @@ def test_every_request_agentnb_renders_passes_the_linter(story: str, provider: s
     real = model.respond
 
     def respond(request: anb.ModelRequest) -> Any:
-        body = ADAPTERS[provider].render_request(request.messages, request.tools or [], **request.settings)
+        body = ADAPTERS[provider].render_request(request.messages, request.tools or [], **request.settings,
+                                                 request_options=request.options)
         seen.append(body)
         errors = [f for f in anb.lint(body, provider) if f.severity == "error" and f.code != "tools_undefined"]
         assert errors == [], errors

@@ -213,8 +213,8 @@ def test_native_strict_output_reads_null_as_the_default() -> None:
     run = anb.Loop(model=model, output_type=Query, output_mode="native").start("q").run()
     assert run.state is S.COMPLETED and run.output == Query(text="kettle", limit=5)
     spec = run.loop.config.output
-    assert spec is not None and spec.settings()["strict"] is True
-    assert spec.settings()["schema"]["required"] == ["text", "limit"]
+    assert spec is not None and spec.output_schema().strict is True
+    assert spec.output_schema().schema["required"] == ["text", "limit"]
 
 
 def test_native_mode_corrections_never_ask_for_the_output_tool_it_does_not_offer() -> None:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from agentnb.messages import Message, ReasoningPart, TextPart, ToolResultPart
 from agentnb.providers import anthropic
-from agentnb.providers.base import ArgumentsDelta
+from agentnb.request import ArgumentsDelta, NamedTool, RequestOptions
 
 from .wire_builders import (
     CUT,
@@ -39,7 +41,8 @@ def test_results_are_tool_result_blocks_first_in_the_next_user_message() -> None
     turn, _, _ = roundtrip(NAME, TEXT_AND_CALLS)
     history = [Message.system("Be brief."), Message.user("Weather?"), turn.message,
                results_for(turn, error_for="call_2"), Message.user("Answer now.")]
-    body = anthropic.render_request(history, [weather_tool()], model="claude", parallel_tool_calls=False)
+    body = anthropic.render_request(history, [weather_tool()], model="claude",
+                                    request_options=RequestOptions(parallel_tool_calls=False))
     assert body["system"] == "Be brief." and body["max_tokens"] == 4096
     msgs = body["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
@@ -104,10 +107,14 @@ def test_protocol_errors_byte_cap_and_breaks() -> None:
 def test_tool_choice_mapping() -> None:
     tools = [weather_tool()]
     render = anthropic.render_request
-    assert render([Message.user("x")], tools, tool_choice="required")["tool_choice"] == {"type": "any"}
-    assert render([Message.user("x")], tools, tool_choice="none")["tool_choice"] == {"type": "none"}
-    assert render([Message.user("x")], tools, tool_choice={"name": "weather"})["tool_choice"] == {
-        "type": "tool", "name": "weather"}
+    def choice(c: Any) -> Any:
+        return render([Message.user("x")], tools, request_options=RequestOptions(tool_choice=c))["tool_choice"]
+
+    assert choice("required") == {"type": "any"}
+    assert choice("none") == {"type": "none"}
+    assert choice(NamedTool("weather")) == {"type": "tool", "name": "weather"}
+    with pytest.raises(ValueError, match="request option"):  # the untyped setting is refused, not sent raw
+        render([Message.user("x")], tools, tool_choice="none")
     assert render([Message.user("x")], stop="END")["stop_sequences"] == ["END"]
     with pytest.raises(ValueError, match="at the start"):
         render([Message.user("x"), Message.system("late")])

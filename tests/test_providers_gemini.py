@@ -6,7 +6,7 @@ from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, WireFormatError
 from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart
 from agentnb.providers import gemini
-from agentnb.providers.base import ArgumentsDelta
+from agentnb.request import ArgumentsDelta, RequestOptions
 
 from .wire_builders import (
     CUT,
@@ -51,7 +51,8 @@ def test_stop_with_calls_runs_them_and_signatures_stay_on_their_parts() -> None:
     turn = with_ids(turn)
     history = [Message.system("Be brief."), Message.user("Weather?"), turn.message,
                results_for(turn, error_for="gen_2"), Message.user("Go on.")]
-    body = gemini.render_request(history, [weather_tool()], tool_choice="required", max_tokens=100)
+    body = gemini.render_request(history, [weather_tool()], max_tokens=100,
+                                 request_options=RequestOptions(tool_choice="required"))
     assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
     contents = body["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user"]

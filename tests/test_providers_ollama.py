@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from agentnb.providers.base import ArgumentsDelta, TextDelta
 from agentnb.providers.ollama import adapter as wire
 from agentnb.providers.ollama.history import parse_history
+from agentnb.request import ArgumentsDelta, NamedTool, OutputSchema, RequestOptions, TextDelta
 
 from .wire_builders import results_for, weather_tool
 
@@ -235,13 +235,16 @@ def test_other_providers_reasoning_is_not_sent_and_settings_ollama_cannot_expres
                                                TextPart(text="hi")))
     assert wire.render_request([foreign])["messages"] == [{"role": "assistant", "content": "hi"}]
     tools = [weather_tool()]
-    for bad in ({"tool_choice": "required"}, {"tool_choice": {"name": "weather"}}, {"parallel_tool_calls": False}):
+    for bad in (RequestOptions(tool_choice="required"), RequestOptions(tool_choice=NamedTool("weather")),
+                RequestOptions(parallel_tool_calls=False)):
         with pytest.raises(ValueError, match="cannot be expressed"):
-            wire.render_request([Message.user("q")], tools, **bad)
-    assert "tools" not in wire.render_request([Message.user("q")], tools, tool_choice="none")
-    schema = {"name": "Answer", "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-    body = wire.render_request([Message.user("q")], output_schema=schema, stream=True, options={"num_ctx": 8192})
-    assert body["format"] == schema["schema"] and body["stream"] is True and body["options"] == {"num_ctx": 8192}
+            wire.render_request([Message.user("q")], tools, request_options=bad)
+    assert "tools" not in wire.render_request([Message.user("q")], tools,
+                                              request_options=RequestOptions(tool_choice="none"))
+    schema = OutputSchema("Answer", {"type": "object", "properties": {"n": {"type": "integer"}}})
+    body = wire.render_request([Message.user("q")], stream=True, options={"num_ctx": 8192},
+                               request_options=RequestOptions(output=schema))
+    assert body["format"] == schema.schema and body["stream"] is True and body["options"] == {"num_ctx": 8192}
 
 
 # -- histories ----------------------------------------------------------------------------------------------
@@ -512,7 +515,7 @@ def test_no_server_is_a_retryable_error_that_says_how_to_start_one() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     model = anb.model("ollama:qwen3", base_url=f"http://127.0.0.1:{port}")
-    from agentnb.providers.base import ModelRequest
+    from agentnb.request import ModelRequest
 
     with pytest.raises(ProviderError, match="ollama serve") as info:
         list(model.respond(ModelRequest(messages=[Message.user("Hi")], tools=[])))
@@ -522,7 +525,7 @@ def test_no_server_is_a_retryable_error_that_says_how_to_start_one() -> None:
 def test_settings_the_client_cannot_send_are_refused_before_sending(emu: Any) -> None:
     import agentnb as anb
     from agentnb.providers import ProviderError
-    from agentnb.providers.base import ModelRequest
+    from agentnb.request import ModelRequest
 
     start = len(emu.requests)
     model = anb.model("ollama:qwen3", base_url=emu.url("ollama"), frobnicate=True)

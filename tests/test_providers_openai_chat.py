@@ -6,7 +6,7 @@ from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from agentnb.messages import Message, ReasoningPart, ToolCallPart
 from agentnb.providers import openai_chat
-from agentnb.providers.base import ArgumentsDelta, TextDelta
+from agentnb.request import ArgumentsDelta, NamedTool, RequestOptions, TextDelta, tool_choice_of
 
 from .wire_builders import (
     CUT,
@@ -41,7 +41,8 @@ def test_parallel_calls_render_as_one_assistant_message_then_one_tool_message_ea
     turn, _, _ = roundtrip(NAME, TEXT_AND_CALLS)
     history = [Message.system("Be brief."), Message.user("Weather in Paris and Oslo?"), turn.message,
                results_for(turn, error_for="call_2")]
-    body = openai_chat.render_request(history, [weather_tool()], model="gpt-4o", parallel_tool_calls=True)
+    body = openai_chat.render_request(history, [weather_tool()], model="gpt-4o",
+                                      request_options=RequestOptions(parallel_tool_calls=True))
     msgs = body["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool"]
     assert msgs[2]["content"] == "Let me check both cities."
@@ -90,18 +91,24 @@ def test_reasoning_content_goes_back_unchanged_on_the_assistant_message() -> Non
 
 def test_settings() -> None:
     tools = [weather_tool()]
-    body = openai_chat.render_request([Message.user("x")], tools, tool_choice={"name": "weather"}, max_tokens=9,
-                                      stream=True, temperature=0.2, system_role="developer")
+    body = openai_chat.render_request([Message.user("x")], tools, max_tokens=9, stream=True, temperature=0.2,
+                                      system_role="developer",
+                                      request_options=RequestOptions(tool_choice=NamedTool("weather")))
     assert body["tool_choice"] == {"type": "function", "function": {"name": "weather"}}
     assert body["max_completion_tokens"] == 9 and body["temperature"] == 0.2
     assert body["stream_options"] == {"include_usage": True}
-    assert openai_chat.render_request([Message.user("x")], tools, tool_choice="any")["tool_choice"] == "required"
-    no_tools = openai_chat.render_request([Message.user("x")], [], tool_choice="none", parallel_tool_calls=False)
+    any_ = RequestOptions(tool_choice=tool_choice_of("any"))
+    assert openai_chat.render_request([Message.user("x")], tools, request_options=any_)["tool_choice"] == "required"
+    no_tools = openai_chat.render_request([Message.user("x")], [], request_options=RequestOptions(
+        tool_choice="none", parallel_tool_calls=False))
     assert "tool_choice" not in no_tools and "parallel_tool_calls" not in no_tools
     assert openai_chat.render_request([Message.system("s")], system_role="developer")["messages"][0]["role"] == \
         "developer"
-    with pytest.raises(ValueError, match="tool_choice"):
-        openai_chat.render_request([Message.user("x")], tools, tool_choice="sometimes")
+    with pytest.raises(ValueError, match="tool_choice='sometimes' is not a tool choice"):
+        openai_chat.render_request([Message.user("x")], tools, request_options=RequestOptions(
+            tool_choice="sometimes"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tool_choice is a request option"):
+        openai_chat.render_request([Message.user("x")], tools, tool_choice="auto")
     with pytest.raises(ValueError, match="strict mode needs every property required"):
         openai_chat.render_request([Message.user("x")], tools, strict=True)
 

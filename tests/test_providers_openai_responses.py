@@ -6,7 +6,7 @@ from agentnb.engine import classify
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from agentnb.messages import Message, ReasoningPart
 from agentnb.providers import openai_responses
-from agentnb.providers.base import ArgumentsDelta
+from agentnb.request import ArgumentsDelta, RequestOptions
 
 from .wire_builders import (
     CUT,
@@ -40,7 +40,8 @@ def test_whole_and_stream_give_the_same_turn(spec: Spec) -> None:
 def test_results_reference_call_id_not_item_id() -> None:
     turn, _, _ = roundtrip(NAME, TEXT_AND_CALLS)
     history = [Message.system("Be brief."), Message.user("Weather?"), turn.message, results_for(turn)]
-    body = openai_responses.render_request(history, [weather_tool()], model="gpt-5", tool_choice="required")
+    body = openai_responses.render_request(history, [weather_tool()], model="gpt-5",
+                                           request_options=RequestOptions(tool_choice="required"))
     assert body["instructions"] == "Be brief."
     items = body["input"]
     assert [i.get("type") for i in items] == ["message", "message", "function_call", "function_call",

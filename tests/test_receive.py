@@ -36,7 +36,7 @@ from agentnb.engine import (
 from agentnb.events import ApprovalRequested, CompressionApplied, ModelRetried, RunFinished, ToolFinished, TurnCompleted
 from agentnb.messages import Message, ModelTurn, ToolCallPart
 from agentnb.outcomes import Effect, Outcome
-from agentnb.providers.base import ArgumentsDelta, TextDelta
+from agentnb.request import ArgumentsDelta, TextDelta
 from agentnb.states import S
 from agentnb.tools import ToolRegistry
 

@@ -14,8 +14,8 @@ from agentnb.events import event_to_dict
 from agentnb.messages import ModelTurn
 from agentnb.providers import openai_chat, sse
 from agentnb.providers._sdk import SdkModel
-from agentnb.providers.base import ModelRequest
 from agentnb.recorder import ReplayedModel, read_cassette
+from agentnb.request import ModelRequest
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 FAKE_KEY = "sk-test-SECRET-4f9a8b7c6d5e4f3a2b1c"

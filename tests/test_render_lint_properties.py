@@ -17,6 +17,7 @@ import agentnb as anb
 from agentnb.debugger.timeline import Timeline
 from agentnb.lint import validate
 from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
+from agentnb.request import split_options
 
 ADAPTERS = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
             "gemini": gemini}
@@ -103,8 +104,8 @@ def test_every_rendered_request_is_valid_for_every_provider(
     assert len(ids) == len(set(ids))  # call ids stay unique across the follow-up
     for messages, tools, request_settings in requests(run) + requests(after):
         for provider, adapter in ADAPTERS.items():
-            wanted = {k: v for k, v in request_settings.items() if k in ("tool_choice",)}
-            body = adapter.render_request(messages, tools, model="m", **wanted)
+            options, _ = split_options({k: v for k, v in request_settings.items() if k in ("tool_choice",)})
+            body = adapter.render_request(messages, tools, model="m", request_options=options)
             errors = [f for f in validate(provider, body) if f.severity == "error"]
             assert not errors, (provider, [str(f) for f in errors])
     calls = [c.call_id for m in run.messages for c in m.tool_calls]

@@ -88,7 +88,8 @@ def test_finalize_at_the_cap_sends_a_tools_free_user_turn(make_loop: Callable[..
     assert (guard.guard, guard.limit, guard.value, guard.action) == ("max_turns", 3, 3, "finalize")
     assert len(requests) == 4
     last = requests[-1]
-    assert last.finalize and list(last.tools) == [] and last.settings["tool_choice"] == "none"
+    assert last.options.finalize and list(last.tools) == [] and last.options.tool_choice == "none"
+    assert "tool_choice" not in last.settings and [t.name for t in last.run_tools] == [t.name for t in loop.tools]
     assert last.messages[-1].role == "user" and last.messages[-1].text == FINALIZE_PROMPT
     assert all(r.tools for r in requests[:-1])
     final_req = [e for e in run.events if e.type == "ModelRequested"][-1]

@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr
 
 import agentnb as anb
 from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
-from agentnb.providers.base import ModelRequest
+from agentnb.request import ModelRequest
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 GOOGLE = "AIzaSyA-SECRET-1234567890abcdefgh"

@@ -9,6 +9,7 @@ import pytest
 
 import agentnb as anb
 from agentnb.emulator import Emulator
+from agentnb.request import NamedTool
 from agentnb.states import LoopState as S
 from tests.conftest import add
 
@@ -157,14 +158,15 @@ def test_the_output_tool_is_forced_at_the_turn_cap() -> None:
 
     class Spy(anb.ScriptedModel):
         def respond(self, request: anb.ModelRequest) -> Any:
-            seen.append((request.finalize, [t.name for t in request.tools], request.settings.get("tool_choice")))
+            assert "tool_choice" not in request.settings  # typed in the options, not in the pass-through settings
+            seen.append((request.options.finalize, [t.name for t in request.tools], request.options.tool_choice))
             return super().respond(request)
 
     script: list[Any] = [{"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "7"}}]},
                          {"tool_calls": [{"name": "final_result", "arguments": {"status": "shipped"}}]}]
     run = anb.Loop(model=Spy(script), tools=[lookup_order], output_type=Answer, max_turns=1).start("x").run()
     assert run.state is S.COMPLETED and run.output == Answer(status="shipped")
-    assert seen[-1] == (True, ["final_result"], {"name": "final_result"})
+    assert seen[-1] == (True, ["final_result"], NamedTool("final_result"))
 
 
 def assert_subset(expected: Any, actual: Any) -> None:

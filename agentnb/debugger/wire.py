@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from ..events import BaseEvent, ToolInfo
 from ..providers.registry import WIRE_APIS
+from ..request import split_options
 from .timeline import Timeline
 
 
@@ -63,6 +64,7 @@ def render_one(timeline: Timeline, seq: int, title: str) -> Any:
                                                           "parallel_tool_calls")}
     adapter = dict(ADAPTERS)[title]
     try:
-        return adapter.render_request(messages, tools, model="<model>", **settings)
+        options, settings = split_options(settings)  # the event records the options under their setting names
+        return adapter.render_request(messages, tools, model="<model>", request_options=options, **settings)
     except Exception as exc:  # show why a provider cannot take this request
         return f"cannot render for this provider: {type(exc).__name__}: {exc}"

@@ -26,7 +26,8 @@ from ..engine import RunState
 from ..events import BaseEvent, ModelRequested, ModelRetried, ResultsBound, RunStarted, TurnCompleted
 from ..exceptions import AgentnbError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
-from ..providers.base import ModelRequest, Seekable, StreamItem
+from ..providers.base import Seekable
+from ..request import ModelRequest, StreamItem
 from ..tools import jsonable, render_value
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from ..engine.results import ModelFailed, ModelRaised, NotAnItem, StreamBroke, S
 from ..exceptions import ModelError, StreamInterrupted
 from ..guards import Budget, UnpricedModelWarning, unpriced
 from ..messages import ModelTurn
-from ..providers.base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 from ..redact import RunSecrets
+from ..request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 
 PullResult = (TextDelta | ArgumentsDelta | TurnReceived | ModelFailed | StreamEnded | StreamBroke | ModelRaised
               | NotAnItem)

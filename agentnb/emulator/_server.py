@@ -18,10 +18,10 @@ from typing import Any
 from ..exceptions import ModelError, StreamInterrupted
 from ..lint import Context, Finding, validate
 from ..messages import ModelTurn
-from ..providers.base import ModelRequest
 from ..providers.registry import WIRE_APIS
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..providers.wireapi import Encoded, EncodeRequest, RouteMatch, WireAPI
+from ..request import ModelRequest
 from ._choice import enforce_strict, honour_tool_choice
 
 _STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",

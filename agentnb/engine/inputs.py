@@ -10,7 +10,7 @@ from typing import Any
 
 from ..events import RunStarted, ToolInfo
 from ..messages import Message
-from ..providers.base import HistoryView, ModelRequest
+from ..request import HistoryView, ModelRequest, NamedTool, RequestOptions, ToolChoice, split_options, tool_choice_of
 from ..states import S
 from .actions import EngineConfig
 from .build import UNSTAMPED
@@ -25,30 +25,31 @@ def run_started(run_id: str, messages: list[Message], model: str, tools: list[To
 
 
 def request_for(rs: RunState, cfg: EngineConfig, run_id: str) -> ModelRequest:
-    """The request of the current turn: the conversation, the tools offered, the settings with the tool choice.
+    """The request of the current turn: the conversation, the tools offered and defined, the typed options.
 
-    A finalization turn offers no tool (``tool_choice="none"``), except the output tool of a tool-mode
-    ``output_type`` loop, which it forces: the last turn still owes the typed answer.
+    The loop's settings carry its fixed tool choice and parallel-calls switch under their setting names (the
+    events record them so); they become typed options here and the rest passes through. A per-turn policy's
+    choice wins over the fixed one. A finalization turn offers no tool (tool choice ``none``), except the
+    output tool of a tool-mode ``output_type`` loop, which it forces: the last turn still owes the typed answer.
+
+    Raises:
+        ValueError: a tool choice, parallel-calls switch or output schema in the settings that is not one.
     """
     finalize = rs.finalizing
     offered: Sequence[ToolInfo] = [] if finalize else rs.tools
-    settings = cfg.settings
+    fixed, settings = split_options(cfg.settings)
+    choice: ToolChoice | None = fixed.tool_choice if rs.tool_choice is None else tool_choice_of(rs.tool_choice)
     output = cfg.output
-    if output is not None and output.native:
-        settings = {**settings, "output_schema": output.settings()}
-        if finalize:
-            settings["tool_choice"] = "none"
-        elif rs.tool_choice is not None:
-            settings["tool_choice"] = rs.tool_choice
-    elif finalize and output is not None:
+    if finalize and output is not None and not output.native:
         offered = [output.info()]
-        settings = {**settings, "tool_choice": {"name": output.name}}
+        choice = NamedTool(output.name)
     elif finalize:
-        settings = {**settings, "tool_choice": "none"}
-    elif rs.tool_choice is not None:
-        settings = {**settings, "tool_choice": rs.tool_choice}
-    return ModelRequest(messages=HistoryView(rs.messages), tools=offered, settings=settings, finalize=finalize,
-                        run_id=run_id, turn=rs.turn)
+        choice = "none"
+    options = RequestOptions(tool_choice=choice, parallel_tool_calls=fixed.parallel_tool_calls,
+                             output=output.output_schema() if output is not None and output.native else fixed.output,
+                             finalize=finalize)
+    return ModelRequest(messages=HistoryView(rs.messages), tools=offered, settings=settings, options=options,
+                        run_tools=rs.tools, run_id=run_id, turn=rs.turn)
 
 
 __all__ = ["request_for", "run_started"]

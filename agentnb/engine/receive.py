@@ -30,7 +30,7 @@ from .. import guards
 from ..events import ArgumentsMerged, CompressionApplied, ModelRetried, RunFinished, TextMerged, TurnCompleted
 from ..exceptions import ApprovalError, ApprovalExpired, DigestMismatch, RunNotPaused
 from ..messages import Message, ModelTurn, ToolCallPart
-from ..providers.base import ArgumentsDelta, TextDelta
+from ..request import ArgumentsDelta, TextDelta
 from ..states import S
 from .actions import Emit, EngineConfig, RetryPolicy
 from .build import UNSTAMPED, finished

@@ -1,5 +1,7 @@
 """Models and wire APIs. :mod:`.base` defines what a model is; :mod:`.scripted` is the offline model.
 
+What a model is asked and answers with (the request, its options, the stream items) is in :mod:`agentnb.request`.
+
 One package per wire API, each holding everything about that format (rendering, parsing whole and streamed
 responses, reading histories back, the emulator's encoder, lint rules, the SDK model):
 :mod:`.openai_chat`, :mod:`.openai_responses`, :mod:`.anthropic`, :mod:`.gemini`. Each exports a
@@ -12,7 +14,7 @@ one from ``"provider:model-name"``.
 from . import anthropic, gemini, openai_chat, openai_responses, sse
 from ._sdk import ProviderError
 from .anthropic import AnthropicModel
-from .base import ArgumentsDelta, Model, ModelRequest, StreamItem, TextDelta
+from .base import Model
 from .factory import model
 from .fallback import FallbackModel
 from .gemini import GeminiModel
@@ -25,17 +27,13 @@ from .wireapi import WireAPI
 __all__ = [
     "WIRE_APIS",
     "AnthropicModel",
-    "ArgumentsDelta",
     "FallbackModel",
     "GeminiModel",
     "Model",
-    "ModelRequest",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "ProviderError",
     "ScriptedModel",
-    "StreamItem",
-    "TextDelta",
     "WireAPI",
     "anthropic",
     "gemini",

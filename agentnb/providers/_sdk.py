@@ -5,7 +5,12 @@ the official client the user passes. For each turn it
 
 1. renders the canonical request with its wire adapter (``render_request``), merging the model's own
    settings with the loop's on *every* turn (so temperature, max tokens, tool choice and parallel calls hold
-   for the whole run, not only its first request);
+   for the whole run, not only its first request). The model's settings are split once, when it is made
+   (:func:`~agentnb.request.split_options`): its tool choice, parallel calls and output schema become default
+   :class:`~agentnb.request.RequestOptions`, which the request's own options override field by field, and
+   the rest passes through. Everything a turn renders comes from that turn's request: the model keeps no
+   memory of a run's earlier requests (a provider that needs the run's tool definitions on a tools-free turn
+   reads ``request.run_tools``);
 2. hands the body to the SDK method (``client.chat.completions.create(**body)``, ...). Keys the method does
    not name go in ``extra_body``, so a setting passed through by the adapter still reaches the wire;
 3. parses the answer with the same adapter: ``parse_response`` for a whole response, ``parse_stream`` (with
@@ -39,8 +44,9 @@ from ..events import ToolInfo
 from ..exceptions import AgentnbError, ModelError
 from ..messages import ModelTurn
 from ..redact import client_credentials
+from ..request import ModelRequest, StreamItem, split_options
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
-from .base import ModelRequest, StreamItem, WireKind
+from .base import WireKind
 
 __all__ = ["ProviderError", "SdkModel", "require"]
 
@@ -237,13 +243,13 @@ class SdkModel:
         self.client = client if sdk_retries else without_sdk_retries(client)
         self.name = model
         self.stream = stream
-        self.settings: dict[str, Any] = {**(settings or {}), **request_settings}
+        # The options among the model's settings are checked (and refused, naming the value) here, once.
+        self.options, self.settings = split_options({**(settings or {}), **request_settings})
         self.max_argument_bytes = max_argument_bytes
         self.max_retry_wait = max_retry_wait
         self.is_async = is_async_client(client)
         self._not_before = 0.0
         self._lock = threading.Lock()
-        self._tools: dict[str, list[ToolInfo]] = {}
         self._wire: list[Callable[[WireKind, Any], None]] = []
 
     def on_wire(self, callback: Callable[[WireKind, Any], None]) -> Callable[[], None]:
@@ -308,20 +314,18 @@ class SdkModel:
             settings["stream"] = True
         else:
             settings.pop("stream", None)
-        tools = list(request.tools)
-        if tools:
-            self._tools[request.run_id] = tools
+        options = request.options.over(self.options)
         try:
-            body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request, tools),
-                                                               **settings)
+            body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request),
+                                                               request_options=options, **settings)
         except ValueError as exc:  # a setting this wire API cannot express: say so before anything is sent
             raise ProviderError(f"{self.provider}: {exc}; nothing was sent", provider=self.provider,
                                 retryable=False) from exc
         return body
 
-    def _offered(self, request: ModelRequest, tools: list[ToolInfo]) -> Sequence[ToolInfo]:
-        """The tools to render; a subclass may keep definitions on a tools-free finalization request."""
-        return tools
+    def _offered(self, request: ModelRequest) -> Sequence[ToolInfo]:
+        """The tools to render; a subclass may render the run's definitions on a tools-free request."""
+        return request.tools
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
         """Send one request through the SDK client and yield the adapter's stream items, then the turn."""

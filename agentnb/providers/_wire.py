@@ -20,12 +20,10 @@ from typing import Any
 
 from ..exceptions import AgentnbError, ArgumentsTooLarge, StreamProtocolError, WireFormatError
 from ..messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from ..request import OPTION_SETTINGS
 
 DEFAULT_MAX_ARGUMENT_BYTES = 1 << 20
 """The default cap on one call's streamed argument bytes (1 MiB)."""
-
-TOOL_CHOICES = ("auto", "none", "required", "any")
-
 
 def as_dict(obj: Any, what: str) -> dict[str, Any]:
     """A plain dict from a decoded JSON object or an SDK object (pydantic ``model_dump`` or ``to_dict``)."""
@@ -227,24 +225,6 @@ def own_data(part: TextPart | ToolCallPart, provider: str) -> dict[str, Any]:
     return data.get(provider) or {}
 
 
-def tool_choice(settings: dict[str, Any]) -> str | dict[str, Any] | None:
-    """The canonical tool choice: ``auto``, ``none``, ``required``, ``{"name": ...}``, a native dict, or None.
-
-    Raises:
-        ValueError: for a value that is none of these.
-    """
-    choice = settings.get("tool_choice")
-    if choice is None or isinstance(choice, dict):
-        return choice
-    if choice == "any":
-        return "required"
-    if choice in TOOL_CHOICES:
-        return str(choice)
-    raise ValueError(
-        f"tool_choice={choice!r}: use 'auto', 'none', 'required', {{'name': <tool>}} or the provider's own dict"
-    )
-
-
 def result_is_error(result: ToolResultPart) -> bool:
     """Whether a result is an error for the model (anything but ``ok``: error, denied, skipped, timeout)."""
     return result.status != "ok"
@@ -280,7 +260,16 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def split_settings(settings: dict[str, Any], known: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The settings this adapter maps itself, and the rest (passed through into the body as given)."""
+    """The settings this adapter maps itself, and the rest (passed through into the body as given).
+
+    Raises:
+        ValueError: for a request option given as a setting (``tool_choice``, ...): it is rendered from the
+            typed ``request_options``, and passing it through raw would put an unchecked value on the wire.
+    """
+    options = [k for k in OPTION_SETTINGS if k in settings]
+    if options:
+        raise ValueError(f"{', '.join(options)} is a request option, not a setting: pass "
+                         f"request_options=RequestOptions(...) (agentnb.request.split_options reads a settings dict)")
     known_set = set(known)
     mine = {k: v for k, v in settings.items() if k in known_set}
     rest = {k: v for k, v in settings.items() if k not in known_set and k != "extra"}

@@ -26,7 +26,8 @@ from typing import Any
 from ..exceptions import ModelError
 from ..messages import ModelTurn, ReasoningPart, TextPart, ToolCallPart
 from ..redact import HoldsCredentials
-from .base import Model, ModelRequest, StreamItem
+from ..request import ModelRequest, StreamItem
+from .base import Model
 
 __all__ = ["FallbackModel"]
 

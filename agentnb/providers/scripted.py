@@ -44,7 +44,7 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
-from .base import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from ..request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
 
 TurnSpec = dict[str, Any]
 ScriptStep = TurnSpec | Callable[[Sequence[Message]], TurnSpec]

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from ..events import ToolInfo
     from ..findings import Context, Finding, Rule, View
     from ..messages import Message, ModelTurn
+    from ..request import StreamItem
     from ._sdk import SdkModel
-    from .base import StreamItem
 
 __all__ = ["Encoded", "EncodeRequest", "Endpoint", "History", "RouteMatch", "WireAPI"]
 
@@ -166,7 +166,8 @@ class WireAPI:
     title: str
     """A title for people (``OpenAI Chat Completions``): the wire view's tab."""
     render_request: Callable[..., dict[str, Any]]
-    """``render_request(messages, tools=(), **settings) -> body``: the request for a canonical conversation."""
+    """``render_request(messages, tools=(), *, request_options=RequestOptions(), **settings) -> body``: the
+    request for a canonical conversation, its typed options and pass-through settings."""
     parse_response: Callable[[Any], ModelTurn]
     """``parse_response(raw) -> ModelTurn``: a whole response (a dict or an SDK object)."""
     parse_stream: Callable[..., Iterator[StreamItem]]

@@ -47,6 +47,7 @@ from ...messages import (
     ToolResultPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -58,9 +59,7 @@ from .._wire import (
     result_is_error,
     split_settings,
     system_and_rest,
-    tool_choice,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "anthropic"
 """The tag of this wire API on turns and on the continuation data it produces."""
@@ -79,7 +78,7 @@ _FINISH: dict[str, FinishReason] = {
     # (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool, "pause_turn").
     "pause_turn": "pause",
 }
-_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "stop", "stream")
+_KNOWN = ("model", "max_tokens", "stop", "stream")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
 
@@ -138,15 +137,21 @@ def _render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The Messages request body for a canonical conversation.
 
     Args:
         messages: the conversation; system messages (at the start) become ``system``.
         tools: the tools offered.
-        **settings: ``model``, ``max_tokens`` (default 4096), ``tool_choice`` (``auto``/``none``/``required``/
-            ``{"name": ...}``), ``parallel_tool_calls``, ``stop`` (``stop_sequences``), ``stream``, ``extra``
+        request_options: the tool choice (``auto``/``none``/``required``/a named tool: ``tool_choice``) and
+            ``parallel_tool_calls`` (False: ``disable_parallel_tool_use``); both only with tools. An output
+            schema is refused: agentnb asks Anthropic models for typed output with the output tool.
+        **settings: ``model``, ``max_tokens`` (default 4096), ``stop`` (``stop_sequences``), ``stream``, ``extra``
             (merged into the body); other keys (``temperature``, ``thinking``, ...) pass through as given.
+
+    Raises:
+        ValueError: for an output schema in ``request_options``, or an option given as a setting.
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], model="claude-sonnet-4-5")
@@ -155,6 +160,9 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': 'Hi'}]}]}
     """
     mine, rest = split_settings(settings, _KNOWN)
+    if request_options.output is not None:  # asked for, never silently dropped (nor sent as a made-up field)
+        raise ValueError("an output schema cannot be expressed on the Messages API as agentnb renders it: ask for "
+                         "typed output with the output tool (output_mode='tool')")
     system, convo = system_and_rest(messages, "Anthropic")
     body: dict[str, Any] = {}
     if "model" in mine:
@@ -165,15 +173,15 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     body["messages"] = _render_messages(convo)
     if tools:
         body["tools"] = [render_tool(t) for t in tools]
-        choice = tool_choice(mine)
+        choice = request_options.tool_choice
         native: dict[str, Any] | None
         if choice is None:
             native = None
-        elif isinstance(choice, dict):
-            native = {"type": "tool", "name": choice["name"]} if set(choice) == {"name"} else dict(choice)
+        elif isinstance(choice, NamedTool):
+            native = {"type": "tool", "name": choice.name}
         else:
             native = {"type": {"auto": "auto", "none": "none", "required": "any"}[choice]}
-        if mine.get("parallel_tool_calls") is False:
+        if request_options.parallel_tool_calls is False:
             native = {"type": "auto", **(native or {}), "disable_parallel_tool_use": True}
         if native is not None:
             body["tool_choice"] = native

@@ -3,12 +3,13 @@
 Renders each turn with this package's pure adapter (:mod:`.adapter`) and parses the answer with it (see :mod:`.._sdk`
 for the request cycle, async clients, errors and ``retry-after``).
 
-The finalization turn. The loop's last, tools-free request has ``tools == []`` and ``tool_choice="none"``.
+The finalization turn. The loop's last, tools-free request has ``tools == []`` and the tool choice ``none``.
 The Messages API refuses a request whose history holds ``tool_use``/``tool_result`` blocks but which defines
 no tools ("Requests which include `tool_use` or `tool_result` blocks must define tools", reported in
-https://github.com/anthropics/anthropic-sdk-python/issues/494). So this model sends the tool definitions it
-last offered in the run (or, after a resume, minimal definitions named after the calls in the history) with
-``tool_choice: {"type": "none"}``, which the API documents as "the model will not use any tools"
+https://github.com/anthropics/anthropic-sdk-python/issues/494). So this model sends the tools the run defines
+(``request.run_tools``, which the engine puts on every request; for a request that does not carry them,
+minimal definitions named after the calls in the history) with ``tool_choice: {"type": "none"}``, which the
+API documents as "the model will not use any tools"
 (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#forcing-tool-use).
 """
 
@@ -19,8 +20,8 @@ from typing import Any
 
 from ...events import ToolInfo
 from ...messages import ToolCallPart, ToolResultPart
+from ...request import ModelRequest
 from .._sdk import SdkModel, call_kwargs, require
-from ..base import ModelRequest
 from . import adapter as _adapter
 
 __all__ = ["AnthropicModel", "client"]
@@ -55,19 +56,18 @@ class AnthropicModel(SdkModel):
         require("anthropic", self.extra)
         super().__init__(client, model=model, **options)
 
-    def _offered(self, request: ModelRequest, tools: list[ToolInfo]) -> Sequence[ToolInfo]:
-        if tools:
-            return tools
+    def _offered(self, request: ModelRequest) -> Sequence[ToolInfo]:
+        if request.tools:
+            return request.tools
         used: dict[str, None] = {}
         for m in request.messages:
             for p in m.parts:
                 if isinstance(p, ToolCallPart | ToolResultPart):
                     used[p.name] = None
         if not used:
-            return tools
-        known = self._tools.get(request.run_id)
-        if known:
-            return known
+            return request.tools
+        if request.run_tools:
+            return request.run_tools
         return [ToolInfo(name=n or "tool", description="", parameters={"type": "object"}) for n in used]
 
     def render(self, request: ModelRequest) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from ...messages import (
     ToolResultPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta, ToolChoice
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     EventSource,
@@ -59,9 +60,7 @@ from .._wire import (
     own_reasoning,
     split_settings,
     system_and_rest,
-    tool_choice,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "gemini"
 """The tag of this wire API on turns and on the continuation data it produces."""
@@ -78,8 +77,8 @@ _FINISH: dict[str, FinishReason] = {
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",
 }
-_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "stream", "temperature", "top_p", "top_k",
-          "stop", "seed", "generation_config", "schema_dialect", "output_schema")
+_KNOWN = ("model", "max_tokens", "stream", "temperature", "top_p", "top_k", "stop", "seed", "generation_config",
+          "schema_dialect")
 _GENERATION = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "top_k": "topK",
                "seed": "seed"}
 _SCHEMA_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required", "minItems",
@@ -241,27 +240,28 @@ def _render_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_config(choice: str | dict[str, Any] | None) -> dict[str, Any] | None:
+def _tool_config(choice: ToolChoice | None) -> dict[str, Any] | None:
     if choice is None:
         return None
-    if isinstance(choice, dict):
-        if set(choice) == {"name"}:
-            return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice["name"]]}}
-        return dict(choice)
+    if isinstance(choice, NamedTool):
+        return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice.name]}}
     return {"functionCallingConfig": {"mode": {"auto": "AUTO", "none": "NONE", "required": "ANY"}[choice]}}
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The ``generateContent`` request body for a canonical conversation.
 
     Args:
         messages: the conversation; system messages (at the start) become ``systemInstruction``.
         tools: the tools offered.
+        request_options: the tool choice (``auto``/``none``/``required``/a named tool) becomes ``toolConfig``;
+            the output schema becomes ``responseJsonSchema``; ``parallel_tool_calls`` is not part of the body
+            (False cannot be expressed and is refused when tools are offered).
         **settings: ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``stop``, ``seed`` and
-            ``generation_config`` (merged) go in ``generationConfig``; ``tool_choice`` (``auto``/``none``/
-            ``required``/``{"name": ...}``) becomes ``toolConfig``; ``schema_dialect`` (``openapi`` or
-            ``json_schema``); ``model``, ``stream`` and ``parallel_tool_calls`` are not part of the body;
-            ``extra`` is merged into the body; other keys (``safetySettings``, ...) pass through as given.
+            ``generation_config`` (merged) go in ``generationConfig``; ``schema_dialect`` (``openapi`` or
+            ``json_schema``); ``model`` and ``stream`` are not part of the body; ``extra`` is merged into
+            the body; other keys (``safetySettings``, ...) pass through as given.
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], max_tokens=64)
@@ -270,7 +270,7 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'contents': [{'role': 'user', 'parts': [{'text': 'Hi'}]}], 'generationConfig': {'maxOutputTokens': 64}}
     """
     mine, rest = split_settings(settings, _KNOWN)
-    if mine.get("parallel_tool_calls") is False and tools:
+    if request_options.parallel_tool_calls is False and tools:
         raise ValueError("parallel_tool_calls=False cannot be expressed on Gemini (it has no switch for parallel "
                          "function calls); leave it unset for this model")
     system, convo = system_and_rest(messages, "Gemini")
@@ -281,16 +281,16 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     if tools:
         dialect = mine.get("schema_dialect", "openapi")
         body["tools"] = [{"functionDeclarations": [render_tool(t, schema_dialect=dialect) for t in tools]}]
-        config = _tool_config(tool_choice(mine))
+        config = _tool_config(request_options.tool_choice)
         if config is not None:
             body["toolConfig"] = config
     generation = {wire: mine[key] for key, wire in _GENERATION.items() if mine.get(key) is not None}
     if mine.get("stop"):
         generation["stopSequences"] = [mine["stop"]] if isinstance(mine["stop"], str) else list(mine["stop"])
-    output = mine.get("output_schema")
-    if output:  # structured output: JSON fitting the schema (JSON Schema as is: responseJsonSchema)
+    output = request_options.output
+    if output is not None:  # structured output: JSON fitting the schema (JSON Schema as is: responseJsonSchema)
         generation["responseMimeType"] = "application/json"
-        generation["responseJsonSchema"] = output["schema"]
+        generation["responseJsonSchema"] = dict(output.schema)
     generation.update(mine.get("generation_config") or {})
     if generation:
         body["generationConfig"] = generation

@@ -51,6 +51,7 @@ from ...messages import (
     ToolCallPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, RequestOptions, StreamItem, TextDelta, tool_choice_json
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     EventSource,
@@ -58,16 +59,13 @@ from .._wire import (
     dumps,
     loads_object,
     split_settings,
-    tool_choice,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "ollama"
 """The tag of this wire API on turns and on the continuation data (``thinking``) it produces."""
 
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
-_KNOWN = ("model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "think", "options",
-          "output_schema", "tool_choice", "parallel_tool_calls")
+_KNOWN = ("model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "think", "options")
 _OPTIONS = {"max_tokens": "num_predict", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
             "seed": "seed"}
 _LINE_SLACK = 64 * 1024
@@ -127,21 +125,23 @@ def _render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The ``/api/chat`` request body for a canonical conversation.
 
     Args:
         messages: the conversation (system messages stay where they are: Ollama takes them anywhere).
         tools: the tools offered.
+        request_options: the output schema becomes ``format``; the tool choice may be ``auto`` (or ``none``:
+            no tools are sent).
         **settings: ``model``; ``max_tokens`` (``options.num_predict``), ``temperature``, ``top_p``, ``top_k``,
-            ``seed``, ``stop`` and ``options`` (merged) go in ``options``; ``output_schema``
-            (``{"name", "schema"}``) becomes ``format``; ``think`` (a bool or ``"low"``/``"medium"``/
-            ``"high"``); ``stream``; ``tool_choice`` ``auto`` (or ``none``: no tools are sent); other keys
-            (``keep_alive``, ``format``, ...) and ``extra`` go into the body as given.
+            ``seed``, ``stop`` and ``options`` (merged) go in ``options``; ``think`` (a bool or ``"low"``/
+            ``"medium"``/``"high"``); ``stream``; other keys (``keep_alive``, ``format``, ...) and ``extra`` go
+            into the body as given.
 
     Raises:
-        ValueError: for ``tool_choice`` ``required`` or ``{"name": ...}`` and ``parallel_tool_calls=False``,
-            which Ollama cannot express (the SDK model reports it before anything is sent).
+        ValueError: for the tool choice ``required`` or a named tool and ``parallel_tool_calls=False`` with
+            tools, which Ollama cannot express (the SDK model reports it before anything is sent).
 
     Example:
         >>> render_request([Message.user("Hi")], model="qwen3", max_tokens=64)  # doctest: +NORMALIZE_WHITESPACE
@@ -149,11 +149,12 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'options': {'num_predict': 64}}
     """
     mine, rest = split_settings(settings, _KNOWN)
-    choice = tool_choice(mine)
+    choice = request_options.tool_choice
     if tools and choice not in (None, "auto", "none"):
-        raise ValueError(f"tool_choice={choice!r} cannot be expressed on Ollama's /api/chat (the model always "
+        shown = tool_choice_json(choice)
+        raise ValueError(f"tool_choice={shown!r} cannot be expressed on Ollama's /api/chat (the model always "
                          "chooses); use 'auto' or 'none'")
-    if tools and mine.get("parallel_tool_calls") is False:
+    if tools and request_options.parallel_tool_calls is False:
         raise ValueError("parallel_tool_calls=False cannot be expressed on Ollama's /api/chat; leave it unset")
     body: dict[str, Any] = {}
     if "model" in mine:
@@ -168,8 +169,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     options.update(mine.get("options") or {})
     if options:
         body["options"] = options
-    if mine.get("output_schema"):  # structured output: the answer is JSON fitting the schema
-        body["format"] = mine["output_schema"]["schema"]
+    if request_options.output is not None:  # structured output: the answer is JSON fitting the schema
+        body["format"] = dict(request_options.output.schema)
     if mine.get("think") is not None:
         body["think"] = mine["think"]
     body.update(rest)

@@ -43,6 +43,7 @@ from ...messages import (
     ToolResultPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -53,10 +54,8 @@ from .._wire import (
     is_done_sentinel,
     own_reasoning,
     split_settings,
-    tool_choice,
     wire_arguments,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 
 PROVIDER = "openai_chat"
 """The tag of this wire API on turns and on the continuation data it produces."""
@@ -68,9 +67,7 @@ _FINISH: dict[str, FinishReason] = {
     "length": "length",
     "content_filter": "content_filter",
 }
-_KNOWN = ("model", "max_tokens", "max_tokens_field", "tool_choice", "parallel_tool_calls", "strict", "stream",
-          "output_schema",
-          "system_role", "send_reasoning")
+_KNOWN = ("model", "max_tokens", "max_tokens_field", "strict", "stream", "system_role", "send_reasoning")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
 
@@ -149,18 +146,20 @@ def _render_messages(messages: Sequence[Message], system_role: str, send_reasoni
     return out
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The Chat Completions request body for a canonical conversation.
 
     Args:
         messages: the conversation (system messages first).
         tools: the tools offered; none means no ``tools``, ``tool_choice`` or ``parallel_tool_calls``.
+        request_options: the tool choice (``auto``/``none``/``required``/a named tool) and
+            ``parallel_tool_calls`` (both only with tools), and the output schema (``response_format``
+            json_schema).
         **settings: ``model``, ``max_tokens`` (sent as ``max_completion_tokens``; ``max_tokens_field`` to
-            rename), ``tool_choice`` (``auto``/``none``/``required``/``{"name": ...}``),
-            ``parallel_tool_calls``, ``strict``, ``stream`` (adds ``stream_options.include_usage``),
-            ``output_schema`` (``{"name", "schema", "strict"}``: ``response_format`` json_schema),
-            ``system_role`` (``system`` or ``developer``), ``send_reasoning`` (default True: send
-            ``reasoning_content`` back), ``extra`` (merged into the body); other keys pass through as given.
+            rename), ``strict``, ``stream`` (adds ``stream_options.include_usage``), ``system_role``
+            (``system`` or ``developer``), ``send_reasoning`` (default True: send ``reasoning_content``
+            back), ``extra`` (merged into the body); other keys pass through as given.
 
     Example:
         >>> render_request([Message.user("Hi")], model="gpt-4o", max_tokens=50)
@@ -176,17 +175,17 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     if tools:
         strict = bool(mine.get("strict", False))
         body["tools"] = [render_tool(t, strict=strict) for t in tools]
-        choice = tool_choice(mine)
-        if isinstance(choice, dict) and set(choice) == {"name"}:
-            body["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
+        choice = request_options.tool_choice
+        if isinstance(choice, NamedTool):
+            body["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
         elif choice is not None:
             body["tool_choice"] = choice
-        if mine.get("parallel_tool_calls") is not None:
-            body["parallel_tool_calls"] = bool(mine["parallel_tool_calls"])
-    output = mine.get("output_schema")
-    if output:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
+        if request_options.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request_options.parallel_tool_calls
+    output = request_options.output
+    if output is not None:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
         body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": output["name"], "schema": output["schema"], "strict": bool(output.get("strict"))}}
+            "name": output.name, "schema": dict(output.schema), "strict": output.strict}}
     if mine.get("max_tokens") is not None:
         body[mine.get("max_tokens_field", "max_completion_tokens")] = mine["max_tokens"]
     if mine.get("stream"):

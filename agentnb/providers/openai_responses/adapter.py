@@ -44,6 +44,7 @@ from ...messages import (
     ToolResultPart,
     Usage,
 )
+from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -53,16 +54,14 @@ from .._wire import (
     own_reasoning,
     split_settings,
     system_and_rest,
-    tool_choice,
     wire_arguments,
 )
-from ..base import ArgumentsDelta, StreamItem, TextDelta
 from ..openai_chat.adapter import _check_strict
 
 PROVIDER = "openai_responses"
 """The tag of this wire API on turns and on the continuation data it produces."""
 
-_KNOWN = ("model", "max_tokens", "tool_choice", "parallel_tool_calls", "strict", "stream", "output_schema")
+_KNOWN = ("model", "max_tokens", "strict", "stream")
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "render_tool"]
@@ -122,14 +121,17 @@ def _render_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), **settings: Any) -> dict[str, Any]:
+def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
+                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
     """The Responses request body for a canonical conversation.
 
     Args:
         messages: the conversation; system messages (at the start) become ``instructions``.
         tools: the tools offered.
-        **settings: ``model``, ``max_tokens`` (sent as ``max_output_tokens``), ``tool_choice``
-            (``auto``/``none``/``required``/``{"name": ...}``), ``parallel_tool_calls``, ``strict``, ``stream``,
+        request_options: the tool choice (``auto``/``none``/``required``/a named tool) and
+            ``parallel_tool_calls`` (both only with tools), and the output schema (``text.format``
+            json_schema).
+        **settings: ``model``, ``max_tokens`` (sent as ``max_output_tokens``), ``strict``, ``stream``,
             ``extra`` (merged into the body); other keys (``reasoning``, ``include``, ``store``, ...) pass
             through as given.
 
@@ -151,17 +153,17 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     if tools:
         strict = bool(mine.get("strict", False))
         body["tools"] = [render_tool(t, strict=strict) for t in tools]
-        choice = tool_choice(mine)
-        if isinstance(choice, dict) and set(choice) == {"name"}:
-            body["tool_choice"] = {"type": "function", "name": choice["name"]}
+        choice = request_options.tool_choice
+        if isinstance(choice, NamedTool):
+            body["tool_choice"] = {"type": "function", "name": choice.name}
         elif choice is not None:
             body["tool_choice"] = choice
-        if mine.get("parallel_tool_calls") is not None:
-            body["parallel_tool_calls"] = bool(mine["parallel_tool_calls"])
-    output = mine.get("output_schema")
-    if output:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
-        body["text"] = {"format": {"type": "json_schema", "name": output["name"], "schema": output["schema"],
-                                   "strict": bool(output.get("strict"))}}
+        if request_options.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request_options.parallel_tool_calls
+    output = request_options.output
+    if output is not None:  # structured output: the answer's text is JSON fitting the schema (agentnb.output)
+        body["text"] = {"format": {"type": "json_schema", "name": output.name, "schema": dict(output.schema),
+                                   "strict": output.strict}}
     if mine.get("max_tokens") is not None:
         body["max_output_tokens"] = mine["max_tokens"]
     if mine.get("stream"):
