@@ -1,6 +1,6 @@
 """What the SDK-backed models share: the request cycle, sync and async clients, and error mapping.
 
-Theory of operation. A provider model (:class:`~agentnb.providers.openai_models.OpenAIChatModel`, ...) wraps
+Theory of operation. A provider model (:class:`~agentnb.providers.openai_chat.OpenAIChatModel`, ...) wraps
 the official client the user passes. For each turn it
 
 1. renders the canonical request with its wire adapter (``render_request``), merging the model's own
@@ -255,7 +255,7 @@ class SdkModel:
 
         Example:
             >>> import openai
-            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> from agentnb.providers.openai_chat import OpenAIChatModel
             >>> model = OpenAIChatModel(openai.OpenAI(api_key="k"), model="m")
             >>> seen = []
             >>> stop = model.on_wire(lambda kind, payload: seen.append(kind))
@@ -289,7 +289,7 @@ class SdkModel:
 
         Example:
             >>> import openai
-            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> from agentnb.providers.openai_chat import OpenAIChatModel
             >>> OpenAIChatModel(openai.OpenAI(api_key="zq9-plain-credential-7731"), model="m").credentials()
             ['zq9-plain-credential-7731']
         """

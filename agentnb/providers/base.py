@@ -21,7 +21,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..events import ToolInfo
 from ..messages import Message, ModelTurn
-from ..redact import HoldsCredentials as HoldsCredentials  # the model side of the credentials contract
 
 
 @dataclass(slots=True)
@@ -99,10 +98,6 @@ class Seekable(Protocol):
     def seek(self, run_id: str, position: int) -> None:
         """Answer ``run_id``'s next request with the answer at ``position``."""
         ...
-
-
-Replayable = Seekable
-"""Another name for :class:`Seekable`: a model that replays recorded answers is moved along with ``seek``."""
 
 
 WireKind = Literal["request", "response", "event"]
