@@ -30,14 +30,7 @@ from typing import Any
 
 from .driver.approvals import check_request
 from .driver.executor import Executor
-from .driver.history import (
-    NATIVE_OUTPUT,
-    budget_settings,
-    complete_history,
-    policy_revision,
-    summarize,
-    summary_history,
-)
+from .driver.history import budget_settings, complete_history, summarize, summary_history
 from .driver.lease import LeaseKeeper
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.stream import ModelStream
@@ -73,7 +66,7 @@ from .transcript import Transcript
 
 _now = datetime.now
 
-__all__ = ["NATIVE_OUTPUT", "Loop", "Run", "complete_history", "policy_revision", "summary_history"]
+__all__ = ["Loop", "Run"]
 
 
 class Run:

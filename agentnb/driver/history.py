@@ -17,7 +17,7 @@ from ..guards import Budget, prune
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
 from ..providers.base import ModelRequest
-from ..providers.registry import NATIVE_OUTPUT as NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
+from ..providers.registry import NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
 from ..tools import ToolRegistry
 
 
