@@ -5,7 +5,6 @@ they become error results sent back to the model. The exceptions below are for m
 used, or for states a run cannot get out of by itself::
 
     AgentnbError
-    ├── IllegalTransition      an event that the state machine does not allow in the current state
     ├── ToolDefinitionError    a Python function that cannot become a tool (bad signature, duplicate name)
     ├── RunNotPaused           approve/deny called when nothing waits for a person
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
@@ -15,7 +14,10 @@ used, or for states a run cannot get out of by itself::
     │                          store fault (locked, disk full, read-only) with the original error as its cause
     ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
-    ├── TranscriptError        a transcript file that cannot be read back
+    ├── TranscriptError        an event log that cannot be read back or folded: a line that is not an event,
+    │   │                      or an event the run cannot have (an unknown call, a result before its start);
+    │   │                      names the event's seq and type
+    │   └── IllegalTransition  an event that the state machine does not allow in the current state
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
     │                          or that answered with a protocol error (during a run: an error result)
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
@@ -39,17 +41,6 @@ if TYPE_CHECKING:
 
 class AgentnbError(Exception):
     """Base class of every agentnb error."""
-
-
-class IllegalTransition(AgentnbError):
-    """An event arrived that the state machine does not allow in the current state."""
-
-    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str) -> None:
-        self.state = state
-        self.event_type = event_type
-        self.next_state = next_state
-        target = f" -> {next_state.value}" if next_state is not None else ""
-        super().__init__(f"illegal transition: {event_type} in state {state.value}{target} ({why})")
 
 
 class ToolDefinitionError(AgentnbError):
@@ -105,7 +96,38 @@ class ResumeError(AgentnbError):
 
 
 class TranscriptError(AgentnbError):
-    """A transcript could not be read back."""
+    """An event log could not be read back or folded: a line that is not an event, or an event the run cannot have.
+
+    Whatever a hand-made or tampered log holds, reading it (:meth:`agentnb.Transcript.load`) or folding it
+    (:meth:`agentnb.RunState.fold`, :meth:`agentnb.Transcript.at`) raises this error, never another one.
+
+    Attributes:
+        seq: the ``seq`` of the event at fault (None when the fault is not one event's, or the line had none).
+        event_type: that event's type (``"ToolFinished"``), when it is known.
+    """
+
+    def __init__(self, message: str, *, seq: int | None = None, event_type: str | None = None) -> None:
+        self.seq = seq
+        self.event_type = event_type
+        super().__init__(message)
+
+
+class IllegalTransition(TranscriptError):
+    """An event arrived that the state machine does not allow in the current state.
+
+    Attributes:
+        state: the state the event arrived in.
+        next_state: the state the event said the run moves to.
+    """
+
+    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str, *,
+                 seq: int | None = None) -> None:
+        self.state = state
+        self.next_state = next_state
+        target = f" -> {next_state.value}" if next_state is not None else ""
+        where = f"event {seq} ({event_type}): " if seq is not None else ""
+        super().__init__(f"{where}illegal transition: {event_type} in state {state.value}{target} ({why})",
+                         seq=seq, event_type=event_type)
 
 
 class MCPServerError(AgentnbError):
