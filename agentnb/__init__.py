@@ -33,6 +33,7 @@ from .exceptions import (
     IllegalTransition,
     InvalidArguments,
     ModelError,
+    ProviderError,
     ResumeError,
     RunLocked,
     RunNotPaused,
@@ -54,7 +55,6 @@ from .providers import (
     GeminiModel,
     OpenAIChatModel,
     OpenAIResponsesModel,
-    ProviderError,
     model,
 )
 from .providers.base import Model, ModelRequest

@@ -36,7 +36,7 @@ from typing import Any
 
 from .._aio import run_coroutine
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, ModelError
+from ..exceptions import AgentnbError, ModelError, ProviderError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
@@ -47,29 +47,6 @@ __all__ = ["ProviderError", "SdkModel", "require"]
 _CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
                       "TimeoutException", "TransportError", "RemoteProtocolError", "ReadError", "TimeoutError",
                       "ConnectionError")
-
-
-class ProviderError(ModelError):
-    """A provider API call failed: the HTTP status, the provider's message and body, and ``retry-after``.
-
-    Attributes:
-        provider: the wire API tag (``openai_chat``, ``anthropic``, ...).
-        retry_after: seconds the server asked to wait before the next attempt (``retry-after`` header),
-            or None.
-        body: the provider's error body as received (a dict when it was JSON).
-
-    Example:
-        >>> err = ProviderError("Rate limit reached", status=429, provider="openai_chat", retry_after=2.0)
-        >>> err.retryable, err.retry_after
-        (True, 2.0)
-    """
-
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None,
-                 provider: str = "", retry_after: float | None = None, body: Any = None) -> None:
-        super().__init__(message, status=status, retryable=retryable)
-        self.provider = provider
-        self.retry_after = retry_after
-        self.body = body
 
 
 def require(module: str, extra: str) -> Any:

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
+from ..exceptions import CheckTimeout
 from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptStep
 from ..run import Loop, Run
 from ..states import LoopState
 from ..tools import Tool
-from ._guard import CheckTimeout
 from ._report import Report, describe_exception
 
 Hints = tuple[str, str]
