@@ -33,6 +33,7 @@ from .exceptions import (
     IllegalTransition,
     InvalidArguments,
     ModelError,
+    ProviderError,
     ResumeError,
     RunLocked,
     RunNotPaused,
@@ -55,7 +56,6 @@ from .providers import (
     GeminiModel,
     OpenAIChatModel,
     OpenAIResponsesModel,
-    ProviderError,
     model,
 )
 from .providers.base import Model

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from .events import BaseEvent, event_from_json, event_to_json
-from .exceptions import IllegalTransition, TranscriptError
+from .exceptions import TranscriptError
 from .frames import FRAMES, Frames, build, conform, empty, events_with_payload
 from .transcript import Transcript
 
@@ -457,8 +457,9 @@ def _read_jsonl(path: Path, validate: bool) -> list[Transcript]:
         for t in out:
             try:
                 t.fold()
-            except (IllegalTransition, ValueError, KeyError) as exc:
-                raise TranscriptError(f"{path}: run {t.run_id}: the events do not form a valid run: {exc}") from exc
+            except TranscriptError as exc:
+                raise TranscriptError(f"{path}: run {t.run_id}: the events do not form a valid run: {exc}",
+                                      seq=exc.seq, event_type=exc.event_type) from exc
     return out
 
 

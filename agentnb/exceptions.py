@@ -2,10 +2,10 @@
 
 Errors a *model* should see (an unknown tool, malformed arguments, a tool that raised) are never exceptions:
 they become error results sent back to the model. The exceptions below are for mistakes in how agentnb is
-used, or for states a run cannot get out of by itself::
+used, or for states a run cannot get out of by itself. Every one of them is defined in this module and drawn
+here (``tests/test_exceptions.py`` checks the drawing against the classes)::
 
     AgentnbError
-    ├── IllegalTransition      an event that the state machine does not allow in the current state
     ├── ToolDefinitionError    a Python function that cannot become a tool (bad signature, duplicate name)
     ├── RunNotPaused           approve/deny called when nothing waits for a person
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
@@ -15,23 +15,39 @@ used, or for states a run cannot get out of by itself::
     │                          store fault (locked, disk full, read-only) with the original error as its cause
     ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
-    ├── TranscriptError        a transcript file that cannot be read back
+    ├── TranscriptError        an event log that cannot be read back or folded: a line that is not an event,
+    │   │                      or an event the run cannot have (an unknown call, a result before its start);
+    │   │                      names the event's seq and type
+    │   └── IllegalTransition  an event that the state machine does not allow in the current state
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
     │                          or that answered with a protocol error (during a run: an error result)
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
     ├── ValueConversionError   a value that cannot enter a run (see agentnb.values); names the path inside it
     │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
+    ├── CheckTimeout           a workshop check's call into a student's code passed its time limit (it is a
+    │                          TimeoutError too)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
+        ├── ProviderError      a provider API call failed: the provider, its message and body, ``retry-after``
+        ├── ReplayDiverged     a strict replay was asked something other than what the cassette recorded
         ├── WireFormatError    a response or stream event that does not have the provider's shape
         └── StreamInterrupted  a stream ended before the provider's done signal
             ├── ArgumentsTooLarge    one call's streamed arguments passed the adapter's byte cap
             └── StreamProtocolError  stream events that contradict each other (two ids for one call,
                                      a done event whose arguments differ from the merged fragments)
+
+Warnings say that something is off while the run goes on; each is defined next to what warns it::
+
+    UserWarning
+    ├── UnpricedModelWarning      (agentnb.guards) a budget's max_cost, but a model the run used has no price
+    ├── ReplayDivergenceWarning   (agentnb.recorder) a replayed cassette was asked something other than what
+    │                             it recorded; its answer is played anyway
+    └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an
+                                  incomplete last line
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .states import LoopState
@@ -39,17 +55,6 @@ if TYPE_CHECKING:
 
 class AgentnbError(Exception):
     """Base class of every agentnb error."""
-
-
-class IllegalTransition(AgentnbError):
-    """An event arrived that the state machine does not allow in the current state."""
-
-    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str) -> None:
-        self.state = state
-        self.event_type = event_type
-        self.next_state = next_state
-        target = f" -> {next_state.value}" if next_state is not None else ""
-        super().__init__(f"illegal transition: {event_type} in state {state.value}{target} ({why})")
 
 
 class ToolDefinitionError(AgentnbError):
@@ -105,7 +110,38 @@ class ResumeError(AgentnbError):
 
 
 class TranscriptError(AgentnbError):
-    """A transcript could not be read back."""
+    """An event log could not be read back or folded: a line that is not an event, or an event the run cannot have.
+
+    Whatever a hand-made or tampered log holds, reading it (:meth:`agentnb.Transcript.load`) or folding it
+    (:meth:`agentnb.RunState.fold`, :meth:`agentnb.Transcript.at`) raises this error, never another one.
+
+    Attributes:
+        seq: the ``seq`` of the event at fault (None when the fault is not one event's, or the line had none).
+        event_type: that event's type (``"ToolFinished"``), when it is known.
+    """
+
+    def __init__(self, message: str, *, seq: int | None = None, event_type: str | None = None) -> None:
+        self.seq = seq
+        self.event_type = event_type
+        super().__init__(message)
+
+
+class IllegalTransition(TranscriptError):
+    """An event arrived that the state machine does not allow in the current state.
+
+    Attributes:
+        state: the state the event arrived in.
+        next_state: the state the event said the run moves to.
+    """
+
+    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str, *,
+                 seq: int | None = None) -> None:
+        self.state = state
+        self.next_state = next_state
+        target = f" -> {next_state.value}" if next_state is not None else ""
+        where = f"event {seq} ({event_type}): " if seq is not None else ""
+        super().__init__(f"{where}illegal transition: {event_type} in state {state.value}{target} ({why})",
+                         seq=seq, event_type=event_type)
 
 
 class MCPServerError(AgentnbError):
@@ -120,6 +156,13 @@ class MCPToolError(AgentnbError):
     """An MCP tool reported a failure (an ``isError`` result); its message is the server's text."""
 
 
+class CheckTimeout(AgentnbError, TimeoutError):
+    """A workshop check's call into the student's code ran past its time limit (an endless loop, a long sleep).
+
+    See :mod:`agentnb.workshop`; it is also a :class:`TimeoutError`.
+    """
+
+
 class ModelError(AgentnbError):
     """A model call failed.
 
@@ -132,6 +175,36 @@ class ModelError(AgentnbError):
         self.status = status
         self.retryable = retryable if retryable is not None else (status in (408, 409, 429) or (status or 0) >= 500)
         super().__init__(message)
+
+
+class ProviderError(ModelError):
+    """A provider API call failed: the HTTP status, the provider's message and body, and ``retry-after``.
+
+    Attributes:
+        provider: the wire API tag (``openai_chat``, ``anthropic``, ...).
+        retry_after: seconds the server asked to wait before the next attempt (``retry-after`` header),
+            or None.
+        body: the provider's error body as received (a dict when it was JSON).
+
+    Example:
+        >>> err = ProviderError("Rate limit reached", status=429, provider="openai_chat", retry_after=2.0)
+        >>> err.retryable, err.retry_after
+        (True, 2.0)
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None,
+                 provider: str = "", retry_after: float | None = None, body: Any = None) -> None:
+        super().__init__(message, status=status, retryable=retryable)
+        self.provider = provider
+        self.retry_after = retry_after
+        self.body = body
+
+
+class ReplayDiverged(ModelError):
+    """``ScriptedModel.replay(path, strict=True)``: the run asked something other than what the cassette recorded."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=None, retryable=False)
 
 
 class StreamInterrupted(ModelError):

@@ -5,7 +5,7 @@ and each places the results somewhere of its own: the run of ``tool`` messages r
 Completions), the very next message (Anthropic, Gemini), any later item (Responses). Canonical histories
 (:mod:`agentnb.messages`) link by ``call_id``. Four parts of agentnb ask the same question of a history --
 the lint rules, the importers' structural check, the compression guard (:func:`agentnb.guards.prune` keeps
-whole turns only) and the run's history completion (:func:`agentnb.run.complete_history`) -- and all ask it
+whole turns only) and the run's history completion (:func:`agentnb.driver.history.complete_history`) -- and all ask it
 here:
 
 - :func:`pair` works on :class:`Unit` records, a history of any wire shape reduced to the calls and results

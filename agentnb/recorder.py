@@ -63,7 +63,7 @@ from typing import IO, Any, Literal
 from pydantic import TypeAdapter
 
 from .events import ToolInfo
-from .exceptions import ModelError, StreamInterrupted
+from .exceptions import ModelError, ReplayDiverged, StreamInterrupted
 from .messages import MESSAGE_ADAPTER, ModelTurn
 from .providers.base import Seekable, WireKind, WireObservable
 from .providers.scripted import ScriptedModel
@@ -541,13 +541,6 @@ class ReplayedModel(ScriptedModel):
 
 class ReplayDivergenceWarning(UserWarning):
     """A replayed cassette was asked something other than what it recorded (its answers may not fit)."""
-
-
-class ReplayDiverged(ModelError):
-    """``ScriptedModel.replay(path, strict=True)``: the run asked something other than what the cassette recorded."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=None, retryable=False)
 
 
 def _content(message: dict[str, Any]) -> tuple[str, list[tuple[Any, ...]]]:

@@ -72,6 +72,8 @@ from .transcript import Transcript
 _now = datetime.now
 Listener = Callable[[BaseEvent, RunState], None]
 
+__all__ = ["Run"]
+
 
 class Run:
     """One run of a loop. Step it, run it, approve or deny its calls, read its transcript.

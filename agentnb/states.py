@@ -167,17 +167,22 @@ EVENT_TYPES: frozenset[str] = frozenset(ev for row in TRANSITIONS.values() for e
 """Every event type the table knows."""
 
 
-def check_transition(state: LoopState, event_type: str, next_state: LoopState) -> None:
-    """Raise :class:`IllegalTransition` unless ``event_type`` may move ``state`` to ``next_state``."""
+def check_transition(state: LoopState, event_type: str, next_state: LoopState, *, seq: int | None = None) -> None:
+    """Raise :class:`IllegalTransition` unless ``event_type`` may move ``state`` to ``next_state``.
+
+    ``seq``, when given, is the event's: the error names it.
+    """
     allowed = TRANSITIONS[state].get(event_type)
     if allowed is None:
         if state in TERMINAL:
-            raise IllegalTransition(state, event_type, next_state, f"{state.value} is terminal")
-        raise IllegalTransition(state, event_type, next_state, f"{event_type} is not allowed in {state.value}")
+            why = f"{state.value} is terminal: no event follows the run's end"
+        else:
+            why = f"{event_type} is not allowed in {state.value}"
+        raise IllegalTransition(state, event_type, next_state, why, seq=seq)
     if next_state not in allowed:
         names = ", ".join(sorted(s.value for s in allowed))
         raise IllegalTransition(
-            state, event_type, next_state, f"{event_type} in {state.value} may lead only to {names}"
+            state, event_type, next_state, f"{event_type} in {state.value} may lead only to {names}", seq=seq
         )
 
 

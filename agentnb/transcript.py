@@ -8,6 +8,7 @@ folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, wh
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import secrets
 import shutil
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from .events import BaseEvent, event_from_json, event_to_json
-from .exceptions import IllegalTransition, TranscriptError
+from .exceptions import TranscriptError
 from .messages import Message
 from .states import LoopState
 
@@ -75,13 +76,21 @@ class Transcript:
     # -- projections ---------------------------------------------------------------------------------
 
     def fold(self) -> RunState:
-        """The run's state after all events."""
+        """The run's state after all events.
+
+        Raises:
+            TranscriptError: naming the first event the fold cannot apply (see :meth:`agentnb.RunState.apply`).
+        """
         from .engine import RunState
 
         return RunState.fold(self.events)
 
     def at(self, seq: int) -> RunState:
-        """The run's state right after event ``seq`` (time travel)."""
+        """The run's state right after event ``seq`` (time travel).
+
+        Raises:
+            TranscriptError: naming the first event up to ``seq`` that the fold cannot apply.
+        """
         from .engine import RunState
 
         return RunState.fold(self.events[: seq + 1])
@@ -189,8 +198,9 @@ class Transcript:
         left out, and a warning says it too.
 
         Raises:
-            TranscriptError: naming the line, when a line is not UTF-8 (and the byte), not a valid event, or
-                breaks the run's order.
+            TranscriptError: naming the line, when a line is not UTF-8 (and the byte) or not a valid event
+                (and its seq and type, when it has them); naming the event, when it cannot follow the ones
+                before it (out of order, not allowed in the run's state, about a call the turn does not have).
 
         Example:
             >>> import agentnb as anb, tempfile, os, warnings
@@ -235,8 +245,9 @@ class Transcript:
         transcript.dropped = dropped
         try:
             transcript.fold()
-        except (IllegalTransition, ValueError, KeyError) as exc:
-            raise TranscriptError(f"{path}: the events do not form a valid run: {exc}") from exc
+        except TranscriptError as exc:
+            raise TranscriptError(f"{path}: the events do not form a valid run: {exc}", seq=exc.seq,
+                                  event_type=exc.event_type) from exc
         if dropped is not None:
             warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
@@ -260,7 +271,22 @@ def _read_line(raw: bytes, path: str | Path, lineno: int, start: int) -> BaseEve
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise TranscriptError(f"{path}:{lineno}: not a valid event ({where}: {first['msg']})") from None
+        seq, event_type = _named(text)
+        named = f"event {seq} ({event_type or '?'}) is " if seq is not None else ""
+        raise TranscriptError(f"{path}:{lineno}: {named}not a valid event ({where}: {first['msg']})", seq=seq,
+                              event_type=event_type) from None
+
+
+def _named(text: str) -> tuple[int | None, str | None]:
+    """The ``seq`` and ``type`` a line that is not a valid event says it has, as far as it says."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    seq, event_type = data.get("seq"), data.get("type")
+    return (seq if type(seq) is int else None), (event_type if isinstance(event_type, str) else None)
 
 
 def _sync_dir(folder: Path) -> None:

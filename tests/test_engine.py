@@ -221,7 +221,7 @@ def test_stamp_places_an_engine_event_in_the_run() -> None:
 
 
 def test_an_unstamped_event_cannot_be_folded() -> None:
-    with pytest.raises(ValueError, match="seq -1"):
+    with pytest.raises(anb.TranscriptError, match=r"event -1 \(RunFinished\): expected seq 0"):
         RunState().apply(finished(S.CANCELLED, "x"))
 
 

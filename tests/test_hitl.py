@@ -208,10 +208,10 @@ def test_duplicate_and_unknown_results_are_refused_by_the_fold() -> None:
     _, events = _parallel_before_binding()
     fin = [e for e in events if e.type == "ToolFinished"]
     dup = [*events, replace(fin[0], seq=len(events))]
-    with pytest.raises(ValueError, match="a second result"):
+    with pytest.raises(anb.TranscriptError, match="a second result"):
         RunState.fold(dup)
     unknown = [*events[:-1], replace(fin[-1], call_id="call_nope")]
-    with pytest.raises(ValueError, match="not a call of this turn"):
+    with pytest.raises(anb.TranscriptError, match="not a call of this turn"):
         RunState.fold(unknown)
 
 

@@ -281,7 +281,7 @@ def test_keys_and_auth_headers_never_reach_the_cassette(tmp_path: Path, monkeypa
 def test_a_run_through_the_emulator_replays_exactly(tmp_path: Path) -> None:
     emulator = pytest.importorskip("agentnb.emulator")
     openai = pytest.importorskip("openai")
-    from agentnb.providers.openai_models import OpenAIChatModel
+    from agentnb.providers.openai_chat import OpenAIChatModel
 
     script = [
         {"text": "Let me check.", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},

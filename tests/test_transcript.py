@@ -59,8 +59,9 @@ def test_broken_files_are_refused_naming_the_line(tmp_path: Path) -> None:
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([*lines[:3], '{"type": "ToolStarted", "seq": 3}', *lines[4:]]), encoding="utf-8")
-    with pytest.raises(anb.TranscriptError, match=r"bad\.jsonl:4: not a valid event"):
+    with pytest.raises(anb.TranscriptError, match=r"bad\.jsonl:4: event 3 \(ToolStarted\) is not a valid") as info:
         anb.Transcript.load(bad)
+    assert (info.value.seq, info.value.event_type) == (3, "ToolStarted")
 
     swapped = tmp_path / "swapped.jsonl"
     swapped.write_text("\n".join([lines[0], lines[2], lines[1], *lines[3:]]), encoding="utf-8")

@@ -81,7 +81,6 @@ class Controller:
 
     Args:
         source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
-        window: kept for compatibility (the timeline is virtualized: it draws the rows in sight).
         start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
         updates_per_second: at most this many view updates a second while a run streams (for a view).
 
@@ -93,11 +92,10 @@ class Controller:
         ('RunStarted', 'ModelRequested')
     """
 
-    def __init__(self, source: Run | Transcript | str | Path, *, window: int = 30, start: int | str = 0,
+    def __init__(self, source: Run | Transcript | str | Path, *, start: int | str = 0,
                  updates_per_second: float = 10.0) -> None:
         if isinstance(source, str | Path):
             source = Transcript.load(source)
-        self.window = window
         self.run: Run | None = None
         self._replay: list[BaseEvent] = []
         self._lock = threading.RLock()
@@ -409,7 +407,7 @@ class Controller:
         run = self._need_run()
         at = seq if seq is not None or results or arguments else self.selected
         forked = run.fork(at, results=results, arguments=arguments)  # time travel lives in the driver (Run.fork)
-        return type(self)(forked, window=self.window, updates_per_second=1.0 / self._interval)
+        return type(self)(forked, updates_per_second=1.0 / self._interval)
 
     # -- hooks for a view (headless: nothing to show) --------------------------------------------------------
 

@@ -49,7 +49,6 @@ class Debugger(Controller):
 
     Args:
         source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
-        window: kept for compatibility (the timeline is virtualized: it draws the rows in sight).
         start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
         updates_per_second: at most this many view updates a second while a run streams.
 
@@ -67,8 +66,6 @@ class Debugger(Controller):
 
     def _build(self) -> None:
         self.view = DebuggerView()
-        self.widget = self.view
-        """The anywidget (kept under its old name too)."""
         self.updates = 0
         """View updates sent so far (the streaming throttle is measured on it)."""
         self._last_refresh = 0.0

@@ -16,7 +16,7 @@ from ..events import RunStarted
 from ..guards import Budget, prune
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
-from ..providers.registry import NATIVE_OUTPUT as NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
+from ..providers.registry import NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
 from ..request import ModelRequest
 from ..tools import ToolRegistry
 

@@ -19,6 +19,12 @@ The fold has one function per event class (``@_rule(EventClass)``), dispatched o
 event means to everyone else -- the result it gives a call, how it changes the conversation -- is written once
 in :mod:`.projection`; the fold applies those same answers, and the frames and the debugger read them, so no
 reader interprets an event on its own.
+
+Whatever a log holds, folding it raises one kind of error: an event the fold cannot apply -- out of order,
+of another run, not allowed in the state it arrives in (:class:`~agentnb.exceptions.IllegalTransition`), about a
+call the turn does not have, a result before its call started -- raises a
+:class:`~agentnb.exceptions.TranscriptError` that names the event's ``seq`` and type and what was wrong
+(``tests/test_fold_errors.py`` feeds the fold impossible logs to hold it to that).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from ..events import (
     ToolStarted,
     TurnCompleted,
 )
+from ..exceptions import TranscriptError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
@@ -66,6 +73,7 @@ from .projection import (
     answer_of,
     conversation_step,
     denial_text,
+    refused,
     result_from,
     result_of,
 )
@@ -234,25 +242,50 @@ class RunState:
 
         Raises:
             IllegalTransition: when the event is not allowed in the current state.
-            ValueError: when the event's ``seq`` or ``run_id`` does not continue this run.
+            TranscriptError: when the event's ``seq`` or ``run_id`` does not continue this run, or the event
+                cannot be applied (a call the turn does not have, a result before its call started, ...).
+                Either names the event's ``seq`` and type.
         """
         if event.seq != self.seq:
-            raise ValueError(f"event seq {event.seq} does not follow seq {self.seq - 1}")
+            raise refused(event, f"expected seq {self.seq} (events are numbered 0, 1, 2, ... in the order of the run)")
         if self.run_id and event.run_id != self.run_id:
-            raise ValueError(f"event of run {event.run_id!r} in run {self.run_id!r}")
+            raise refused(event, f"it is an event of run {event.run_id!r}, in run {self.run_id!r}")
         if not checked:
             etype = event.type
             allowed = TRANSITIONS[self.state].get(etype)
             if allowed is None or event.state not in allowed:
-                check_transition(self.state, etype, event.state)  # raises, naming the state and the event
-        _FOLD[type(event)](self, event)
+                check_transition(self.state, etype, event.state, seq=event.seq)  # raises, naming both
+        try:
+            _FOLD[type(event)](self, event)
+        except TranscriptError:
+            raise
+        except (AttributeError, AssertionError, IndexError, KeyError, TypeError, ValueError) as exc:
+            # The rules refuse what a log can get wrong by name; this is the net under them, so that a log
+            # made by hand with fields of the wrong type still gives an error that names the event.
+            raise refused(event, f"it cannot be folded ({type(exc).__name__}: {exc})") from exc
         self.state = event.state
         self.seq += 1
         self.last = event
 
     @classmethod
     def fold(cls, events: Iterable[BaseEvent]) -> RunState:
-        """The state after applying ``events`` from the start."""
+        """The state after applying ``events`` from the start.
+
+        Raises:
+            TranscriptError: naming the first event that cannot be applied (see :meth:`apply`).
+
+        Example:
+            >>> import agentnb as anb
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> events = loop.start("Paris?").run().events
+            >>> RunState.fold(events).state
+            <LoopState.COMPLETED: 'COMPLETED'>
+            >>> try:
+            ...     RunState.fold([events[0], events[0]])
+            ... except anb.TranscriptError as exc:
+            ...     print(exc.seq, exc.event_type)
+            0 RunStarted
+        """
         rs = cls()
         for ev in events:
             rs.apply(ev)
@@ -283,6 +316,15 @@ def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callabl
         return fn
 
     return register
+
+
+def _call(rs: RunState, ev: BaseEvent, call_id: str) -> CallState:
+    """The call of the current turn that ``ev`` is about; refused when the turn has no such call."""
+    c = rs.calls.get(call_id)
+    if c is None:
+        known = ", ".join(repr(k) for k in rs.calls) or "none"
+        raise refused(ev, f"call {call_id!r} is not a call of this turn (turn {rs.turn}; its calls: {known})")
+    return c
 
 
 def _converse(rs: RunState, ev: BaseEvent) -> None:
@@ -374,7 +416,7 @@ def _f_turn_completed(rs: RunState, ev: TurnCompleted) -> None:
 
 @_rule(CallParsed)
 def _f_call_parsed(rs: RunState, ev: CallParsed) -> None:
-    c = rs.calls[ev.call_id]
+    c = _call(rs, ev, ev.call_id)
     c.status = "parsed"
     c.arguments = ev.arguments
     c.parse_error = ev.error
@@ -382,7 +424,7 @@ def _f_call_parsed(rs: RunState, ev: CallParsed) -> None:
 
 @_rule(CallValidated)
 def _f_call_validated(rs: RunState, ev: CallValidated) -> None:
-    c = rs.calls[ev.call_id]
+    c = _call(rs, ev, ev.call_id)
     c.status = "valid"
     c.arguments = ev.arguments
     c.needs_approval = ev.needs_approval
@@ -398,7 +440,7 @@ def _answer(rs: RunState, c: CallState, ev: BaseEvent) -> None:
 
 @_rule(CallRejected)
 def _f_call_rejected(rs: RunState, ev: CallRejected) -> None:
-    _answer(rs, rs.calls[ev.call_id], ev)
+    _answer(rs, _call(rs, ev, ev.call_id), ev)
 
 
 @_rule(ApprovalRequested)
@@ -408,7 +450,7 @@ def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
             part=ToolCallPart(call_id=ev.call_id, name=ev.name, arguments_raw="{}", arguments=ev.arguments),
             status="parsed", arguments=ev.arguments,
         )
-    c = rs.calls[ev.call_id]
+    c = _call(rs, ev, ev.call_id)
     c.status = "awaiting_approval"
     c.approval_id = ev.approval_id
     c.request = ev
@@ -419,9 +461,9 @@ def _f_approval_requested(rs: RunState, ev: ApprovalRequested) -> None:
 
 @_rule(ApprovalResolved)
 def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
-    c = rs.calls[ev.call_id]
+    c = _call(rs, ev, ev.call_id)
     if c.status != "awaiting_approval":
-        raise ValueError(f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
+        raise refused(ev, f"call {ev.call_id!r} is not waiting for approval (it is {c.status})")
     c.decision = ev.decision
     if c.kind == "escalation":
         c.status = "done"
@@ -449,7 +491,7 @@ def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
 
 @_rule(ToolStarted)
 def _f_tool_started(rs: RunState, ev: ToolStarted) -> None:
-    c = rs.calls[ev.call_id]
+    c = _call(rs, ev, ev.call_id)
     c.status = "running"
     c.idempotency_key = ev.idempotency_key
     c.expected_request = ev.request_sha256
@@ -457,11 +499,12 @@ def _f_tool_started(rs: RunState, ev: ToolStarted) -> None:
 
 @_rule(ToolFinished)
 def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
-    c = rs.calls.get(ev.call_id)
-    if c is None:
-        raise ValueError(f"a result for call {ev.call_id!r}, which is not a call of this turn")
+    c = _call(rs, ev, ev.call_id)
+    if c.status == "done":
+        raise refused(ev, f"a second result for call {ev.call_id!r} (it has one already)")
     if c.status != "running":
-        raise ValueError(f"a second result for call {ev.call_id!r} (it is {c.status})")
+        raise refused(ev, f"a result for call {ev.call_id!r}, which has not started (it is {c.status}; "
+                          "a ToolStarted comes first)")
     c.validated = None
     if ev.call_binding_sha256:  # a missing half reads as "" and fails the check, as a wrong one does
         c.binding = (ev.request_sha256 or "", ev.result_sha256 or "", ev.call_binding_sha256)
@@ -489,7 +532,7 @@ def _f_results_bound(rs: RunState, ev: ResultsBound) -> None:
 def _f_guard_tripped(rs: RunState, ev: GuardTripped) -> None:
     rs.guards.append(ev)
     if ev.guard == APPROVAL_OVERRIDE:  # a record, not a limit: nothing to tell the model, nothing to stop
-        rs.calls[ev.call_id or ""].waiver_recorded = True
+        _call(rs, ev, ev.call_id or "").waiver_recorded = True
         return
     rs.tripped[ev.guard] = ev.action
     if ev.guard in ("repetition", "no_progress"):
@@ -508,7 +551,7 @@ def _f_output_validated(rs: RunState, ev: OutputValidated) -> None:
     elif ev.call_id is None:  # a text answer: the correction goes out with the next request
         rs.output_note = output_correction(ev.errors)
     else:
-        rs.calls[ev.call_id].output_error = output_correction(ev.errors)
+        _call(rs, ev, ev.call_id).output_error = output_correction(ev.errors)
 
 
 def output_correction(errors: list[dict[str, Any]]) -> str:

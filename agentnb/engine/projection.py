@@ -13,6 +13,10 @@ events, so the frames cannot say "error" where the run said "skipped".
 - :data:`FOLD_RULES` -- per event class, the fold function and the two answers above: one
   :class:`FoldRule`, keyed by class. A new event kind is one rule here (``tests/test_projection.py`` checks
   every class of the :data:`~agentnb.events.Event` union has one).
+
+An event the fold cannot apply (a hand-made or tampered log: a result for a call the turn does not have, a
+``ResultsBound`` naming a call without a result) is refused with a :class:`~agentnb.exceptions.TranscriptError`
+made by :func:`refused`, which names the event's ``seq`` and type and what was wrong.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ..events import (
     ToolFinished,
     TurnCompleted,
 )
+from ..exceptions import TranscriptError
 from ..messages import Message, ResultStatus, ToolCallPart, ToolResultPart
 
 if TYPE_CHECKING:
@@ -116,10 +121,25 @@ def conversation_step(ev: BaseEvent, result_for: ResultFor) -> ConversationStep 
     sent back as it is).
 
     Raises:
-        ValueError: a ``ResultsBound`` names a call that has no result.
+        TranscriptError: a ``ResultsBound`` names a call that has no result (or no such call).
     """
     fn = CONVERSATION_STEPS.get(type(ev))
     return fn(ev, result_for) if fn is not None else None
+
+
+def refused(ev: BaseEvent, problem: str) -> TranscriptError:
+    """The error for an event the fold cannot apply: it names the event (seq and type) and what was wrong.
+
+    Example:
+        >>> from agentnb.events import CallRejected
+        >>> from agentnb.states import S
+        >>> from datetime import datetime, timezone
+        >>> ev = CallRejected(seq=5, ts=datetime.now(timezone.utc), run_id="r", turn=1, state=S.EXECUTING,
+        ...                   call_id="c9", name="f", reason="skipped", message="skipped")
+        >>> str(refused(ev, "call 'c9' is not a call of turn 1"))
+        "event 5 (CallRejected): call 'c9' is not a call of turn 1"
+    """
+    return TranscriptError(f"event {ev.seq} ({ev.type}): {problem}", seq=ev.seq, event_type=ev.type)
 
 
 def _a_tool_finished(ev: ToolFinished) -> Answer:
@@ -157,7 +177,7 @@ def _c_results_bound(ev: ResultsBound, result_for: ResultFor) -> ConversationSte
     for cid in ev.call_ids:
         result = result_for(cid)
         if result is None:
-            raise ValueError(f"ResultsBound names call {cid!r}, which has no result")
+            raise refused(ev, f"it names call {cid!r}, which has no result")
         parts.append(result)
     return ConversationStep("results", (Message(role="tool", parts=tuple(parts)),))
 
@@ -200,5 +220,5 @@ FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
 
 
 __all__ = ["ANSWERS", "CONVERSATION_STEPS", "FOLD_RULES", "HEADLESS", "Answer", "ConversationOrigin",
-           "ConversationStep", "FoldRule", "ResultFor", "answer_of", "conversation_step", "denial_text", "result_from",
-           "result_of"]
+           "ConversationStep", "FoldRule", "ResultFor", "answer_of", "conversation_step", "denial_text", "refused",
+           "result_from", "result_of"]

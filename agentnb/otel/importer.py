@@ -47,7 +47,7 @@ from ..events import (
     ToolStarted,
     TurnCompleted,
 )
-from ..exceptions import IllegalTransition
+from ..exceptions import TranscriptError
 from ..messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, Usage
 from ..states import TERMINAL, TRANSITIONS, LoopState
 from ..tools import as_registry
@@ -168,7 +168,7 @@ class _Rebuild:
                     break
                 self._turn(chat, self.chats[k + 1] if k + 1 < len(self.chats) else None)
             self._finish()
-        except (IllegalTransition, ValueError, KeyError) as exc:
+        except (TranscriptError, ValueError, KeyError) as exc:
             self.lack(f"the trace breaks off: {exc}")
         self.lacks.extend(sorted(self.reader.lost))
         settings["lacks"] = self.lacks

@@ -11,8 +11,8 @@ streamed response bodies into the events they read. :mod:`.fallback` chains mode
 one from ``"provider:model-name"``.
 """
 
+from ..exceptions import ProviderError
 from . import anthropic, gemini, openai_chat, openai_responses, sse
-from ._sdk import ProviderError
 from .anthropic import AnthropicModel
 from .base import Model
 from .factory import model

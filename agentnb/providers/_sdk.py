@@ -1,6 +1,6 @@
 """What the SDK-backed models share: the request cycle, sync and async clients, and error mapping.
 
-Theory of operation. A provider model (:class:`~agentnb.providers.openai_models.OpenAIChatModel`, ...) wraps
+Theory of operation. A provider model (:class:`~agentnb.providers.openai_chat.OpenAIChatModel`, ...) wraps
 the official client the user passes. For each turn it
 
 1. renders the canonical request with its wire adapter (``render_request``), merging the model's own
@@ -41,7 +41,7 @@ from typing import Any
 
 from .._aio import run_coroutine
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, ModelError
+from ..exceptions import AgentnbError, ModelError, ProviderError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ..request import ModelRequest, StreamItem, split_options
@@ -53,29 +53,6 @@ __all__ = ["ProviderError", "SdkModel", "require"]
 _CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
                       "TimeoutException", "TransportError", "RemoteProtocolError", "ReadError", "TimeoutError",
                       "ConnectionError")
-
-
-class ProviderError(ModelError):
-    """A provider API call failed: the HTTP status, the provider's message and body, and ``retry-after``.
-
-    Attributes:
-        provider: the wire API tag (``openai_chat``, ``anthropic``, ...).
-        retry_after: seconds the server asked to wait before the next attempt (``retry-after`` header),
-            or None.
-        body: the provider's error body as received (a dict when it was JSON).
-
-    Example:
-        >>> err = ProviderError("Rate limit reached", status=429, provider="openai_chat", retry_after=2.0)
-        >>> err.retryable, err.retry_after
-        (True, 2.0)
-    """
-
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None,
-                 provider: str = "", retry_after: float | None = None, body: Any = None) -> None:
-        super().__init__(message, status=status, retryable=retryable)
-        self.provider = provider
-        self.retry_after = retry_after
-        self.body = body
 
 
 def require(module: str, extra: str) -> Any:
@@ -261,7 +238,7 @@ class SdkModel:
 
         Example:
             >>> import openai
-            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> from agentnb.providers.openai_chat import OpenAIChatModel
             >>> model = OpenAIChatModel(openai.OpenAI(api_key="k"), model="m")
             >>> seen = []
             >>> stop = model.on_wire(lambda kind, payload: seen.append(kind))
@@ -295,7 +272,7 @@ class SdkModel:
 
         Example:
             >>> import openai
-            >>> from agentnb.providers.openai_models import OpenAIChatModel
+            >>> from agentnb.providers.openai_chat import OpenAIChatModel
             >>> OpenAIChatModel(openai.OpenAI(api_key="zq9-plain-credential-7731"), model="m").credentials()
             ['zq9-plain-credential-7731']
         """

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..redact import HoldsCredentials as HoldsCredentials  # the model side of the credentials contract
 from ..request import ModelRequest, StreamItem
 
 
@@ -58,10 +57,6 @@ class Seekable(Protocol):
     def seek(self, run_id: str, position: int) -> None:
         """Answer ``run_id``'s next request with the answer at ``position``."""
         ...
-
-
-Replayable = Seekable
-"""Another name for :class:`Seekable`: a model that replays recorded answers is moved along with ``seek``."""
 
 
 WireKind = Literal["request", "response", "event"]

@@ -236,7 +236,7 @@ class ScriptedModel:
             speed: with ``timing="recorded"``, play this many times faster (2.0: half the waits).
             run: which recorded run to play (its run id, or its position) when the cassette holds several.
             strict: a request that differs from the recorded one (messages by content, or the tools offered)
-                fails the run with :class:`agentnb.recorder.ReplayDiverged`; by default the recorded answer is
+                fails the run with :class:`agentnb.exceptions.ReplayDiverged`; by default the recorded answer is
                 played and a :class:`agentnb.recorder.ReplayDivergenceWarning` names the first difference, once
                 per run.
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..exceptions import CheckTimeout
 from ._common import rng_for
-from ._guard import LIMIT_S, CheckTimeout, Leash
+from ._guard import LIMIT_S, Leash
 from ._report import Line, Report, describe_exception, reset_hints
 from .capstone import SHOP_ORDERS, check_capstone
 from .cost import check_cost

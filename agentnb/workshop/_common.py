@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
+from ..exceptions import CheckTimeout
 from ..guards import Budget
 from ..loop import Loop
 from ..messages import Message
@@ -20,7 +21,6 @@ from ..providers.scripted import ScriptStep
 from ..run import Run
 from ..states import LoopState
 from ..tools import Tool
-from ._guard import CheckTimeout
 from ._report import Report, describe_exception
 
 Hints = tuple[str, str]

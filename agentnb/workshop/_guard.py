@@ -31,16 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..exceptions import CheckTimeout
 from ..tools import Tool
 
-__all__ = ["LIMIT_S", "CheckTimeout", "Leash", "call_limited"]
+__all__ = ["LIMIT_S", "Leash", "call_limited"]
 
 LIMIT_S = 2.0
 """Seconds one call of a student's code may take during a check (a correct answer takes microseconds)."""
-
-
-class CheckTimeout(TimeoutError):
-    """A call into the student's code ran past its time limit (an endless loop, a long sleep)."""
 
 
 class _Abandoned(BaseException):  # noqa: N818 - raised inside an abandoned thread; BaseException so `except Exception` in student code cannot swallow it

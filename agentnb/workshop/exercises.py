@@ -24,6 +24,7 @@ import random
 from typing import Any
 
 from ..events import BaseEvent
+from ..exceptions import CheckTimeout
 from ..loop import Loop
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..states import LoopState
@@ -46,7 +47,7 @@ from ._common import (
     short,
     shown,
 )
-from ._guard import CheckTimeout, Leash
+from ._guard import Leash
 from ._report import Report, describe_exception
 from .policy_budget import budget_runs, check_budget, check_policy, money, takes
 

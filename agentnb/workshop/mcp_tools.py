@@ -19,13 +19,14 @@ import sys
 from typing import Any
 
 from ..events import CallRejected, ToolFinished
+from ..exceptions import CheckTimeout
 from ..loop import Loop
 from ..mcp import MCPServer
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..states import LoopState
 from ..tools import Tool
 from ._common import TIMEOUT_HINTS, Hints, calls, is_placeholder, reply, safe_run, shown
-from ._guard import CheckTimeout, Leash
+from ._guard import Leash
 from ._report import Report, describe_exception
 from .mcp_shop import sounds_like_read
 

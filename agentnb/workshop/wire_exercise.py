@@ -55,8 +55,9 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..exceptions import CheckTimeout
 from ._common import TIMEOUT_HINTS, WORDS, Hints, is_placeholder, short, shown
-from ._guard import CheckTimeout, Leash
+from ._guard import Leash
 from ._report import Report, describe_exception
 from .policy_budget import takes
 

@@ -38,7 +38,7 @@ class AnthropicModel(SdkModel):
             ``temperature``, ``tool_choice``, ``parallel_tool_calls``, ``thinking``, ...). Keyword arguments
             that are not options are settings too.
         max_argument_bytes, max_retry_wait, sdk_retries: as for
-            :class:`~agentnb.providers.openai_models.OpenAIChatModel`.
+            :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb, anthropic

@@ -11,7 +11,7 @@ is parsed by the same adapter.
 Ollama usually needs no credential. A client made with ``headers={"Authorization": ...}`` (a proxy, the
 hosted service) or with ``OLLAMA_API_KEY`` in the environment sends one; :meth:`OllamaModel.credentials`
 reports it so a run masks it wherever it is echoed. The client does not retry; retries stay with the loop.
-``ollama.ResponseError`` becomes a :class:`~agentnb.providers.ProviderError` with the HTTP status and the
+``ollama.ResponseError`` becomes a :class:`~agentnb.exceptions.ProviderError` with the HTTP status and the
 server's ``error`` text; the ``ConnectionError`` the client raises when no server listens is a retryable
 connection error whose message says how to start one.
 """
@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...exceptions import ModelError
+from ...exceptions import ModelError, ProviderError
 from ...redact import client_credentials
-from .._sdk import ProviderError, SdkModel, map_error, require
+from .._sdk import SdkModel, map_error, require
 from . import adapter as wire
 
 __all__ = ["DEFAULT_HOST", "OllamaModel", "client", "make_client"]
@@ -69,7 +69,7 @@ class OllamaModel(SdkModel):
         stream: stream the answer (JSON lines).
         settings: request settings applied on every turn (``max_tokens``, ``temperature``, ``think``,
             ``options``, ``keep_alive``, ...). Keyword arguments that are not options are settings too.
-        max_argument_bytes, max_retry_wait: as for :class:`~agentnb.providers.openai_models.OpenAIChatModel`.
+        max_argument_bytes, max_retry_wait: as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb, ollama
