@@ -23,6 +23,7 @@ from . import stories
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
 from .engine import CallState, RunState
+from .engine.guards import Budget, UnpricedModelWarning
 from .events import Event
 from .exceptions import (
     AgentnbError,
@@ -42,7 +43,6 @@ from .exceptions import (
     ValueConversionError,
 )
 from .frames import Frames
-from .guards import Budget, UnpricedModelWarning
 from .importers import import_history
 from .lint import Finding, lint
 from .mcp import MCPServer

@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .collection import TranscriptCollection
+from .engine.guards import cost as price_tokens
 from .events import BaseEvent
 from .exceptions import AgentnbError
-from .guards import cost as price_tokens
 from .run import Loop, Run
 from .states import PAUSED, TERMINAL, LoopState
 from .store import Store, as_store

@@ -32,9 +32,9 @@ from ..engine import (
     text_merged,
     turn_completed,
 )
+from ..engine.guards import UnpricedModelWarning, unpriced
 from ..events import BaseEvent, ModelRetried
 from ..exceptions import CheckpointError, ModelError, StreamInterrupted
-from ..guards import UnpricedModelWarning, unpriced
 from ..messages import ModelTurn
 from ..providers.base import ArgumentsDelta, StreamItem, TextDelta
 

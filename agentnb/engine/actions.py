@@ -18,10 +18,10 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from ..events import BaseEvent
-from ..guards import Budget
 from ..output import OutputSpec
 from ..states import LoopState
 from .fold import FINALIZE_PROMPT, RunState
+from .guards import Budget
 
 
 @dataclass(slots=True)

@@ -29,7 +29,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .. import guards
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -55,6 +54,7 @@ from ..events import (
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
+from . import guards
 from .projection import (
     ANSWERS,
     CONVERSATION_STEPS,

@@ -23,7 +23,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import guards
 from ..events import (
     ArgumentsMerged,
     CompressionApplied,
@@ -38,6 +37,7 @@ from ..events import (
 from ..messages import Message, ModelTurn, ToolCallPart
 from ..providers.base import HistoryView, ModelRequest
 from ..states import S
+from . import guards
 from .actions import Emit, EngineConfig, RetryPolicy
 from .build import UNSTAMPED, finished
 from .calls import bound_hashes, request_hash

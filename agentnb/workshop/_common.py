@@ -12,8 +12,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..engine.guards import Budget
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
-from ..guards import Budget
 from ..messages import Message
 from ..providers.scripted import ScriptStep
 from ..run import Loop, Run
