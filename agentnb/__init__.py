@@ -31,7 +31,6 @@ from .exceptions import (
     ApprovalExpired,
     CheckpointError,
     DigestMismatch,
-    IllegalTransition,
     InvalidArguments,
     ModelError,
     ResumeError,
@@ -61,7 +60,7 @@ from .providers.base import Model, ModelRequest
 from .providers.scripted import ScriptedModel
 from .recorder import Recorder
 from .run import Loop, Run
-from .states import TRANSITIONS, LoopState
+from .states import TRANSITIONS, IllegalTransition, LoopState
 from .store import MemoryStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript

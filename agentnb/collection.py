@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from .events import BaseEvent, event_from_json, event_to_json
-from .exceptions import IllegalTransition, TranscriptError
+from .exceptions import TranscriptError
 from .frames import FRAMES, Frames, build, conform, empty, events_with_payload
+from .states import IllegalTransition
 from .transcript import Transcript
 
 if TYPE_CHECKING:

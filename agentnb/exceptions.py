@@ -6,6 +6,7 @@ used, or for states a run cannot get out of by itself::
 
     AgentnbError
     ├── IllegalTransition      an event that the state machine does not allow in the current state
+    │                          (defined in agentnb.states, beside the table it enforces)
     ├── ToolDefinitionError    a Python function that cannot become a tool (bad signature, duplicate name)
     ├── RunNotPaused           approve/deny called when nothing waits for a person
     ├── ApprovalError          approve/deny naming an unknown call or one not waiting
@@ -31,25 +32,9 @@ used, or for states a run cannot get out of by itself::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .states import LoopState
-
 
 class AgentnbError(Exception):
     """Base class of every agentnb error."""
-
-
-class IllegalTransition(AgentnbError):
-    """An event arrived that the state machine does not allow in the current state."""
-
-    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str) -> None:
-        self.state = state
-        self.event_type = event_type
-        self.next_state = next_state
-        target = f" -> {next_state.value}" if next_state is not None else ""
-        super().__init__(f"illegal transition: {event_type} in state {state.value}{target} ({why})")
 
 
 class ToolDefinitionError(AgentnbError):

@@ -2,7 +2,7 @@
 
 Every state change of a run goes through :data:`TRANSITIONS`, one table of
 ``{state: {event type: allowed next states}}``; nothing here does I/O. An event type missing from a state's
-row, or a next state outside the allowed set, raises :class:`~agentnb.exceptions.IllegalTransition` naming
+row, or a next state outside the allowed set, raises :class:`IllegalTransition` naming
 both. Most rows allow exactly one next state; where the event itself decides (``RunFinished`` names the
 terminal state, ``ApprovalResolved`` goes on waiting while other approvals are open), the set lists every
 legal choice. The debugger draws its diagram from this table.
@@ -21,7 +21,18 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-from .exceptions import IllegalTransition
+from .exceptions import AgentnbError
+
+
+class IllegalTransition(AgentnbError):
+    """An event arrived that the state machine does not allow in the current state."""
+
+    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str) -> None:
+        self.state = state
+        self.event_type = event_type
+        self.next_state = next_state
+        target = f" -> {next_state.value}" if next_state is not None else ""
+        super().__init__(f"illegal transition: {event_type} in state {state.value}{target} ({why})")
 
 
 class LoopState(StrEnum):

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from .events import BaseEvent, event_from_json, event_to_json
-from .exceptions import IllegalTransition, TranscriptError
+from .exceptions import TranscriptError
 from .messages import Message
-from .states import LoopState
+from .states import IllegalTransition, LoopState
 
 if TYPE_CHECKING:
     import pandas as pd

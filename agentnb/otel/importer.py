@@ -47,9 +47,8 @@ from ..events import (
     ToolStarted,
     TurnCompleted,
 )
-from ..exceptions import IllegalTransition
 from ..messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, Usage
-from ..states import TERMINAL, TRANSITIONS, LoopState
+from ..states import TERMINAL, TRANSITIONS, IllegalTransition, LoopState
 from ..tools import as_registry
 from ..transcript import Transcript
 from . import _conv as c
