@@ -46,7 +46,6 @@ from .importers import import_history
 from .lint import Finding, lint
 from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
-from .pgstore import PostgresStore
 from .providers import (
     AnthropicModel,
     FallbackModel,
@@ -61,7 +60,7 @@ from .providers.scripted import ScriptedModel
 from .recorder import Recorder
 from .run import Loop, Run
 from .states import TRANSITIONS, IllegalTransition, LoopState
-from .store import MemoryStore, SqliteStore, Store
+from .store import MemoryStore, PostgresStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 

@@ -52,7 +52,7 @@ from .events import BaseEvent
 from .exceptions import AgentnbError
 from .run import Loop, Run
 from .states import PAUSED, TERMINAL, LoopState
-from .store import Store, as_store
+from .store import PostgresStore, Store, as_store
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -343,8 +343,6 @@ def _dask_task(loop: Callable[..., Loop], store: Store, item: _Item, known: str 
 
 def _on_dask(client: Any, loop: LoopLike, items: list[_Item], store: Store | str | Path | None,
              progress: bool | None, prices: Mapping[str, Sequence[float]] | None) -> dict[str, _Outcome]:
-    from .pgstore import PostgresStore
-
     store_ = as_store(store) if store is not None else None
     if not isinstance(store_, PostgresStore):
         raise AgentnbError("a batch on a Dask cluster needs store=anb.PostgresStore(...): every worker writes its "
