@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from ._version import __version__ as __version__
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
 from .engine import CallState, RunState
@@ -68,8 +69,6 @@ if TYPE_CHECKING:
     from . import emulator, otel, workshop
     from .debugger import Debugger
     from .otel import import_trace
-
-__version__ = "0.1.0"
 
 
 _LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
