@@ -20,9 +20,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from ._version import __version__ as __version__
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
 from .engine import CallState, RunState
+from .engine.guards import Budget, UnpricedModelWarning
 from .events import Event
 from .exceptions import (
     AgentnbError,
@@ -30,7 +32,6 @@ from .exceptions import (
     ApprovalExpired,
     CheckpointError,
     DigestMismatch,
-    IllegalTransition,
     InvalidArguments,
     ModelError,
     ProviderError,
@@ -43,13 +44,11 @@ from .exceptions import (
     ValueConversionError,
 )
 from .frames import Frames
-from .guards import Budget, UnpricedModelWarning
 from .importers import import_history
 from .lint import Finding, lint
 from .loop import Loop
 from .mcp import MCPServer
 from .messages import Message, ModelTurn, Usage
-from .pgstore import PostgresStore
 from .providers import (
     AnthropicModel,
     FallbackModel,
@@ -63,8 +62,8 @@ from .providers.scripted import ScriptedModel
 from .recorder import Recorder
 from .request import ModelRequest, RequestOptions
 from .run import Run
-from .states import TRANSITIONS, LoopState
-from .store import MemoryStore, SqliteStore, Store
+from .states import TRANSITIONS, IllegalTransition, LoopState
+from .store import MemoryStore, PostgresStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
@@ -72,8 +71,6 @@ if TYPE_CHECKING:
     from . import emulator, otel, workshop
     from .debugger import Debugger
     from .otel import import_trace
-
-__version__ = "0.1.0"
 
 
 _LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",

@@ -47,13 +47,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .collection import TranscriptCollection
+from .engine.guards import cost as price_tokens
 from .events import BaseEvent
 from .exceptions import AgentnbError
-from .guards import cost as price_tokens
 from .loop import Loop
 from .run import Run
 from .states import PAUSED, TERMINAL, LoopState
-from .store import Store, as_store
+from .store import PostgresStore, Store, as_store
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -344,8 +344,6 @@ def _dask_task(loop: Callable[..., Loop], store: Store, item: _Item, known: str 
 
 def _on_dask(client: Any, loop: LoopLike, items: list[_Item], store: Store | str | Path | None,
              progress: bool | None, prices: Mapping[str, Sequence[float]] | None) -> dict[str, _Outcome]:
-    from .pgstore import PostgresStore
-
     store_ = as_store(store) if store is not None else None
     if not isinstance(store_, PostgresStore):
         raise AgentnbError("a batch on a Dask cluster needs store=anb.PostgresStore(...): every worker writes its "

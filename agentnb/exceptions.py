@@ -19,6 +19,7 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     │   │                      or an event the run cannot have (an unknown call, a result before its start);
     │   │                      names the event's seq and type
     │   └── IllegalTransition  an event that the state machine does not allow in the current state
+    │                          (defined in agentnb.states, beside the table it enforces)
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
     │                          or that answered with a protocol error (during a run: an error result)
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
@@ -38,8 +39,8 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
 Warnings say that something is off while the run goes on; each is defined next to what warns it::
 
     UserWarning
-    ├── UnpricedModelWarning      (agentnb.guards) a budget's max_cost, but a model the run used has no price
-    ├── ReplayDivergenceWarning   (agentnb.recorder) a replayed cassette was asked something other than what
+    ├── UnpricedModelWarning      (agentnb.engine.guards) a budget's max_cost, but a model the run used has no price
+    ├── ReplayDivergenceWarning   (agentnb.providers.scripted) a replayed cassette was asked something other than what
     │                             it recorded; its answer is played anyway
     └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an
                                   incomplete last line
@@ -47,10 +48,7 @@ Warnings say that something is off while the run goes on; each is defined next t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .states import LoopState
+from typing import Any
 
 
 class AgentnbError(Exception):
@@ -124,24 +122,6 @@ class TranscriptError(AgentnbError):
         self.seq = seq
         self.event_type = event_type
         super().__init__(message)
-
-
-class IllegalTransition(TranscriptError):
-    """An event arrived that the state machine does not allow in the current state.
-
-    Attributes:
-        state: the state the event arrived in.
-        next_state: the state the event said the run moves to.
-    """
-
-    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str, *,
-                 seq: int | None = None) -> None:
-        self.state = state
-        self.next_state = next_state
-        target = f" -> {next_state.value}" if next_state is not None else ""
-        where = f"event {seq} ({event_type}): " if seq is not None else ""
-        super().__init__(f"{where}illegal transition: {event_type} in state {state.value}{target} ({why})",
-                         seq=seq, event_type=event_type)
 
 
 class MCPServerError(AgentnbError):

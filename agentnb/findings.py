@@ -4,7 +4,7 @@ Theory of operation. Every check on a history -- :func:`agentnb.lint` on a provi
 importers on a history they read, the emulator on every request it answers -- reports :class:`Finding`
 records with one vocabulary of codes. The checks themselves are :class:`Rule` objects that live with their
 wire API (``agentnb/providers/<api>/rules.py``): a code, what it means, a ``check`` over a :class:`View` of
-the body (the body normalized by :mod:`agentnb._shapes`, plus whatever that API's rules share, computed once:
+the body (the body normalized by :mod:`agentnb.providers._shapes`, plus whatever that API's rules share, computed once:
 its messages reduced to calls and results, their pairing), and an optional ``fix`` used by
 ``lint(..., fix=True)``.
 

@@ -19,7 +19,7 @@ What is checked (provider messages quoted from the services where marked *, othe
 check                     providers
 ========================= ============================================================================
 malformed                 all: a value of the wrong JSON type where the format wants an object, a list
-                          or a string (each service's validation error*, see :mod:`agentnb._shapes`)
+                          or a string (each service's validation error*, see :mod:`agentnb.providers._shapes`)
 arguments not an object   all: a call whose arguments are not a JSON object (OpenAI-compatible servers
                           such as vLLM*, Anthropic* ``tool_use.input``, Gemini* ``functionCall.args``);
                           ``fix=True`` puts ``{}`` in their place, as the adapters send
@@ -92,7 +92,7 @@ def validate(provider: str, body: dict[str, Any], context: Context | None = None
     """All findings for a whole request body of ``provider`` (what the emulator runs on every request).
 
     Any JSON value is read without an exception: values of the wrong type are ``malformed`` findings
-    (:mod:`agentnb._shapes`), and the rules run on the rest.
+    (:mod:`agentnb.providers._shapes`), and the rules run on the rest.
     """
     return _validate(provider, body, context)[0]
 
@@ -106,7 +106,7 @@ def _validate(provider: str, body: Any, context: Context | None) -> tuple[list[F
     except RecursionError:
         out.append(Finding("malformed", "body", -1, "the request is nested too deeply to read",
                            "Invalid request: the JSON body is nested too deeply."))
-    except Exception as exc:  # a shape _shapes does not normalize yet: a finding, never a crash (see tests)
+    except Exception as exc:  # a shape providers/_shapes does not normalize yet: a finding, never a crash (see tests)
         out.append(Finding("unreadable", "body", -1, f"the request could not be read ({type(exc).__name__}: {exc})",
                            "Invalid request."))
     return out, clean

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .driver.history import native_output, policy_revision
 from .engine import FINALIZE_PROMPT, EngineConfig, RetryPolicy, check_tool_choice
+from .engine.guards import Budget
 from .events import ToolInfo
-from .guards import Budget
 from .messages import Message, coerce_messages
 from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import Model

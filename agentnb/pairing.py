@@ -4,7 +4,7 @@ Theory of operation. Every wire API links a result to its call (by id, or, on Ge
 and each places the results somewhere of its own: the run of ``tool`` messages right after the call (Chat
 Completions), the very next message (Anthropic, Gemini), any later item (Responses). Canonical histories
 (:mod:`agentnb.messages`) link by ``call_id``. Four parts of agentnb ask the same question of a history --
-the lint rules, the importers' structural check, the compression guard (:func:`agentnb.guards.prune` keeps
+the lint rules, the importers' structural check, the compression guard (:func:`agentnb.engine.guards.prune` keeps
 whole turns only) and the run's history completion (:func:`agentnb.driver.history.complete_history`) -- and all ask it
 here:
 

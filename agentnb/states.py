@@ -2,7 +2,7 @@
 
 Every state change of a run goes through :data:`TRANSITIONS`, one table of
 ``{state: {event type: allowed next states}}``; nothing here does I/O. An event type missing from a state's
-row, or a next state outside the allowed set, raises :class:`~agentnb.exceptions.IllegalTransition` naming
+row, or a next state outside the allowed set, raises :class:`IllegalTransition` naming
 both. Most rows allow exactly one next state; where the event itself decides (``RunFinished`` names the
 terminal state, ``ApprovalResolved`` goes on waiting while other approvals are open), the set lists every
 legal choice. The debugger draws its diagram from this table.
@@ -21,7 +21,25 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-from .exceptions import IllegalTransition
+from .exceptions import TranscriptError
+
+
+class IllegalTransition(TranscriptError):
+    """An event arrived that the state machine does not allow in the current state.
+
+    Attributes:
+        state: the state the event arrived in.
+        next_state: the state the event said the run moves to.
+    """
+
+    def __init__(self, state: LoopState, event_type: str, next_state: LoopState | None, why: str, *,
+                 seq: int | None = None) -> None:
+        self.state = state
+        self.next_state = next_state
+        target = f" -> {next_state.value}" if next_state is not None else ""
+        where = f"event {seq} ({event_type}): " if seq is not None else ""
+        super().__init__(f"{where}illegal transition: {event_type} in state {state.value}{target} ({why})",
+                         seq=seq, event_type=event_type)
 
 
 class LoopState(StrEnum):

@@ -16,8 +16,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .messages import Message
-from .providers.scripted import ScriptedModel, ScriptStep
 from .tools import Tool, tool
+
+Step = dict[str, Any] | Callable[[Sequence[Message]], dict[str, Any]]
+"""One turn of a story's script: :data:`agentnb.providers.scripted.ScriptStep`, spelled out here because the
+scripted model reads these stories (``ScriptedModel.story``), so naming its module would close a circle."""
 
 _CITIES: dict[str, dict[str, Any]] = {
     "Paris": {"temp_c": 18, "sky": "sunny"},
@@ -157,7 +160,7 @@ def _calc_second(messages: Sequence[Message]) -> dict[str, Any]:
     return {"tool_calls": [{"name": "multiply", "arguments": {"a": total, "b": 4}}]}
 
 
-_STORIES: dict[str, tuple[Callable[[], list[ScriptStep]], list[Tool], str]] = {
+_STORIES: dict[str, tuple[Callable[[], list[Step]], list[Tool], str]] = {
     "weather": (
         lambda: [
             {"text": "Let me check.", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
@@ -228,13 +231,12 @@ def tools(name: str) -> list[Tool]:
     return list(_entry(name)[1])
 
 
-def story(name: str, **options: Any) -> ScriptedModel:
-    """The scripted model of a story; ``options`` go to :class:`ScriptedModel` (``stream=True``, ...)."""
-    script, _, _ = _entry(name)
-    return ScriptedModel(script(), name=f"story:{name}", **options)
+def script(name: str) -> list[Step]:
+    """A fresh copy of a story's script (what :meth:`agentnb.ScriptedModel.story` plays)."""
+    return _entry(name)[0]()
 
 
-def _entry(name: str) -> tuple[Callable[[], list[ScriptStep]], list[Tool], str]:
+def _entry(name: str) -> tuple[Callable[[], list[Step]], list[Tool], str]:
     try:
         return _STORIES[name]
     except KeyError:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 import agentnb as anb
 from agentnb.engine import RunState
-from agentnb.guards import UnpricedModelWarning
+from agentnb.engine.guards import UnpricedModelWarning
 from agentnb.providers.base import Seekable
 from agentnb.states import S
 

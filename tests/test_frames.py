@@ -143,7 +143,7 @@ def test_turns_frame(runs: dict[str, anb.Transcript]) -> None:
     first = priced.iloc[0]
     assert first["cost_usd"] == pytest.approx(first["input_tokens"] * 1e-6 + first["output_tokens"] * 1e-5)
     budget = anb.Budget(prices={"story:refund": (1.0, 10.0)})  # the same table means the same dollars
-    from agentnb.guards import cost
+    from agentnb.engine.guards import cost
     spent = cost([("story:refund", (int(first["input_tokens"]), int(first["output_tokens"])))], budget.prices)
     assert spent == pytest.approx(first["cost_usd"])
     assert runs["approved"].frames.turns(prices={"other": (1.0, 1.0)})["cost_usd"].isna().all()

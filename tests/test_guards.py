@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.guards import Budget, estimate_tokens, prune, repetition, signature
+from agentnb.engine.guards import Budget, estimate_tokens, prune, repetition, signature
 
 S = anb.LoopState
 

@@ -14,7 +14,8 @@ from agentnb.events import event_to_dict
 from agentnb.messages import ModelTurn
 from agentnb.providers import openai_chat, sse
 from agentnb.providers._sdk import SdkModel
-from agentnb.recorder import ReplayedModel, read_cassette
+from agentnb.providers.scripted import ReplayedModel
+from agentnb.recorder import read_cassette
 from agentnb.request import ModelRequest
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
@@ -306,7 +307,7 @@ def test_a_run_through_the_emulator_replays_exactly(tmp_path: Path) -> None:
 def test_a_replay_asked_something_else_says_so(tmp_path: Path) -> None:
     import warnings
 
-    from agentnb.recorder import ReplayDivergenceWarning
+    from agentnb.providers.scripted import ReplayDivergenceWarning
 
     path = tmp_path / "weather.jsonl"
     loop = anb.Loop(model=anb.Recorder(anb.ScriptedModel.story("weather"), path), tools=anb.stories.tools("weather"))

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from ..engine.guards import cost
 from ..events import BaseEvent, TurnCompleted
-from ..guards import cost
 from ..states import TERMINAL, LoopState
 from . import cards
 from .diagram import state_diagram

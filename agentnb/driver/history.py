@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import binding
+from ..engine.guards import Budget, prune
 from ..events import RunStarted
-from ..guards import Budget, prune
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
 from ..providers.registry import NATIVE_OUTPUT  # the APIs whose structured output "auto" uses

@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..engine.guards import Budget, UnpricedModelWarning, unpriced
 from ..engine.results import ModelFailed, ModelRaised, NotAnItem, StreamBroke, StreamEnded, TurnReceived
 from ..exceptions import ModelError, StreamInterrupted
-from ..guards import Budget, UnpricedModelWarning, unpriced
 from ..messages import ModelTurn
 from ..redact import RunSecrets
 from ..request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta

@@ -18,11 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from ..events import BaseEvent
-from ..guards import Budget
 from ..outcomes import EffectDone
 from ..output import OutputSpec
 from ..states import LoopState
 from .fold import FINALIZE_PROMPT, RunState
+from .guards import Budget
 
 
 @dataclass(slots=True)

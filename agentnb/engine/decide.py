@@ -12,7 +12,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import guards
 from ..events import (
     ApprovalRequested,
     CallRejected,
@@ -22,14 +21,15 @@ from ..events import (
     OutputValidated,
     ResultsBound,
 )
-from ..guards import Budget
 from ..messages import Message, ModelTurn
 from ..states import TERMINAL, LoopState, S
+from . import guards
 from .actions import DONE, PULL, WAIT, Action, Compress, Emit, EngineConfig, RunTool
 from .build import UNSTAMPED, finished
 from .calls import arguments_digest, ask, parse, resolve_headless, start, validate, verify_bindings
 from .calls import output_failed as _output_failed
 from .fold import CallState, RunState
+from .guards import Budget
 
 
 def _finish(state: LoopState, reason: str, output: str | None = None) -> Emit:

@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .. import guards
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -62,14 +61,14 @@ from ..exceptions import TranscriptError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
+from . import guards
 from .projection import (
     ANSWERS,
     CONVERSATION_STEPS,
-    FOLD_RULES,
     HEADLESS,
     Answer,
     ConversationStep,
-    FoldRule,
+    ResultFor,
     answer_of,
     conversation_step,
     denial_text,
@@ -306,6 +305,22 @@ class RunState:
     def total_tokens(self) -> int:
         """Input plus output tokens so far."""
         return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class FoldRule:
+    """Everything the engine says about one event class: how it folds, and what it means to readers."""
+
+    apply: Callable[[RunState, Any], None]
+    """Fold the event into the state (the transition is checked before)."""
+    conversation: Callable[[Any, ResultFor], ConversationStep | None] | None = None
+    """How the event changes the conversation (None: it never does)."""
+    answer: Callable[[Any], Answer | None] | None = None
+    """The result the event gives its call (None: it never answers one)."""
+
+
+FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
+"""The fold rule of every event class (filled by :func:`_rule`; a test checks every class of the union has one)."""
 
 
 def _rule(cls: type[Any]) -> Callable[[Callable[[RunState, Any], None]], Callable[[RunState, Any], None]]:

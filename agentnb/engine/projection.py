@@ -10,9 +10,10 @@ events, so the frames cannot say "error" where the run said "skipped".
   :class:`~agentnb.messages.ToolResultPart`.
 - :func:`conversation_step` -- how an event changes the conversation: the messages it appends, or the
   conversation it replaces (the prompt, a compression).
-- :data:`FOLD_RULES` -- per event class, the fold function and the two answers above: one
-  :class:`FoldRule`, keyed by class. A new event kind is one rule here (``tests/test_projection.py`` checks
-  every class of the :data:`~agentnb.events.Event` union has one).
+- :data:`ANSWERS` and :data:`CONVERSATION_STEPS` -- those two answers per event class; the fold joins them
+  with its fold function into :data:`~.fold.FOLD_RULES` (one :class:`~.fold.FoldRule` per class, which
+  ``tests/test_projection.py`` checks for every class of the :data:`~agentnb.events.Event` union). This module
+  does not name the fold's state, so the fold can import it without a circle.
 
 An event the fold cannot apply (a hand-made or tampered log: a result for a call the turn does not have, a
 ``ResultsBound`` naming a call without a result) is refused with a :class:`~agentnb.exceptions.TranscriptError`
@@ -22,8 +23,7 @@ made by :func:`refused`, which names the event's ``seq`` and type and what was w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from ..events import (
     ApprovalResolved,
@@ -38,9 +38,6 @@ from ..events import (
 )
 from ..exceptions import TranscriptError
 from ..messages import Message, ResultStatus, ToolCallPart, ToolResultPart
-
-if TYPE_CHECKING:
-    from .fold import RunState
 
 HEADLESS = "headless"
 """The ``by`` of denials made because no person can answer (``Loop(headless=True)``)."""
@@ -203,22 +200,5 @@ CONVERSATION_STEPS: dict[type[BaseEvent], Callable[[Any, ResultFor], Conversatio
 """The event classes that change the conversation, and how (see :func:`conversation_step`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FoldRule:
-    """Everything the engine says about one event class: how it folds, and what it means to readers."""
-
-    apply: Callable[[RunState, Any], None]
-    """Fold the event into the state (the transition is checked before)."""
-    conversation: Callable[[Any, ResultFor], ConversationStep | None] | None = None
-    """How the event changes the conversation (None: it never does)."""
-    answer: Callable[[Any], Answer | None] | None = None
-    """The result the event gives its call (None: it never answers one)."""
-
-
-FOLD_RULES: dict[type[BaseEvent], FoldRule] = {}
-"""The fold rule of every event class (filled by :mod:`.fold`; a test checks every class of the union has one)."""
-
-
-__all__ = ["ANSWERS", "CONVERSATION_STEPS", "FOLD_RULES", "HEADLESS", "Answer", "ConversationOrigin",
-           "ConversationStep", "FoldRule", "ResultFor", "answer_of", "conversation_step", "denial_text", "refused",
-           "result_from", "result_of"]
+__all__ = ["ANSWERS", "CONVERSATION_STEPS", "HEADLESS", "Answer", "ConversationOrigin", "ConversationStep",
+           "ResultFor", "answer_of", "conversation_step", "denial_text", "refused", "result_from", "result_of"]

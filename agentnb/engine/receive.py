@@ -26,12 +26,12 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
-from .. import guards
 from ..events import ArgumentsMerged, CompressionApplied, ModelRetried, RunFinished, TextMerged, TurnCompleted
 from ..exceptions import ApprovalError, ApprovalExpired, DigestMismatch, RunNotPaused
 from ..messages import Message, ModelTurn, ToolCallPart
 from ..request import ArgumentsDelta, TextDelta
 from ..states import S
+from . import guards
 from .actions import Emit, EngineConfig, RetryPolicy
 from .build import UNSTAMPED, finished
 from .calls import arguments_digest, resolution

@@ -316,7 +316,7 @@ class MCPServer:
         from mcp.client.stdio import stdio_client
         from mcp.types import Implementation
 
-        from .. import __version__
+        from .._version import __version__
 
         if self.transport == "stdio":
             # a file of our own: a notebook's sys.stderr has no file descriptor to hand to a subprocess

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic import BaseModel
 
@@ -24,7 +24,17 @@ from .schema import SchemaArguments
 if TYPE_CHECKING:
     from mcp.types import ToolAnnotations
 
-    from .server import MCPServer
+class Caller(Protocol):
+    """What a tool needs of the server that built it: one way to call a tool there (:class:`~agentnb.MCPServer` is one).
+
+    A protocol rather than the server class: the server builds its tools, so naming it here would close an
+    import circle (``tests/test_walls.py``).
+    """
+
+    async def _call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> Any:
+        """Call ``tool`` on the server's session and return what it answered."""
+        ...
+
 
 IDEMPOTENCY_META_KEY = "agentnb/idempotency_key"
 """The ``_meta`` key under which a side-effecting call carries its idempotency key to the server."""
@@ -59,7 +69,7 @@ class MCPTool(Tool):
     """The tool's name on the server."""
     annotations: dict[str, Any] = field(default_factory=dict)
     """The server's annotations (``readOnlyHint`` and so on), as sent."""
-    source: MCPServer | None = field(default=None, compare=False)
+    source: Caller | None = field(default=None, compare=False)
     """The server object that runs the calls."""
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:

@@ -101,7 +101,7 @@ class Tracing:
         """The tracer spans are made with."""
         from opentelemetry import trace
 
-        from .. import __version__
+        from .._version import __version__
 
         return trace.get_tracer("agentnb", __version__, tracer_provider=self.tracer_provider)
 

@@ -22,18 +22,24 @@ first request continues after the last position in its history. So ``run.follow_
 next turn of the script instead of playing the first conversation again, while a fresh start, or a fork of a
 history without later turns, replays from where that history stands (from the start for a new prompt). One
 instance can serve many runs at once; each run has its own place.
+
+:class:`ReplayedModel` (``ScriptedModel.replay(path)``) is a scripted model whose script is a cassette that
+:class:`agentnb.Recorder` wrote (read by :func:`agentnb.recorder.read_cassette`): it lives here, beside the
+constructor that makes it, so that neither module imports the other back.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..exceptions import ModelError, StreamInterrupted
+from ..exceptions import ModelError, ReplayDiverged, StreamInterrupted
 from ..messages import (
+    MESSAGE_ADAPTER,
     FinishReason,
     Message,
     ModelTurn,
@@ -44,7 +50,9 @@ from ..messages import (
     ToolResultPart,
     Usage,
 )
+from ..recorder import _exception, _item, read_cassette
 from ..request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from ..stories import script
 
 TurnSpec = dict[str, Any]
 ScriptStep = TurnSpec | Callable[[Sequence[Message]], TurnSpec]
@@ -215,9 +223,7 @@ class ScriptedModel:
             >>> ScriptedModel.story("weather")
             ScriptedModel(2 turns, stream=False)
         """
-        from ..stories import story
-
-        return story(name, **options)
+        return cls(script(name), name=f"story:{name}", **options)
 
     @classmethod
     def replay(
@@ -237,14 +243,12 @@ class ScriptedModel:
             run: which recorded run to play (its run id, or its position) when the cassette holds several.
             strict: a request that differs from the recorded one (messages by content, or the tools offered)
                 fails the run with :class:`agentnb.exceptions.ReplayDiverged`; by default the recorded answer is
-                played and a :class:`agentnb.recorder.ReplayDivergenceWarning` names the first difference, once
+                played and a :class:`ReplayDivergenceWarning` names the first difference, once
                 per run.
 
         Example:
             >>> model = ScriptedModel.replay("cassettes/weather.jsonl", timing="recorded")  # doctest: +SKIP
         """
-        from ..recorder import ReplayedModel
-
         return ReplayedModel(path, timing=timing, speed=speed, run=run, strict=strict)
 
     def seek(self, run_id: str, position: int) -> None:
@@ -355,3 +359,119 @@ class ScriptedModel:
             self._tools_seen = tools
             self._tools_chars = sum(len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
         return Usage(input_tokens=(chars + self._tools_chars) // 4 + 1, output_tokens=out_chars // 4 + 1)
+
+
+class ReplayedModel(ScriptedModel):
+    """A :class:`~agentnb.ScriptedModel` that plays a cassette; make one with :meth:`ScriptedModel.replay`.
+
+    Each run plays the recorded requests from the first (a fork or a resume continues where ``seek`` puts
+    it), with the recorded stream items, turns and errors, under the recorded provider and model name.
+    ``timing="recorded"`` waits before each item until its recorded offset (divided by ``speed``).
+    """
+
+    def __init__(
+        self, path: str | Path, *, timing: Literal["none", "recorded"] = "none", speed: float = 1.0,
+        run: str | int | None = None, strict: bool = False,
+    ) -> None:
+        if timing not in ("none", "recorded"):
+            raise ValueError(f"timing must be 'none' or 'recorded', got {timing!r}")
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        cassette = read_cassette(path)
+        self.cassette = cassette
+        self.recorded = cassette.for_run(run)
+        super().__init__([], stream=bool(cassette.header.get("stream")), name=str(cassette.header.get("model")))
+        self.provider = str(cassette.header.get("provider"))
+        self.timing = timing
+        self.speed = speed
+        self.strict = strict
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return (f"ReplayedModel({self.provider}:{self.name}, {len(self.recorded)} turns from "
+                f"{self.cassette.path.name!r}, timing={self.timing!r})")
+
+    def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Answer the run's next request with the next recorded answer."""
+        pos = self._position.get(request.run_id, 0)
+        self._position[request.run_id] = pos + 1
+        if pos >= len(self.recorded):
+            raise ModelError(
+                f"the cassette {self.cassette.path.name} has no request {pos + 1}: it recorded {len(self.recorded)}. "
+                "The run went further than the recording did.",
+                status=None, retryable=False,
+            )
+        diverged = self._divergence(pos, request)
+        if diverged is not None:
+            message = (f"the cassette {self.cassette.path.name} was recorded for another conversation: at request "
+                       f"{pos + 1}, {diverged}. The recorded answer is played anyway.")
+            if self.strict:
+                raise ReplayDiverged(message.replace(" The recorded answer is played anyway.", ""))
+            if request.run_id not in self._warned:  # once per run: the first difference is the one that matters
+                self._warned.add(request.run_id)
+                warnings.warn(message, ReplayDivergenceWarning, stacklevel=2)
+        lines = self.recorded[pos].items
+        if lines and lines[0]["type"] == "error":  # the model failed before its stream began
+            self._wait(time.perf_counter(), lines[0])
+            raise _exception(lines[0])
+        return self._play(lines)
+
+    def _divergence(self, pos: int, request: ModelRequest) -> str | None:
+        """The first difference between this request and the recorded one (messages by content, tool names)."""
+        history: list[Any] = []
+        for rec in self.recorded[: pos + 1]:  # a recorded request holds the messages new since the previous one
+            line = rec.request
+            history = history[: int(line.get("messages_from", 0))] + list(line.get("messages", []))
+        recorded_tools = sorted(str(t.get("name")) for t in self.recorded[pos].request.get("tools", []))
+        tools = sorted(t.name for t in request.tools)
+        if tools != recorded_tools:
+            return f"the tools offered are {tools}, the recording offered {recorded_tools}"
+        now = [_content(MESSAGE_ADAPTER.dump_python(m, mode="json")) for m in request.messages]
+        then = [_content(m) for m in history]
+        for i, (a, b) in enumerate(zip(now, then, strict=False)):
+            if a != b:
+                return f"message {i + 1} ({a[0]}) is {_short(a[1])}, the recording had {_short(b[1])}"
+        if len(now) != len(then):
+            return f"the conversation has {len(now)} messages, the recording had {len(then)}"
+        return None
+
+    def _play(self, lines: list[dict[str, Any]]) -> Iterator[StreamItem]:
+        t0 = time.perf_counter()
+        for line in lines:
+            self._wait(t0, line)
+            if line["type"] == "error":
+                raise _exception(line)
+            yield _item(line)
+
+    def _wait(self, t0: float, line: dict[str, Any]) -> None:
+        if self.timing == "recorded":
+            delay = t0 + float(line.get("ms", 0.0)) / 1000 / self.speed - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+
+
+class ReplayDivergenceWarning(UserWarning):
+    """A replayed cassette was asked something other than what it recorded (its answers may not fit)."""
+
+
+def _content(message: dict[str, Any]) -> tuple[str, list[tuple[Any, ...]]]:
+    """A message by what it says: role, texts, call names and arguments, result contents.
+
+    Ids and opaque provider data are left out: a replay's generated call ids differ from the recording's.
+    """
+    parts: list[tuple[Any, ...]] = []
+    for p in message.get("parts", []):
+        kind = p.get("kind")
+        if kind in ("text", "refusal"):
+            parts.append((kind, p.get("text")))
+        elif kind == "tool_call":
+            parts.append((kind, p.get("name"), p.get("arguments_raw") if p.get("arguments") is None
+                          else json.dumps(p.get("arguments"), sort_keys=True)))
+        elif kind == "tool_result":
+            parts.append((kind, p.get("name"), p.get("status"), p.get("content")))
+    return str(message.get("role")), parts
+
+
+def _short(parts: list[tuple[Any, ...]]) -> str:
+    text = " ".join(str(x) for part in parts for x in part[1:] if x is not None)
+    return repr(text if len(text) <= 80 else text[:77] + "...")

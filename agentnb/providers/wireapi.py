@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._shapes import Malformed
     from ..events import ToolInfo
     from ..findings import Context, Finding, Rule, View
     from ..messages import Message, ModelTurn
     from ..request import StreamItem
     from ._sdk import SdkModel
+    from ._shapes import Malformed
 
 __all__ = ["Encoded", "EncodeRequest", "Endpoint", "History", "RouteMatch", "WireAPI"]
 
@@ -182,7 +182,7 @@ class WireAPI:
     ``systemInstruction``), None when it is a message of the history."""
     normalize: Callable[[Any], tuple[dict[str, Any], list[Malformed]]]
     """``normalize(body) -> (clean copy, malformed)``: values of the wrong JSON type made safe to read,
-    each a finding (see :mod:`agentnb._shapes`). Runs before the rules and ``parse_history``."""
+    each a finding (see :mod:`agentnb.providers._shapes`). Runs before the rules and ``parse_history``."""
     rules: Sequence[Rule]
     """The lint rules, in the order their findings are reported (the emulator answers the first error)."""
     view: Callable[[dict[str, Any], Context | None], View]

@@ -34,8 +34,8 @@ Every store fault (database locked past its timeout, disk full, read-only file) 
 stays, and the run object is left equal to its checkpoint (see :class:`agentnb.Run`).
 
 :class:`MemoryStore` is what a loop uses when you give it none (nothing survives the process; the same rules,
-in memory). :class:`SqliteStore` is the durable default: one SQLite file in WAL mode; ``PostgresStore``
-(:mod:`agentnb.pgstore`) is the one a team shares. The key and its fingerprint, and the seals every durable
+in memory). :class:`SqliteStore` is the durable default: one SQLite file in WAL mode; :class:`PostgresStore`
+(:mod:`agentnb.store.postgres`) is the one a team shares. The key and its fingerprint, and the seals every durable
 store writes, are in :mod:`agentnb.store.seals`; durability settings in :mod:`agentnb.store.sqlite`.
 
 The package, by responsibility:
@@ -46,7 +46,8 @@ The package, by responsibility:
 - :mod:`agentnb.store.memory`: :class:`MemoryStore`;
 - :mod:`agentnb.store.seals`: checkpoint keys and the HMAC chains (:class:`Seals`), one formula for every
   durable store;
-- :mod:`agentnb.store.sqlite`: :class:`SqliteStore`.
+- :mod:`agentnb.store.sqlite`: :class:`SqliteStore`;
+- :mod:`agentnb.store.postgres`: :class:`PostgresStore` (psycopg is imported when one is made).
 """
 
 from __future__ import annotations
@@ -55,11 +56,9 @@ from pathlib import Path
 
 from ..outcomes import Effect, EffectDone, EffectStatus
 from .memory import MemoryStore
+from .postgres import PostgresStore
 from .protocol import LEASE_TTL, Lease, Store
 from .seals import MIN_KEY_BYTES, Seals, key_mismatch, load_key
-from .seals import _encode as _encode  # the private names other modules of agentnb import (pgstore)
-from .seals import _fingerprint as _fingerprint
-from .seals import _Head as _Head
 from .sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
@@ -71,6 +70,7 @@ __all__ = [
     "EffectStatus",
     "Lease",
     "MemoryStore",
+    "PostgresStore",
     "Seals",
     "SqliteStore",
     "Store",
@@ -85,8 +85,6 @@ def as_store(store: Store | str | Path | None) -> Store:
     if store is None:
         return MemoryStore()
     if isinstance(store, str) and store.startswith(("postgresql://", "postgres://")):
-        from ..pgstore import PostgresStore
-
         return PostgresStore(store)
     if isinstance(store, str | Path):
         return SqliteStore(store)

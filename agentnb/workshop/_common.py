@@ -12,9 +12,9 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..engine.guards import Budget
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
 from ..exceptions import CheckTimeout
-from ..guards import Budget
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptStep

@@ -17,8 +17,8 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..engine.guards import Budget
 from ..events import ApprovalRequested
-from ..guards import Budget
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep

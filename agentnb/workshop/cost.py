@@ -21,8 +21,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from ..engine.guards import Budget
 from ..events import GuardTripped, TurnCompleted
-from ..guards import Budget
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep

@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..engine.guards import Budget
 from ..events import GuardTripped
-from ..guards import Budget
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep

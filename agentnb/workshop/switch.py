@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..providers.factory import model
 from ..providers.registry import WIRE_APIS
 from ..providers.scripted import ScriptedModel
 from ._report import describe_exception
@@ -111,12 +112,7 @@ def _real_model(spec: str, kind: str, options: dict[str, Any]) -> tuple[Any, str
         return None, f"unknown provider {kind!r} (known: {known}): using the offline model"
     if keys and not any(os.environ.get(k) for k in keys):
         return None, f"no {' or '.join(keys)} in the environment: using the offline model"
-    import agentnb
-
-    factory = getattr(agentnb, "model", None)
-    if not callable(factory):
-        return None, "this agentnb has no agentnb.model() factory for real providers: using the offline model"
     try:
-        return factory(spec, **options), "a real model: answers will differ from the offline script"
+        return model(spec, **options), "a real model: answers will differ from the offline script"
     except Exception as exc:  # a missing SDK, a bad model name: say it, stay usable
         return None, f"could not make {spec} ({describe_exception(exc)}): using the offline model"

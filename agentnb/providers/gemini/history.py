@@ -5,7 +5,7 @@
 oldest unanswered call of that name (the service's own rule); one matching nothing keeps its own id or
 ``gemini_response_<content>_<part>`` (a lint rule reports it). A response holding an ``error`` key has status
 ``error``. Thought parts become reasoning parts kept for Gemini. The bodies come normalized
-(:mod:`agentnb._shapes` turns snake_case names into camelCase).
+(:mod:`agentnb.providers._shapes` turns snake_case names into camelCase).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``generateContent`` bodies made safe to read (see :mod:`agentnb._shapes`).
+"""``generateContent`` bodies made safe to read (see :mod:`agentnb.providers._shapes`).
 
 The service takes snake_case or camelCase names (protobuf JSON) and ``tools`` as one object or a list: both
 are accepted and turned into the camelCase list form the rules read.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._shapes import Malformed, Walk, list_of, walk_body
+from .._shapes import Malformed, Walk, list_of, walk_body
 
 __all__ = ["GEMINI_ALIASES", "normalize"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._shapes import Malformed
+from .._shapes import Malformed
 
 __all__ = ["kind", "normalize"]
 

@@ -1,10 +1,10 @@
-"""Chat Completions bodies made safe to read (see :mod:`agentnb._shapes`): messages and calls are objects."""
+"""Chat Completions bodies made safe to read (see :mod:`agentnb.providers._shapes`): messages and calls are objects."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..._shapes import Malformed, Walk, list_of, tools_list, walk_body
+from .._shapes import Malformed, Walk, list_of, tools_list, walk_body
 
 __all__ = ["normalize"]
 

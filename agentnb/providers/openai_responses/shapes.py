@@ -1,10 +1,13 @@
-"""Responses bodies made safe to read (see :mod:`agentnb._shapes`): ``input`` is a string or a list of objects."""
+"""Responses bodies made safe to read: ``input`` is a string or a list of objects.
+
+See :mod:`agentnb.providers._shapes`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..._shapes import Malformed, Walk, tools_list, walk_body
+from .._shapes import Malformed, Walk, tools_list, walk_body
 
 __all__ = ["normalize"]
 

@@ -41,20 +41,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .events import BaseEvent, event_to_json
-from .exceptions import CheckpointError, RunLocked
-from .store import (
-    LEASE_TTL,
-    Effect,
-    EffectDone,
-    Lease,
-    Seals,
-    _encode,
-    _fingerprint,
-    _Head,
-    key_mismatch,
-    load_key,
-)
+from ..events import BaseEvent, event_to_json
+from ..exceptions import CheckpointError, RunLocked
+from ..outcomes import Effect, EffectDone
+from .protocol import LEASE_TTL, Lease
+from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
 
 if TYPE_CHECKING:
     import psycopg

@@ -3,7 +3,8 @@
 Theory of operation. The history rules (:mod:`agentnb.lint`), the importers and the emulator read request
 bodies that come from anywhere: a user's own list, a log, a hostile client. The rules are written for the
 documented shapes (a message is an object, ``tool_calls`` is a list of objects, a Gemini part is an
-object). :func:`normalize` walks a body once, *before* any rule runs, and returns
+object). Each wire API's ``normalize`` (``agentnb/providers/<api>/shapes.py``, found as
+``WIRE_APIS[name].normalize``) walks a body once with the helpers here, *before* any rule runs, and returns
 
 - a copy in which every value the rules read has the type they expect: a message that is not an object
   becomes an empty one of a neutral role, a list that is not a list becomes an empty list, a call id that
@@ -31,7 +32,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Malformed", "Walk", "list_of", "normalize"]
+__all__ = ["Malformed", "Walk", "list_of", "tools_list", "walk_body"]
 
 @dataclass(frozen=True, slots=True)
 class Malformed:
@@ -136,23 +137,6 @@ def list_of(w: Walk, body: dict[str, Any], key: str) -> list[Any]:
         w.bad([key], -1, "an array", value)
         return []
     return value
-
-
-def normalize(provider: str, body: Any) -> tuple[dict[str, Any], list[Malformed]]:
-    """A copy of ``body`` the rules can read without a type check, and what had to be repaired.
-
-    Each wire API walks its own shape (``agentnb/providers/<api>/shapes.py``); this looks it up by name.
-
-    Example:
-        >>> clean, found = normalize("anthropic", {"messages": [{"role": "user", "content": ["hello"]}]})
-        >>> clean["messages"]
-        [{'role': 'user', 'content': []}]
-        >>> found[0].provider_message
-        'messages.0.content.0: Input should be a valid dictionary or object to extract fields from'
-    """
-    from .providers.registry import WIRE_APIS
-
-    return WIRE_APIS[provider].normalize(body)
 
 
 def walk_body(style: str, body: Any) -> tuple[Walk, dict[str, Any] | None]:

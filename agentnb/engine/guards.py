@@ -1,8 +1,9 @@
 """Guards: budgets, repetition and stall detection, result size caps, context size.
 
 A tool loop must end, must not burn money and must not repeat itself forever. :class:`Budget` declares the
-limits; the pure functions here read a folded :class:`~agentnb.engine.RunState` and say which limit, if any,
-is exhausted. The engine turns a finding into a ``GuardTripped`` event and applies the policy the user chose:
+limits; the pure functions here read a folded :class:`~agentnb.engine.RunState` (its :class:`Spent`
+counters) and say which limit, if any, is exhausted. The engine turns a finding into a ``GuardTripped``
+event and applies the policy the user chose:
 
 - budgets (turns, tool calls, tokens, cost, deadline): ``finalize`` (one tools-free call asking for an
   answer from what the model has), ``stop`` (``BUDGET_EXHAUSTED``) or ``escalate`` (pause for a person;
@@ -20,14 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-from .binding import canonical
-from .messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
-from .pairing import answered_turns
-
-if TYPE_CHECKING:
-    from .engine import RunState
+from ..binding import canonical
+from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from ..pairing import answered_turns
 
 BudgetPolicy = Literal["finalize", "stop", "escalate"]
 RepeatPolicy = Literal["stop", "note", "escalate"]
@@ -140,7 +138,50 @@ def cost(tokens_by_model: Iterable[tuple[str, Sequence[int]]], prices: Mapping[s
     return total
 
 
-def exhausted(rs: RunState, budget: Budget, now: float | None) -> Trip | None:
+class Spent(Protocol):
+    """What :func:`exhausted` reads of a folded run: the counters a budget limits (``RunState`` has them).
+
+    A protocol, not ``RunState`` itself: the fold calls :func:`signature` and :func:`digest`, so naming the
+    fold's state here would close an import circle (``tests/test_walls.py``).
+    """
+
+    @property
+    def turns_completed(self) -> int:
+        """Model turns completed."""
+        ...
+
+    @property
+    def tool_calls(self) -> int:
+        """Calls answered (run, rejected or denied)."""
+        ...
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens, as the provider reported them."""
+        ...
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens, as the provider reported them."""
+        ...
+
+    @property
+    def tokens_by_model(self) -> Mapping[str, Sequence[int]]:
+        """``{model: (input tokens, output tokens)}``, for the cost."""
+        ...
+
+    @property
+    def started_at(self) -> float | None:
+        """When the run started (seconds since the epoch), for the deadline."""
+        ...
+
+    @property
+    def extensions(self) -> Mapping[str, int]:
+        """Allowances granted by approved escalations, per limit name."""
+        ...
+
+
+def exhausted(rs: Spent, budget: Budget, now: float | None) -> Trip | None:
     """The first budget that ran out (turns, tool calls, tokens, cost, deadline), or None."""
     ext = rs.extensions
     checks: list[tuple[str, float | None, float]] = [

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..importers import Imported
 from ..messages import ReasoningPart, TextPart, ToolCallPart
 from ._base import History, dumps
+from .wire import Imported
 
 _OUTCOME = {"failed": "error", "retried": "error", "denied": "denied", "interrupted": "error"}
 

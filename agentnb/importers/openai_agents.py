@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from ..events import RunStarted
-from ..importers import Imported, from_openai_chat, from_openai_responses
 from ..otel import _conv as c
 from ..otel.spans import SpanRecord
+from .wire import Imported, from_openai_chat, from_openai_responses
 
 
 def from_openai_agents(items: Any, *, model: str | None = None, run_id: str | None = None, ts: Any = None,

@@ -113,7 +113,7 @@ def test_pydantic_ai_history_findings_point_at_the_input_item() -> None:
 @pytest.fixture
 def agents_trace() -> Iterator[Any]:
     agents = pytest.importorskip("agents")
-    from agentnb.interop import AgentsTraceCollector
+    from agentnb.importers import AgentsTraceCollector
 
     collector = AgentsTraceCollector()
     agents.set_trace_processors([collector])  # no exporter to the network: only ours

@@ -1,22 +1,4 @@
-"""Foreign histories into transcripts: OpenAI Chat messages, Responses items, Anthropic messages, Gemini contents.
-
-Theory of operation. Each ``from_<format>`` function reads a request-side history (the list you send, or
-log) into the canonical conversation (:mod:`agentnb.messages`) with the ``parse_history`` of that wire API
-(:data:`agentnb.providers.WIRE_APIS`: the same function the emulator decodes requests with), plus a list of
-:class:`~agentnb.findings.Finding` from the same lint rules as :func:`agentnb.lint` (one vocabulary of codes).
-The conversation becomes a transcript holding one event: a ``RunStarted`` whose messages
-are the imported history. That is the honest minimum: no model turn, latency, token count or tool duration is
-invented. The frames still see everything the history says: ``frames.messages()`` has every part and
-``frames.calls()`` has every call with ``origin == "history"``, its tool, arguments and result status (from
-Anthropic's ``is_error`` or Gemini's ``error`` key; Chat and Responses results are ``ok``); timing and token
-columns stay null.
-
-Findings name the item by its index in the input list (``index``) and a position inside it in the
-provider's terms (``messages[3].content[1]``). A history is a log, not a request: a call in its last message
-that has no result yet is a warning (it may be pending), where :func:`agentnb.lint` calls it an error.
-Reading adds what only a reader sees (a part the canonical conversation cannot hold: ``unsupported_part``).
-:func:`lint` checks the canonical structure every provider needs -- each call answered exactly once, after
-it, ids unique -- on canonical messages (:mod:`agentnb.pairing`); the framework importers use it.
+"""The wire APIs' histories into transcripts: ``from_<api>`` and :func:`read` (see :mod:`agentnb.importers`).
 
 Example:
     >>> from agentnb.importers import from_openai_chat
@@ -41,21 +23,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from . import pairing
-from .events import RunStarted
-from .findings import Finding
-from .lint import _validate
-from .messages import Message
-from .providers.registry import WIRE_APIS
-from .providers.wireapi import History, WireAPI
-from .states import LoopState
-from .transcript import Transcript
-
-Format = str
-"""A format :func:`import_history` reads: the name of a wire API of :data:`agentnb.providers.WIRE_APIS`
-(``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``, ...) or of a framework history
-(``pydantic_ai``, ``openai_agents``, ``langchain``)."""
-FRAMEWORKS = ("pydantic_ai", "openai_agents", "langchain")
+from .. import pairing
+from ..events import RunStarted
+from ..findings import Finding
+from ..lint import _validate
+from ..messages import Message
+from ..providers.registry import WIRE_APIS
+from ..providers.wireapi import History, WireAPI
+from ..states import LoopState
+from ..transcript import Transcript
 
 
 @dataclass(slots=True)
@@ -187,36 +163,5 @@ def from_gemini(contents: Sequence[Any], *, system_instruction: Any = None, mode
     return read(WIRE_APIS["gemini"], contents, system_instruction, model=model, run_id=run_id, ts=ts)
 
 
-_SYSTEM_OPTIONS = ("system", "instructions", "system_instruction")
-"""The names a system prompt kept apart from the history goes by (one per format that has one)."""
-
-
-def import_history(history: Sequence[Any], format: Format, **options: Any) -> Imported:
-    """Import a history in ``format`` (a wire API of :data:`agentnb.providers.WIRE_APIS`, or a framework's).
-
-    Args:
-        history: the message, item or content list.
-        format: its wire format (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``, ...) or
-            ``pydantic_ai``, ``openai_agents``, ``langchain``.
-        **options: ``model``, ``run_id``, ``ts``, and the system prompt for the formats that keep it apart
-            (``system``, ``instructions`` or ``system_instruction``: any of the three names).
-
-    Example:
-        >>> import_history([{"role": "user", "parts": [{"text": "Hi"}]}], "gemini").transcript.state
-        <LoopState.READY: 'READY'>
-    """
-    if format in FRAMEWORKS:  # framework histories: agentnb.interop
-        from .interop import import_framework_history
-
-        return import_framework_history(history, format, **options)
-    api = WIRE_APIS.get(format)
-    if api is None:
-        raise ValueError(f"unknown format {format!r}; formats: {', '.join(WIRE_APIS)}, {', '.join(FRAMEWORKS)}")
-    system = next((options.pop(k) for k in _SYSTEM_OPTIONS if k in options), None)
-    return read(api, history, system, **options)
-
-
-__all__ = [
-    "Finding", "Format", "Imported", "from_anthropic", "from_gemini", "from_openai_chat", "from_openai_responses",
-    "import_history", "lint", "read",
-]
+__all__ = ["Imported", "from_anthropic", "from_gemini", "from_openai_chat", "from_openai_responses", "lint", "read",
+           "transcript_of"]

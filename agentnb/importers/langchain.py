@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..importers import Imported
 from ..messages import TextPart, ToolCallPart
 from ._base import History
+from .wire import Imported
 
 _ROLES = {"human": "user", "HumanMessageChunk": "user", "ai": "assistant", "AIMessageChunk": "assistant",
           "system": "system", "SystemMessageChunk": "system", "tool": "tool", "ToolMessageChunk": "tool",

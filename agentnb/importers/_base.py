@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from ..findings import Finding
-from ..importers import Imported, transcript_of
 from ..messages import Message, ToolCallPart, ToolResultPart
 from ..pairing import check
 from ..providers._wire import loads_object
+from .wire import Imported, transcript_of
 
 
 def dumps(value: Any) -> str:
