@@ -33,30 +33,11 @@ from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
 from .driver.view import RunView
-from .engine import (
-    AwaitFirst,
-    CallState,
-    Cancelled,
-    Compress,
-    Decision,
-    DuplicateDone,
-    Emit,
-    ModelLost,
-    PullModel,
-    RunState,
-    RunTool,
-    Summary,
-    ToolReturned,
-    ToolStopped,
-    call_limit,
-    decide,
-    ledger_key,
-    receive,
-    request_for,
-    run_started,
-    stamp,
-    waiting,
-)
+from .engine import AwaitFirst, CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
+from .engine.effects import call_limit, ledger_key
+from .engine.inputs import request_for, run_started
+from .engine.receive import waiting
+from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
 from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
 from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
 from .loop import Loop
@@ -272,16 +253,9 @@ class Run:
              arguments: dict[str, dict[str, Any]] | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
-        The fork keeps the history up to the last complete point at or before ``at`` (a turn whose calls are
-        not all answered yet, and a final answer, are dropped, so the model is asked again from there), and
-        a seekable model (:class:`~agentnb.providers.base.Seekable`, e.g. a script) goes on from that point.
-
-        Args:
-            at: the event to fork after (default: the last one; with ``results`` only: where they were bound).
-            results: tool results replaced by call id ("what if the tool had answered this?").
-            arguments: call arguments replaced by call id ("what if the model had asked for this?"): the fork
-                replays that call's turn with the edited arguments (validated against the tool's schema), runs
-                its calls, and goes on with the loop's model.
+        ``at``: the event to fork after (default: the last one; with ``results`` only, where they were bound).
+        ``results``: tool results replaced by call id; ``arguments``: call arguments replaced by call id (that
+        call's turn is replayed with them). Where the fork cuts and how its model goes on: :mod:`agentnb.driver.fork`.
 
         Example:
             >>> import agentnb as anb
@@ -485,20 +459,12 @@ class Run:
                allow_policy_change: bool = False, take_over: bool = False) -> Run:
         """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
 
-        Before anything executes: the checkpoint's seals are verified (a tampered or truncated checkpoint
-        raises :class:`~agentnb.CheckpointError`); the loop's tools and approval policy must be those the run
-        started with (``allow_policy_change`` to accept a change); every call still to run is validated
-        against the current schema; recorded result bindings are recomputed. A run stopped in the middle of a
-        model call asks the model again (a ``ModelRetried`` event); a run stopped in the middle of a
-        side-effecting call consults the effect ledger (reuse the outcome, re-run an idempotent tool with the
-        same key, or pause as "outcome unknown").
-
-        One driver at a time: a run whose lease another driver holds raises :class:`~agentnb.RunLocked` (naming
-        the owner and the expiry). A lease that expired without being released (its driver died) is taken over
-        only with ``take_over=True``; a live lease never is. A paused or finished run holds no lease.
+        What is checked before anything executes, and what a run stopped mid-call does, is in
+        :mod:`agentnb.driver.resume`. A live lease of another driver is never taken; an expired one only with
+        ``take_over=True``.
 
         Raises:
-            CheckpointError: the stored events cannot be trusted.
+            CheckpointError: the stored events cannot be trusted (tampered or truncated).
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """

@@ -1,4 +1,14 @@
-"""Resuming a stored run: fold its log again and check it may go on (see ``Run.resume``).
+"""Resuming a stored run: fold its log again and check it may go on (``Run.resume``).
+
+Before anything executes: the checkpoint's seals are verified (a tampered or truncated checkpoint raises
+:class:`~agentnb.CheckpointError`); the loop's tools and approval policy must be those the run started with
+(``allow_policy_change`` to accept a change); every call still to run is validated against the current
+schema; recorded result bindings are recomputed. A run stopped in the middle of a model call asks the model
+again (a ``ModelRetried`` event); a run stopped in the middle of a side-effecting call consults the effect
+ledger when it goes on (reuse the outcome, re-run an idempotent tool with the same key, or pause as "outcome
+unknown"). One driver at a time: a run whose lease another driver holds raises :class:`~agentnb.RunLocked`
+(naming the owner and the expiry); a lease that expired without being released (its driver died) is taken
+over only with ``take_over=True``. A paused or finished run holds no lease.
 
 :func:`load_checked` is a function of the store and the loop: it reads the run's events (the store verifies
 their seals), folds them, and refuses a run that cannot go on under this loop -- the loop's tools and approval
