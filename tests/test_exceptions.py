@@ -15,8 +15,8 @@ from functools import cache
 from types import ModuleType
 
 import agentnb
-import agentnb.states
 import agentnb.exceptions
+import agentnb.states
 
 
 @cache
