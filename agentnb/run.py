@@ -359,6 +359,15 @@ class Run:
     def _execute(self, calls: list[CallState]) -> BaseEvent:
         """Claim, run and answer ``calls`` (results in the model's order; a pause for a person last)."""
         rs, cfg, tools = self._rs, self.loop.config, self._tools
+        if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None:  # the common case: one call, no claim
+            c = calls[0]
+            tool = self.loop.registry.get(c.name)
+            assert tool is not None
+            ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
+            event = self._receive(ran[c.call_id])
+            if interrupted:
+                raise KeyboardInterrupt
+            return event
         batch = frozenset(c.call_id for c in calls)
         answers: dict[str, Any] = {}
         firsts: dict[str, str] = {}

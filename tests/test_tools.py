@@ -409,3 +409,19 @@ def test_an_async_tool_with_a_clashing_parameter_name_is_still_awaited() -> None
     run = anb.Loop(model=model, tools=[lookup]).start("go").run()
     [done] = [e for e in run.events if e.type == "ToolFinished"]
     assert done.status == "ok" and done.value == "value of a"
+
+
+def test_validating_the_dict_a_validation_made_answers_from_it_unless_it_changed() -> None:
+    @anb.tool
+    def pay(order: str, cents: int = 5) -> str:
+        """Pay."""
+        return order
+
+    first = pay.validate({"order": "o1"})
+    data = pay.dump(first)
+    assert data == {"order": "o1", "cents": 5}
+    assert pay.validate(data) is first  # the tool port validates what the log recorded: no second pydantic pass
+    assert pay.validate(dict(data)) is not first  # an equal dict that is another object is validated again
+    data["cents"] = "x"  # changed in place after the dump: validated again, and refused
+    with pytest.raises(ValidationError):
+        pay.validate(data)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 from ..events import BaseEvent
 from ..outcomes import EffectDone
 from ..output import OutputSpec
+from ..request import RequestOptions, split_options
 from ..states import LoopState
 from .fold import FINALIZE_PROMPT, RunState
 from .guards import Budget
@@ -197,6 +199,11 @@ class EngineConfig:
     def max_turns(self) -> int:
         """The turn budget."""
         return self.budget.max_turns
+
+    @cached_property
+    def request_split(self) -> tuple[RequestOptions, dict[str, Any]]:
+        """The fixed options ``settings`` carry, and the pass-through rest (split once: see ``request_for``)."""
+        return split_options(self.settings)
 
 
 __all__ = ["DONE", "PULL", "WAIT", "Action", "Compress", "Done", "Emit", "EngineConfig", "PullModel", "RetryPolicy",

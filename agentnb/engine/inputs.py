@@ -10,7 +10,7 @@ from typing import Any
 
 from ..events import RunStarted, ToolInfo
 from ..messages import Message
-from ..request import HistoryView, ModelRequest, NamedTool, RequestOptions, ToolChoice, split_options, tool_choice_of
+from ..request import HistoryView, ModelRequest, NamedTool, RequestOptions, ToolChoice, tool_choice_of
 from ..states import S
 from .actions import EngineConfig
 from .build import UNSTAMPED
@@ -37,19 +37,21 @@ def request_for(rs: RunState, cfg: EngineConfig, run_id: str) -> ModelRequest:
     """
     finalize = rs.finalizing
     offered: Sequence[ToolInfo] = [] if finalize else rs.tools
-    fixed, settings = split_options(cfg.settings)
-    choice: ToolChoice | None = fixed.tool_choice if rs.tool_choice is None else tool_choice_of(rs.tool_choice)
+    fixed, passthrough = cfg.request_split
     output = cfg.output
-    if finalize and output is not None and not output.native:
-        offered = [output.info()]
-        choice = NamedTool(output.name)
-    elif finalize:
-        choice = "none"
-    options = RequestOptions(tool_choice=choice, parallel_tool_calls=fixed.parallel_tool_calls,
-                             output=output.output_schema() if output is not None and output.native else fixed.output,
-                             finalize=finalize)
-    return ModelRequest(messages=HistoryView(rs.messages), tools=offered, settings=settings, options=options,
-                        run_tools=rs.tools, run_id=run_id, turn=rs.turn)
+    options = fixed
+    if finalize or rs.tool_choice is not None or output is not None:  # else: the loop's fixed options, as split
+        choice: ToolChoice | None = fixed.tool_choice if rs.tool_choice is None else tool_choice_of(rs.tool_choice)
+        if finalize and output is not None and not output.native:
+            offered = [output.info()]
+            choice = NamedTool(output.name)
+        elif finalize:
+            choice = "none"
+        native = output.output_schema() if output is not None and output.native else fixed.output
+        options = RequestOptions(tool_choice=choice, parallel_tool_calls=fixed.parallel_tool_calls, output=native,
+                                 finalize=finalize)
+    return ModelRequest(messages=HistoryView(rs.messages), tools=offered, settings=dict(passthrough),
+                        options=options, run_tools=rs.tools, run_id=run_id, turn=rs.turn)
 
 
 __all__ = ["request_for", "run_started"]

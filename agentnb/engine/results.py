@@ -18,7 +18,9 @@ The model's streamed fragments are the stream items themselves (:class:`~agentnb
 - people: :class:`Decision` (approve, deny, submit, with its time), and :class:`Cancelled`;
 - compression: :class:`Summary`.
 
-Records are frozen and slotted: they are made once per I/O result and never changed.
+Records are slotted and never changed after they are made; the ones made on every round trip (a turn, a tool's
+return, a ledger answer) are not ``frozen`` because a frozen dataclass costs several times more to build (as
+events are not: see :mod:`agentnb.events`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..outcomes import Effect, EffectDone, Outcome
 # -- the model ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnReceived:
     """The model's whole answer (its calls may lack ids or repeat ones the conversation holds)."""
 
@@ -93,7 +95,7 @@ class ModelLost:
 # -- tools -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LedgerAnswered:
     """What a side-effecting call's claim on the effect ledger found (``existing``: None when the claim is new)."""
 
@@ -120,7 +122,7 @@ class AwaitFirst:
     """The call id that does the effect."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolReturned:
     """A call ran and its tool returned (or raised: an error outcome). The outcome is already masked."""
 
