@@ -13,6 +13,7 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     │   └── DigestMismatch     the arguments are not the ones the approver saw
     ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing), or a
     │                          store fault (locked, disk full, read-only) with the original error as its cause
+    │   └── RunNotFound        the store holds no run of that id
     ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        an event log that cannot be read back or folded: a line that is not an event,
@@ -77,6 +78,10 @@ class DigestMismatch(ApprovalError):
 
 class CheckpointError(AgentnbError):
     """A stored run cannot be trusted: a seal does not match, an event is missing, or the run is truncated."""
+
+
+class RunNotFound(CheckpointError):
+    """The store holds no run of that id (nothing was ever stored for it)."""
 
 
 class RunLocked(AgentnbError):

@@ -38,8 +38,8 @@ from .engine.effects import call_limit, ledger_key
 from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
 from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
-from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
-from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
+from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound, event_to_json
+from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotFound, RunNotPaused
 from .loop import Loop
 from .messages import Message, coerce_messages
 from .outcomes import EffectDone
@@ -89,6 +89,9 @@ class Run:
                                self._stop)
         self._held: list[Any] = []
         """I/O results whose events a store fault kept out: received and written first on the next step."""
+        self._unsure: tuple[BaseEvent, Any] | None = None
+        """The event whose write failed (and the I/O result it came from): the store may have committed it anyway
+        (a reply lost after the commit), so the next step asks the store before anything else."""
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
@@ -169,6 +172,8 @@ class Run:
             RunLocked: another driver holds the run.
         """
         with self._drive:
+            if self._unsure is not None:
+                self._reconcile()
             return self._started() if self._rs.state is S.NEW else self._step(batch=False)
 
     def _started(self) -> BaseEvent:
@@ -180,6 +185,8 @@ class Run:
             "headless": cfg.headless})))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
+        if self._unsure is not None:
+            self._reconcile()
         if self._held:
             return self._drain()
         if self._stop.reason is not None:
@@ -208,6 +215,8 @@ class Run:
         Unlike stepping, this runs the ready calls of a turn at the same time (up to ``max_parallel``).
         """
         with self._drive:
+            if self._unsure is not None:
+                self._reconcile()
             if self._rs.state is S.NEW:
                 self._started()
             step = self._step
@@ -243,6 +252,8 @@ class Run:
 
     def _cancel_now(self, reason: str) -> BaseEvent:
         self._model.close()
+        if self._unsure is not None:
+            self._reconcile()
         while self._held:  # calls that ran keep what happened, never "skipped"
             self._drain()
         for c in [c for c in self._rs.calls.values() if c.status == "running"]:
@@ -308,6 +319,8 @@ class Run:
 
     def _decide(self, decision: Decision) -> BaseEvent:
         with self._drive:
+            if self._unsure is not None:
+                self._reconcile()  # an earlier answer may have been stored though its reply was lost
             rs = self._rs
             emit = receive(rs, self.loop.config, decision)  # refused here: nothing is recorded
             assert isinstance(emit, Emit)
@@ -400,7 +413,7 @@ class Run:
             emit = emits[i]
             assert isinstance(emit, Emit)
             try:
-                last = self._write(emit)
+                last = self._write(emit, results[i])
             except CheckpointError:
                 self._held.extend(results[j] for j in order[n:])  # they ran: written next step, never run again
                 raise
@@ -423,7 +436,7 @@ class Run:
         """Receive and write the oldest held result (it stays held if the store refuses its event again)."""
         emit = receive(self._rs, self.loop.config, self._held[0])
         assert isinstance(emit, Emit)
-        event = self._write(emit)
+        event = self._write(emit, self._held[0])
         self._held.pop(0)
         return event
 
@@ -432,13 +445,16 @@ class Run:
         emit = receive(self._rs, self.loop.config, result)
         assert isinstance(emit, Emit)
         try:
-            return self._write(emit)
+            return self._write(emit, result)
         except CheckpointError:
             self._held.append(result)  # what I/O brought back is not lost: the next step writes it
             raise
 
-    def _write(self, emit: Emit) -> BaseEvent:
-        """Stamp, mask, persist, then apply: the event changes this Run only after the store accepted it."""
+    def _write(self, emit: Emit, result: Any = None) -> BaseEvent:
+        """Stamp, mask, persist, then apply: the event changes this Run only after the store accepted it.
+
+        ``result`` is the I/O result the event was received from (None for the engine's own decisions).
+        """
         rs, event = self._rs, emit.event
         stamp(rs, event, _now(UTC))
         if type(event) in TEXT_FIELDS:
@@ -450,9 +466,19 @@ class Run:
         lease = self._leases.lease  # inline LeaseKeeper.fresh(): this runs for every event
         if lease is None or lease.expires - time.time() <= self._leases.half:
             self._leases.hold(rs.seq)
-        self.store.append(event, effect=emit.effect)  # raises CheckpointError (nothing changed here) on a fault
-        rs.apply(event, checked=True)  # the transition was checked above, before the store took the event
+        try:
+            self.store.append(event, effect=emit.effect)
+        except CheckpointError:  # nothing changed here; the store may have kept it all the same (see _reconcile)
+            self._unsure = (event, result)
+            raise
+        return self._applied(event)
+
+    def _applied(self, event: BaseEvent) -> BaseEvent:
+        """Fold a stored event into this Run and tell the listeners."""
+        rs = self._rs
+        rs.apply(event, checked=True)  # the transition was checked before the store took the event
         self._events.append(event)
+        state = event.state
         if state is S.WAITING_APPROVAL or state in TERMINAL:
             if state in TERMINAL:
                 self._tools.shutdown()
@@ -460,6 +486,37 @@ class Run:
         for listener in self._listeners:
             listener(event, rs)
         return event
+
+    def _reconcile(self) -> None:
+        """After a failed write, ask the store what it kept: the event is adopted if it was committed after all.
+
+        A reply lost after the commit (a dropped connection) leaves the store one event ahead of this Run; folding
+        that event (and forgetting the I/O result it came from) makes the two equal again, so the next step goes
+        on instead of writing the event twice. While the store cannot be read this raises ``CheckpointError`` and
+        stays unsure; a stored event this driver did not write means another writer moved the run.
+        """
+        assert self._unsure is not None
+        attempted, result = self._unsure
+        stored = self.store.load(self.run_id) if self._events else self._stored_or_none()
+        known = len(self._events)
+        self._unsure = None
+        if len(stored) <= known:
+            return  # nothing was kept: the held result (if any) is written again
+        if len(stored) == known + 1 and event_to_json(stored[known]) == event_to_json(attempted):
+            self._applied(attempted)
+            if result is not None and self._held and self._held[0] is result:
+                self._held.pop(0)
+            return
+        self._reload()
+        raise CheckpointError(f"run {self.run_id!r}: the store holds events this driver did not write (another "
+                              f"writer moved the run); this Run now shows the stored state: {self.state.value}")
+
+    def _stored_or_none(self) -> list[BaseEvent]:
+        """The run's stored events, or none when the store has never heard of it (a first event not kept)."""
+        try:
+            return self.store.load(self.run_id)
+        except RunNotFound:
+            return []
 
     # -- resume, display -------------------------------------------------------------------------------
 

@@ -152,7 +152,8 @@ def test_ledger_verdicts() -> None:
     assert receive(rs, CFG, LedgerAnswered("c1", None, False)) == Proceed()
     unknown = _event(receive(rs, CFG, LedgerAnswered("c1", mine, False)))
     assert isinstance(unknown, ApprovalRequested) and unknown.kind == "outcome_unknown"
-    assert unknown.note == "outcome unknown: it started before and never finished (the process stopped while it ran)"
+    assert unknown.note is not None and "its effect was claimed before and no outcome was recorded" in unknown.note
+    assert receive(rs, CFG, LedgerAnswered("c1", mine, False, unrun=True)) == Proceed()  # claimed here, never ran
     assert receive(rs, CFG, LedgerAnswered("c1", mine, True)) == Proceed(retry=True)  # idempotent: again, same key
     c.retry_confirmed = True
     assert receive(rs, CFG, LedgerAnswered("c1", mine, False)) == Proceed(retry=True)

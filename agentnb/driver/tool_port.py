@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..engine import CallState
 from ..engine.results import LedgerAnswered, ToolReturned, ToolStopped
+from ..exceptions import CheckpointError
 from ..outcomes import EffectDone, Outcome, describe_errors
 from ..redact import RunSecrets, redact_outcome, redact_text
 from ..store import Store
@@ -117,13 +118,25 @@ class ToolPort:
         self.max_parallel = max(1, max_parallel)
         self.stop = stop
         self._pool_: concurrent.futures.ThreadPoolExecutor | None = None
+        self._unanswered: set[tuple[str, str]] = set()
+        """(key, call id) of claims whose reply was lost: the tool never ran for them in this process."""
 
     # -- the ledger ------------------------------------------------------------------------------------
 
     def claim(self, key: str, call: CallState, idempotent: bool, batch: frozenset[str]) -> LedgerAnswered:
-        """Claim ``key`` for ``call``: what the ledger found (nothing, when the claim is new)."""
-        existing = self.store.claim_effect(key, self.run_id, call.call_id, call.name)
-        return LedgerAnswered(call.call_id, existing, idempotent, batch)
+        """Claim ``key`` for ``call``: what the ledger found (nothing, when the claim is new).
+
+        A claim whose reply was lost (the store may have kept it) is remembered: when it is found again, this
+        process knows the tool never ran, and says so (``LedgerAnswered.unrun``).
+        """
+        try:
+            existing = self.store.claim_effect(key, self.run_id, call.call_id, call.name)
+        except CheckpointError:
+            self._unanswered.add((key, call.call_id))
+            raise
+        unrun = (key, call.call_id) in self._unanswered
+        self._unanswered.discard((key, call.call_id))
+        return LedgerAnswered(call.call_id, existing, idempotent, batch, unrun=unrun)
 
     def reclaim(self, key: str, call: CallState) -> None:
         """Record that ``call`` runs again with its key (a confirmed retry, an idempotent tool)."""

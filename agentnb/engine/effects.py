@@ -163,10 +163,13 @@ def judge(rs: RunState, cfg: EngineConfig, r: LedgerAnswered) -> Emit | Verdict:
     if existing.run_id == rs.run_id and existing.call_id == c.call_id:  # this call, again (resume or retry)
         if existing.status == "done":
             return Emit(tool_finished(rs, cfg, c, from_effect(existing), reused=True))
+        if r.unrun:
+            return Proceed()  # claimed here, its reply lost before the tool started: it never ran
         if r.idempotent or c.retry_confirmed:
             return Proceed(retry=True)
-        return Emit(outcome_unknown(rs, cfg, c, "it started before and never finished (the process stopped while "
-                                                "it ran)"))
+        return Emit(outcome_unknown(rs, cfg, c, "its effect was claimed before and no outcome was recorded: it may "
+                                                "have run (the process stopped, or lost the store's reply, before "
+                                                "its outcome was written)"))
     if existing.status != "done" and existing.run_id == rs.run_id and existing.call_id in r.batch:
         return AwaitFirst(existing.call_id)  # the same effect runs now for another call of this batch
     content = existing.content or "" if existing.status == "done" else None

@@ -105,6 +105,8 @@ class LedgerAnswered:
     """The tool may run again with the same key (it says so)."""
     batch: frozenset[str] = frozenset()
     """The ids of the calls executed together with this one."""
+    unrun: bool = False
+    """This process made the claim found, and knows the tool never ran: the claim's reply was lost."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..events import BaseEvent
-from ..exceptions import CheckpointError
+from ..exceptions import CheckpointError, RunNotFound
 from ..outcomes import Effect, EffectDone
 from .protocol import LEASE_TTL, Lease, _check_lease, _fold_effect
 
@@ -42,7 +42,7 @@ class MemoryStore:
     def load(self, run_id: str) -> list[BaseEvent]:
         """The run's events."""
         if run_id not in self._events:
-            raise CheckpointError(f"no run {run_id!r} in this store")
+            raise RunNotFound(f"no run {run_id!r} in this store")
         return list(self._events[run_id])
 
     def _op(self, key: str, op: str, run_id: str, call_id: str, tool: str, content: str | None = None,

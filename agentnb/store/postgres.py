@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import BaseEvent, event_to_json
-from ..exceptions import CheckpointError, RunLocked
+from ..exceptions import CheckpointError, RunLocked, RunNotFound
 from ..outcomes import Effect, EffectDone
 from .protocol import LEASE_TTL, Lease
 from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
@@ -313,7 +313,7 @@ class PostgresStore:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             head, exists = self._read_head(conn, run_id)
             if not exists:
-                raise CheckpointError(f"no run {run_id!r} in {self!r}")
+                raise RunNotFound(f"no run {run_id!r} in {self!r}")
             rows = conn.execute("SELECT seq, data, mac FROM events WHERE run_id = %s ORDER BY seq",
                                 (run_id,)).fetchall()
             ledger = conn.execute(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..events import BaseEvent, event_to_json
-from ..exceptions import CheckpointError, RunLocked
+from ..exceptions import CheckpointError, RunLocked, RunNotFound
 from ..outcomes import Effect, EffectDone
 from .protocol import LEASE_TTL, Lease, _check_lease
 from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
@@ -229,7 +229,7 @@ class SqliteStore:
             self._heads.pop(run_id, None)
             head = self._head(run_id)
             if head[0] < 0:
-                raise CheckpointError(f"no run {run_id!r} in {self.path}")
+                raise RunNotFound(f"no run {run_id!r} in {self.path}")
             rows = self._db.execute(
                 "SELECT seq, data, mac FROM events WHERE run_id=? ORDER BY seq", (run_id,)
             ).fetchall()
