@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from .driver.history import native_output, policy_revision
 from .engine import FINALIZE_PROMPT, EngineConfig, RetryPolicy, check_tool_choice
@@ -20,11 +20,9 @@ from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import Model
 from .redact import redact, register_credentials
 from .request import split_options
+from .run import Run
 from .store import LEASE_TTL, Store, as_store
 from .tools import Tool, ToolRegistry, ToolSource, as_registry
-
-if TYPE_CHECKING:
-    from .run import Run
 
 
 class Loop:
@@ -181,8 +179,6 @@ class Loop:
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
         derive from it, so two runs of one operation never repeat each other's writes.
         """
-        from .run import Run  # the driver imports the loop, not the other way round
-
         run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
         if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
             from .otel.export import as_tracing

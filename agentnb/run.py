@@ -28,6 +28,7 @@ from typing import Any
 from .driver.fork import plan_fork
 from .driver.history import budget_settings, complete_history, summarize, summary_history
 from .driver.lease import LeaseKeeper
+from .driver.loopspec import LoopSpec
 from .driver.model_port import ModelPort
 from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
@@ -40,7 +41,6 @@ from .engine.receive import waiting
 from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
 from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound, event_to_json
 from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotFound, RunNotPaused
-from .loop import Loop
 from .messages import Message, coerce_messages
 from .outcomes import EffectDone
 from .providers.base import Seekable
@@ -69,7 +69,7 @@ class Run:
         '{"city": "Paris", "temp_c": 18, "sky": "sunny"}'
     """
 
-    def __init__(self, loop: Loop, messages: list[Message], *, run_id: str | None = None,
+    def __init__(self, loop: LoopSpec, messages: list[Message], *, run_id: str | None = None,
                  operation_id: str | None = None, store: Store | None = None) -> None:
         self.loop = loop
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
@@ -278,7 +278,7 @@ class Run:
             ('COMPLETED', 'RunFinished')
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments)
-        forked = plan.loop.start(plan.history)
+        forked: Run = plan.loop.start(plan.history)
         model = plan.loop.model
         if isinstance(model, Seekable):
             model.seek(forked.run_id, plan.seek)
@@ -365,7 +365,8 @@ class Run:
         history = complete_history(self.messages)
         if self.loop.system and history and history[0].role == "system":
             history = history[1:]
-        return self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
+        new: Run = self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
+        return new
 
     # -- perform, receive, append --------------------------------------------------------------------
 
@@ -521,7 +522,7 @@ class Run:
     # -- resume, display -------------------------------------------------------------------------------
 
     @classmethod
-    def resume(cls, run_id: str, *, loop: Loop, store: Store | str | Path | None = None,
+    def resume(cls, run_id: str, *, loop: LoopSpec, store: Store | str | Path | None = None,
                allow_policy_change: bool = False, take_over: bool = False) -> Run:
         """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
 

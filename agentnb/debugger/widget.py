@@ -314,7 +314,7 @@ class Debugger(Controller):
     def _sync_pending(self) -> None:
         run = self.run
         pending = run.pending_approvals() if run is not None else []
-        tools = {tool.name: tool for tool in (run.loop.tools if run is not None else [])}
+        tools = {tool.name: tool for tool in (run.loop.registry if run is not None else [])}
         self.view.pending = [
             {"call_id": c.call_id, "name": c.name, "kind": c.kind, "risk": getattr(tools.get(c.name), "risk", "?"),
              "ask": self._ASKS.get(c.kind, ""), "arguments": json.dumps(c.arguments, indent=2, ensure_ascii=False)}

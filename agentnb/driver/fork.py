@@ -33,7 +33,7 @@ from ..tools import jsonable, render_value
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..loop import Loop
+    from .loopspec import LoopSpec
 
 
 class ReplayFirst:
@@ -113,12 +113,12 @@ def seek_position(events: list[BaseEvent], prompt: list[Message], history: list[
 class ForkPlan:
     """How a fork starts: the loop to start it with, the history, and the request a seekable model seeks to."""
 
-    loop: Loop
+    loop: LoopSpec
     history: list[Message]
     seek: int
 
 
-def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: Loop,
+def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
               at: int | None = None, *,
               results: dict[str, Any] | None = None, arguments: dict[str, dict[str, Any]] | None = None) -> ForkPlan:
     """How a fork of the run with ``events`` starts (see ``Run.fork``, which documents the arguments)."""
@@ -136,7 +136,7 @@ def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Mess
     return ForkPlan(loop, history[1:] if loop.system else history, seek_position(events, prompt, history, 0))
 
 
-def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: Loop,
+def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
                          arguments: dict[str, dict[str, Any]]) -> ForkPlan:
     turn_ev = next((e for e in events if isinstance(e, TurnCompleted) and
                     set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)

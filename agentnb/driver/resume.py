@@ -31,7 +31,7 @@ from ..store import Store
 from .history import policy_diff
 
 if TYPE_CHECKING:
-    from ..loop import Loop
+    from .loopspec import LoopSpec
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Stored:
     """The request a seekable model answers next (every request so far, retries included)."""
 
 
-def load_checked(store: Store, loop: Loop, run_id: str, *, allow_policy_change: bool) -> Stored:
+def load_checked(store: Store, loop: LoopSpec, run_id: str, *, allow_policy_change: bool) -> Stored:
     """The stored run ``run_id``, folded and checked (see ``Run.resume`` for what is checked and raised)."""
     events = store.load(run_id)
     first = events[0] if events else None
