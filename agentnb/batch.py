@@ -220,8 +220,9 @@ def run_item(loop: Loop, store: Store, item: _Item, known: str | None,
     run: Run | None = None
     try:
         if known is None:
-            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id)
-            run.store = store
+            # the store goes in at the start: the run's lease and ledger are bound to it there (a store set
+            # afterwards left them on the loop's own store, which may hold an older run of this id)
+            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id, store=store)
             run.run()
         elif LoopState(known) in TERMINAL:
             out.action = "skipped"

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,42 @@ def test_a_batch_on_a_dask_cluster_writes_to_postgres(pg_dsn: str, pg_schema: st
     assert {r for r, _ in store.runs(state="COMPLETED")} == {f"dask-{i}" for i in range(10)}
     assert [len(t.events) for t in result] == [len(store.load(f"dask-{i}")) for i in range(10)]
     store.close()
+
+
+# -- the stores a batch writes to --------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[anb.SqliteStore | anb.PostgresStore]:
+    """A real durable store: a SQLite file, or a schema of the throw-away PostgreSQL server."""
+    store: anb.SqliteStore | anb.PostgresStore
+    if request.param == "sqlite":
+        store = anb.SqliteStore(tmp_path / "batch.db", key=KEY)
+    else:
+        store = anb.PostgresStore(request.getfixturevalue("pg_dsn"), key=KEY,
+                                  schema=request.getfixturevalue("pg_schema"))
+    yield store
+    store.close()
+
+
+def test_one_loop_runs_a_batch_in_memory_then_on_a_durable_store(durable: anb.Store) -> None:
+    sent: list[str] = []
+
+    @anb.tool(risk="write", approval=False)
+    def send(to: str) -> str:
+        """Send a note (a write: its effect goes through the store's ledger)."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    turn = [{"tool_calls": [{"name": "send", "arguments": {"to": "ops"}}]}, {"text": "done"}]
+    loop = anb.Loop(model=anb.ScriptedModel(turn * 2), tools=[send], retry_base_delay=0.0)  # two runs per id
+    in_memory = anb.batch(loop, ["notify 1", "notify 2"], progress=False, name="moved")
+    assert in_memory.counts()["done"] == 2 and sent == ["ops", "ops"]
+    kept = {run_id: len(loop.store.load(run_id)) for run_id, _ in loop.store.runs()}
+    result = anb.batch(loop, ["notify 1", "notify 2"], store=durable, progress=False, name="moved")
+    assert result.counts() == {"done": 2, "failed": 0, "paused": 0}, result.table
+    assert sorted(durable.runs()) == [("moved-0", "COMPLETED"), ("moved-1", "COMPLETED")]
+    assert [len(durable.load(r)) for r in ("moved-0", "moved-1")] == [len(t.events) for t in result]
+    keys = [e.idempotency_key for t in result for e in t.events if e.type == "ToolStarted"]
+    assert len(keys) == 2 and all(durable.effect(k) is not None for k in keys)  # its ledger went there too
+    assert {run_id: len(loop.store.load(run_id)) for run_id, _ in loop.store.runs()} == kept  # untouched
