@@ -76,8 +76,8 @@ def read_items(prompts: Iterable[Any] | pd.DataFrame, prompt_column: str, name: 
         raise AgentnbError(f"prompts is one string ({_short(prompts)}), not a list of prompts: pass [prompt]")
     else:
         rows = [(p, _NO_ID, {}, f"row {i}") for i, p in enumerate(prompts)]
-    if name is not None and (problem := _id_problem(name)) is not None:
-        raise AgentnbError(f"the batch's name {problem}: it is the prefix of every run id ('<name>-<row>')")
+    if name is not None and (bad := _id_problem(name)) is not None:
+        raise AgentnbError(f"the batch's name {bad[0]}: it is the prefix of every run id ('<name>-<row>')")
     if name is None:
         digest = hashlib.sha256(json.dumps([r[0] for r in rows], default=repr, sort_keys=True).encode())
         name = f"b{digest.hexdigest()[:10]}"
@@ -90,11 +90,11 @@ def read_items(prompts: Iterable[Any] | pd.DataFrame, prompt_column: str, name: 
             problems.append(f"{where}: its prompt {problem}")
         if op is _NO_ID:
             op = f"{name}-{i}"
-        elif (problem := _id_problem(op)) is not None:
-            problems.append(f"{where}: its operation_id {problem}")
+        elif (bad := _id_problem(op)) is not None:
+            problems.append(f"{where}: its operation_id {bad[0]}" + (f": {bad[1]}" if bad[1] else ""))
             continue  # a row without a usable id cannot clash with another
         if op in first:
-            problems.append(f"{where}: its operation_id {op!r} is also the id of {first[op]}; each run needs its own")
+            problems.append(f"{where}: its operation_id {op!r} is also the id of {first[op]} (each run needs its own)")
         first.setdefault(op, where)
         items.append(Item(i, op, messages, settings, where))
     _refuse(problems)
@@ -105,21 +105,20 @@ _NO_ID: Any = object()
 """The operation id of a row that has none to give (a list of prompts): the batch derives ``<name>-<row>``."""
 
 
-def _id_problem(op: Any) -> str | None:
-    """What makes ``op`` no run id, in words (None: it is one)."""
+def _id_problem(op: Any) -> tuple[str, str] | None:
+    """What makes ``op`` no run id, in words, and what to do about it (None: it is one)."""
     if (empty := _empty(op)) is not None:
         # never str(op): an empty cell would become the run "nan", which the next batch's empty cell also names
-        return (f"is empty ({empty}): give every row an id, or leave the column out and the batch names the runs "
-                "'<name>-<row>'")
+        return f"is empty ({empty})", "give every row an id, or leave the column out to have them derived"
     if not isinstance(op, str):
         # never str(op) either: 7 and 7.0 (what a column of numbers with a gap holds) would name two runs
-        return f"is {type(op).__name__} {_short(op)}, not a string: make the ids strings yourself"
+        return f"is {type(op).__name__} {_short(op)}, not a string", "make the ids strings yourself"
     if not op.strip():
-        return f"is blank ({op!r})"
+        return f"is blank ({op!r})", ""
     if op != op.strip():
-        return f"has leading or trailing whitespace ({op!r}), so it names another run than it seems to"
+        return f"has leading or trailing whitespace ({op!r})", "it would name another run than it seems to"
     if any(ord(c) < 32 or ord(c) == 127 for c in op):
-        return f"holds a control character ({op!r})"
+        return f"holds a control character ({op!r})", ""
     return None
 
 
@@ -164,12 +163,13 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _refuse(problems: list[str], hint: str = "") -> None:
-    """Raise one error naming the first problems (and counting the rest); nothing when there are none."""
+    """Raise one error naming the first problems, a line each (and counting the rest); nothing when there are none."""
     if not problems:
         return
-    shown = "; ".join(problems[:_SHOWN]) + (f"; and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else "")
-    raise AgentnbError(f"the batch was refused before anything ran ({len(problems)} problem(s)): {shown}"
-                       + (f". {hint}" if hint else ""))
+    lines = [f"- {p}" for p in problems[:_SHOWN]] + ([f"- and {len(problems) - _SHOWN} more"]
+                                                      if len(problems) > _SHOWN else [])
+    raise AgentnbError("\n".join([f"the batch was refused before anything ran ({len(problems)} problem(s)):",
+                                   *lines, *([hint] if hint else [])]))
 
 
 def check_stored(items: list[Item], store: Store, known: Mapping[str, str]) -> dict[str, list[BaseEvent]]:

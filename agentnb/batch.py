@@ -178,7 +178,7 @@ def batch(
         outcomes = _on_dask(executor, loop, items, store_, known, progress, prices)
     else:
         outcomes = _local(loop, items, store_, known, finished, concurrency, progress, prices)
-    return _result(items, outcomes, store_ if executor is not None else None)
+    return _result(items, outcomes, store_ if executor is not None else None, finished)
 
 
 # -- loops --------------------------------------------------------------------------------------------------
@@ -369,7 +369,8 @@ def _on_dask(client: Any, loop: LoopLike, items: list[Item], store: Store, known
 # -- the result ---------------------------------------------------------------------------------------------
 
 
-def _result(items: list[Item], outcomes: dict[str, _Outcome], store: Store | None) -> BatchResult:
+def _result(items: list[Item], outcomes: dict[str, _Outcome], store: Store | None,
+            finished: dict[str, list[BaseEvent]]) -> BatchResult:
     import pandas as pd
 
     transcripts: list[Transcript] = []
@@ -377,8 +378,9 @@ def _result(items: list[Item], outcomes: dict[str, _Outcome], store: Store | Non
     for item in items:
         out = outcomes[item.operation_id]
         events = out.events
-        if events is None and store is not None and out.state is not None:
-            events = store.load(item.operation_id)  # a Dask run: its events are in the store
+        if events is None and store is not None and out.state is not None:  # a Dask run: its events are stored
+            events = finished.get(item.operation_id) if out.action == "skipped" else None  # read when checked
+            events = events if events is not None else store.load(item.operation_id)
         if events:
             transcripts.append(Transcript(events))
         rows.append({"operation_id": item.operation_id, "state": out.state, "action": out.action,

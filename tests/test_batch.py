@@ -200,6 +200,21 @@ def test_an_operation_id_that_names_no_run_is_refused_naming_its_row(bad: Any, s
     store.close()
 
 
+def test_a_refusal_names_the_first_bad_rows_and_counts_the_rest() -> None:
+    table = pd.DataFrame({"prompt": [f"p{i}" for i in range(10)], "operation_id": [None] * 8 + ["a", "b"]})
+    with pytest.raises(anb.AgentnbError) as err:
+        anb.batch(counted_loop([]), table, progress=False)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "the batch was refused before anything ran (8 problem(s)):"
+    assert [line.split(":")[0] for line in lines[1:]] == [f"- row {i}" for i in range(5)] + ["- and 3 more"]
+
+
+@pytest.mark.parametrize("name", ["", " x", 5])
+def test_a_batch_name_that_names_no_run_is_refused(name: Any) -> None:
+    with pytest.raises(anb.AgentnbError, match="the batch's name .*prefix of every run id"):
+        anb.batch(counted_loop([]), ["p0"], progress=False, name=name)
+
+
 def test_a_blank_operation_id_never_hands_back_another_prompts_transcript(tmp_path: Path) -> None:
     store = anb.SqliteStore(tmp_path / "nan.db", key=KEY)
     calls: list[str] = []
