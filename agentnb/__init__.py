@@ -23,6 +23,7 @@ from . import stories
 from ._version import __version__ as __version__
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
+from .driver.listeners import ListenerWarning
 from .engine import CallState, RunState
 from .engine.guards import Budget, UnpricedModelWarning
 from .events import Event
@@ -107,6 +108,7 @@ __all__ = [
     "GeminiModel",
     "IllegalTransition",
     "InvalidArguments",
+    "ListenerWarning",
     "Loop",
     "LoopState",
     "MCPServer",

@@ -2,9 +2,12 @@
 
 Theory of operation. Every item of a batch is one run whose run id *is* its operation id: ``<name>-<index>``
 (the batch's ``name`` defaults to a digest of its prompts, so running the same batch again names the same
-runs), or the ``operation_id`` column of a DataFrame. Before it starts anything the batch asks the store which
-of its runs exist and in what state (one ``store.runs()``), so a batch run again -- after a crash, a ^C, or to
-pick up runs paused for approval -- only does what is left:
+runs), or the ``operation_id`` column of a DataFrame. Before it starts anything the batch checks every row
+(:mod:`agentnb._batch_items`: a prompt that is no prompt, an id that is empty, NaN, blank, a number or a
+duplicate is refused, naming the row) and asks the store which of its runs exist and in what state (one
+``store.runs()``); a stored run that began from another prompt than its row's is refused too, naming the row,
+rather than handed back as that row's transcript. So a batch run again -- after a crash, a ^C, or to pick up
+runs paused for approval -- only does what is left:
 
 ============================  ============================================================================
 the run in the store is ...   the batch ...
@@ -36,16 +39,15 @@ failed, paused, tokens and (given ``prices``) cost.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
-import json
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._batch_items import Item, check_stored, read_items
 from .collection import TranscriptCollection
 from .engine.guards import cost as price_tokens
 from .events import BaseEvent
@@ -60,14 +62,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 LoopLike = Loop | Callable[..., Loop]
-
-
-@dataclass
-class _Item:
-    index: int
-    operation_id: str
-    prompt: Any
-    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -138,9 +132,9 @@ def batch(
     Args:
         loop: a :class:`~agentnb.Loop`, or a function returning one. A function gets the item's extra
             DataFrame columns as keyword arguments (per-row settings: ``loop(temperature=0.2)``).
-        prompts: prompts (strings or message lists), or a DataFrame with a ``prompt_column`` column, an
-            optional ``operation_id`` column, and any other columns (passed to a ``loop`` function, and kept
-            in :attr:`BatchResult.table`).
+        prompts: prompts (strings, messages or message lists), or a DataFrame with a ``prompt_column``
+            column, an optional ``operation_id`` column (a string in every row: the run's id), and any other
+            columns (passed to a ``loop`` function, and kept in :attr:`BatchResult.table`).
         concurrency: runs driven at once (threads; see the module docs for async models). On a Dask
             cluster the workers' threads set it instead.
         store: where the runs go (default: the loop's store). Use a durable store to resume a batch.
@@ -155,6 +149,12 @@ def batch(
     Returns:
         A :class:`BatchResult` (a TranscriptCollection of the runs that have events, in item order).
 
+    Raises:
+        AgentnbError: before anything runs or is written, naming each bad row (its position, and its index
+            label in a DataFrame): a prompt that is empty (None, NaN), blank, a number or no list of messages;
+            an ``operation_id`` that is empty, blank, padded with whitespace, not a string, or a duplicate; a
+            ``run_id`` column; a run in the store under a row's id that began from another prompt.
+
     Example:
         >>> import agentnb as anb
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"))
@@ -162,42 +162,26 @@ def batch(
         >>> result.counts(), len(result.paused)  # both wait for an approval; nothing blocked
         ({'done': 0, 'failed': 0, 'paused': 2}, 2)
     """
-    items = _items(prompts, prompt_column, name)
+    if concurrency < 1:
+        raise AgentnbError(f"concurrency must be at least 1 (got {concurrency})")
+    items = read_items(prompts, prompt_column, name)
+    store_: Store
     if executor is not None:
-        outcomes = _on_dask(executor, loop, items, store, progress, prices)
+        store_ = _dask_store(loop, store)
+    elif store is not None:
         store_ = as_store(store)
     else:
-        first = loop if isinstance(loop, Loop) else None
-        store_ = as_store(store) if store is not None else (first.store if first is not None else as_store(None))
-        outcomes = _local(loop, items, store_, concurrency, progress, prices)
-    return _result(items, outcomes, store_ if executor is not None else None)
-
-
-# -- items --------------------------------------------------------------------------------------------------
-
-
-def _items(prompts: Iterable[Any] | pd.DataFrame, prompt_column: str, name: str | None) -> list[_Item]:
-    rows: list[tuple[Any, str | None, dict[str, Any]]] = []
-    if hasattr(prompts, "to_dict") and hasattr(prompts, "columns"):
-        if prompt_column not in prompts.columns:
-            raise AgentnbError(f"the DataFrame has no {prompt_column!r} column (columns: {list(prompts.columns)}); "
-                               "name it, or pass prompt_column=")
-        for record in prompts.to_dict("records"):
-            prompt = record.pop(prompt_column)
-            op = record.pop("operation_id", None)
-            rows.append((prompt, None if op is None else str(op), {str(k): v for k, v in record.items()}))
+        store_ = loop.store if isinstance(loop, Loop) else as_store(None)
+    known = dict(store_.runs())
+    finished = check_stored(items, store_, known)
+    if executor is not None:
+        outcomes = _on_dask(executor, loop, items, store_, known, progress, prices)
     else:
-        rows = [(p, None, {}) for p in prompts]
-    if name is None:
-        digest = hashlib.sha256(json.dumps([r[0] for r in rows], default=repr, sort_keys=True).encode())
-        name = f"b{digest.hexdigest()[:10]}"
-    items = [_Item(i, op or f"{name}-{i}", prompt, settings) for i, (prompt, op, settings) in enumerate(rows)]
-    seen: set[str] = set()
-    for it in items:
-        if it.operation_id in seen:
-            raise AgentnbError(f"operation id {it.operation_id!r} appears twice in the batch; each run needs its own")
-        seen.add(it.operation_id)
-    return items
+        outcomes = _local(loop, items, store_, known, finished, concurrency, progress, prices)
+    return _result(items, outcomes, store_ if executor is not None else None, finished)
+
+
+# -- loops --------------------------------------------------------------------------------------------------
 
 
 def _build_loop(loop: LoopLike, settings: dict[str, Any]) -> Loop:
@@ -212,20 +196,26 @@ def _build_loop(loop: LoopLike, settings: dict[str, Any]) -> Loop:
 # -- one run ------------------------------------------------------------------------------------------------
 
 
-def run_item(loop: Loop, store: Store, item: _Item, known: str | None,
-             prices: Mapping[str, Sequence[float]] | None, keep_events: bool = True) -> _Outcome:
-    """Start, resume or skip one item (see the module docs); never raises."""
+def run_item(loop: Loop, store: Store, item: Item, known: str | None,
+             prices: Mapping[str, Sequence[float]] | None, keep_events: bool = True,
+             stored: list[BaseEvent] | None = None) -> _Outcome:
+    """Start, resume or skip one item (see the module docs); never raises.
+
+    ``stored``: the events of the item's finished run when the batch has them already (read when it checked
+    the store), so a skipped run is not read twice.
+    """
     out = _Outcome(item.operation_id)
     t0 = time.perf_counter()
     run: Run | None = None
     try:
         if known is None:
-            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id)
-            run.store = store
+            # the store goes in at the start: the run's lease and ledger are bound to it there (a store set
+            # afterwards left them on the loop's own store, which may hold an older run of this id)
+            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id, store=store)
             run.run()
         elif LoopState(known) in TERMINAL:
             out.action = "skipped"
-            events = store.load(item.operation_id)
+            events = stored if stored is not None else store.load(item.operation_id)
             _fill(out, events, loop, prices, keep_events)
             return out
         else:
@@ -302,21 +292,20 @@ class _Progress:
             self.bar.close()
 
 
-def _local(loop: LoopLike, items: list[_Item], store: Store, concurrency: int, progress: bool | None,
+def _local(loop: LoopLike, items: list[Item], store: Store, known: Mapping[str, str],
+           finished: dict[str, list[BaseEvent]], concurrency: int, progress: bool | None,
            prices: Mapping[str, Sequence[float]] | None) -> dict[str, _Outcome]:
-    if concurrency < 1:
-        raise AgentnbError(f"concurrency must be at least 1 (got {concurrency})")
-    known = dict(store.runs())
     bar = _Progress(len(items), progress)
     outcomes: dict[str, _Outcome] = {}
 
-    def one(item: _Item) -> _Outcome:
+    def one(item: Item) -> _Outcome:
         try:
             built = _build_loop(loop, item.settings)
         except Exception as exc:
             out = _Outcome(item.operation_id, error=f"{type(exc).__name__}: {exc}", action="failed")
         else:
-            out = run_item(built, store, item, known.get(item.operation_id), prices)
+            out = run_item(built, store, item, known.get(item.operation_id), prices,
+                           stored=finished.pop(item.operation_id, None))
         bar.update(out)
         return out
 
@@ -336,14 +325,14 @@ def _local(loop: LoopLike, items: list[_Item], store: Store, concurrency: int, p
 # -- dask ---------------------------------------------------------------------------------------------------
 
 
-def _dask_task(loop: Callable[..., Loop], store: Store, item: _Item, known: str | None,
+def _dask_task(loop: Callable[..., Loop], store: Store, item: Item, known: str | None,
                prices: Mapping[str, Sequence[float]] | None) -> _Outcome:
     """One item on a Dask worker: the loop is built there, the store opened there; no events travel back."""
     return run_item(_build_loop(loop, item.settings), store, item, known, prices, keep_events=False)
 
 
-def _on_dask(client: Any, loop: LoopLike, items: list[_Item], store: Store | str | Path | None,
-             progress: bool | None, prices: Mapping[str, Sequence[float]] | None) -> dict[str, _Outcome]:
+def _dask_store(loop: LoopLike, store: Store | str | Path | None) -> PostgresStore:
+    """The store of a batch on a Dask cluster: a PostgresStore, and ``loop`` a function (else refused)."""
     store_ = as_store(store) if store is not None else None
     if not isinstance(store_, PostgresStore):
         raise AgentnbError("a batch on a Dask cluster needs store=anb.PostgresStore(...): every worker writes its "
@@ -352,11 +341,15 @@ def _on_dask(client: Any, loop: LoopLike, items: list[_Item], store: Store | str
         raise AgentnbError("a batch on a Dask cluster needs `loop` as a function that builds the Loop on the "
                            "worker (a Loop holds locks, threads and clients that cannot be sent): "
                            "batch(lambda: anb.Loop(...), prompts, executor=client, store=...)")
+    return store_
+
+
+def _on_dask(client: Any, loop: LoopLike, items: list[Item], store: Store, known: Mapping[str, str],
+             progress: bool | None, prices: Mapping[str, Sequence[float]] | None) -> dict[str, _Outcome]:
     from distributed import as_completed
 
-    known = dict(store_.runs())
     bar = _Progress(len(items), progress)
-    futures = [client.submit(_dask_task, loop, store_, item, known.get(item.operation_id), prices,
+    futures = [client.submit(_dask_task, loop, store, item, known.get(item.operation_id), prices,
                              key=f"agentnb-{item.operation_id}-{time.time_ns()}", pure=False) for item in items]
     outcomes: dict[str, _Outcome] = {}
     try:
@@ -376,7 +369,8 @@ def _on_dask(client: Any, loop: LoopLike, items: list[_Item], store: Store | str
 # -- the result ---------------------------------------------------------------------------------------------
 
 
-def _result(items: list[_Item], outcomes: dict[str, _Outcome], store: Store | None) -> BatchResult:
+def _result(items: list[Item], outcomes: dict[str, _Outcome], store: Store | None,
+            finished: dict[str, list[BaseEvent]]) -> BatchResult:
     import pandas as pd
 
     transcripts: list[Transcript] = []
@@ -384,8 +378,9 @@ def _result(items: list[_Item], outcomes: dict[str, _Outcome], store: Store | No
     for item in items:
         out = outcomes[item.operation_id]
         events = out.events
-        if events is None and store is not None and out.state is not None:
-            events = store.load(item.operation_id)  # a Dask run: its events are in the store
+        if events is None and store is not None and out.state is not None:  # a Dask run: its events are stored
+            events = finished.get(item.operation_id) if out.action == "skipped" else None  # read when checked
+            events = events if events is not None else store.load(item.operation_id)
         if events:
             transcripts.append(Transcript(events))
         rows.append({"operation_id": item.operation_id, "state": out.state, "action": out.action,

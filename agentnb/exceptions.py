@@ -41,6 +41,8 @@ Warnings say that something is off while the run goes on; each is defined next t
 
     UserWarning
     ├── UnpricedModelWarning      (agentnb.engine.guards) a budget's max_cost, but a model the run used has no price
+    ├── ListenerWarning           (agentnb.driver.listeners) a run's listener raised on an event; the event is
+    │                             stored, the other listeners got it, the run went on
     ├── ReplayDivergenceWarning   (agentnb.providers.scripted) a replayed cassette was asked something other than what
     │                             it recorded; its answer is played anyway
     └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an

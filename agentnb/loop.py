@@ -172,14 +172,16 @@ class Loop:
 
     def start(
         self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
-        operation_id: str | None = None,
+        operation_id: str | None = None, store: Store | None = None,
     ) -> Run:
         """Begin a run from a prompt (or a prior message list). Nothing is sent until you step or run it.
 
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
-        derive from it, so two runs of one operation never repeat each other's writes.
+        derive from it, so two runs of one operation never repeat each other's writes. ``store`` is where this
+        run's events, effects and lease go (default: the loop's store); the run holds it from its first event,
+        so give it here rather than setting ``run.store`` afterwards.
         """
-        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id)
+        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id, store=store)
         if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
             from .otel.export import as_tracing
 

@@ -28,6 +28,7 @@ from typing import Any
 from .driver.fork import plan_fork
 from .driver.history import budget_settings, complete_history, summarize, summary_history
 from .driver.lease import LeaseKeeper
+from .driver.listeners import listener_failed
 from .driver.loopspec import LoopSpec
 from .driver.model_port import ModelPort
 from .driver.resume import load_checked
@@ -158,6 +159,9 @@ class Run:
 
         ``state`` is the run's own state, shared so that no listener folds the log again: read it, never change
         it (``run.view`` is a snapshot of your own). The debugger and the OpenTelemetry writer listen here.
+        A listener that raises cannot undo its event (stored and applied already): its exception becomes an
+        :class:`~agentnb.ListenerWarning` naming it, the run and the event; the other listeners still get the
+        event, this one stays attached, and the run goes on (``KeyboardInterrupt`` still stops it).
         """
         self._listeners.append(callback)
 
@@ -485,7 +489,10 @@ class Run:
                 self._tools.shutdown()
             self._leases.let_go()  # another process may take the run now
         for listener in self._listeners:
-            listener(event, rs)
+            try:
+                listener(event, rs)
+            except Exception as exc:  # the event is stored and applied: a listener's fault is warned, never undoes it
+                listener_failed(listener, self.run_id, event, exc)
         return event
 
     def _reconcile(self) -> None:

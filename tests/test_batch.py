@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,149 @@ def test_a_batch_on_a_dask_cluster_writes_to_postgres(pg_dsn: str, pg_schema: st
     assert {r for r, _ in store.runs(state="COMPLETED")} == {f"dask-{i}" for i in range(10)}
     assert [len(t.events) for t in result] == [len(store.load(f"dask-{i}")) for i in range(10)]
     store.close()
+
+
+# -- ids, prompts and stores refused before anything runs --------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[anb.SqliteStore | anb.PostgresStore]:
+    """A real durable store: a SQLite file, or a schema of the throw-away PostgreSQL server."""
+    store: anb.SqliteStore | anb.PostgresStore
+    if request.param == "sqlite":
+        store = anb.SqliteStore(tmp_path / "batch.db", key=KEY)
+    else:
+        store = anb.PostgresStore(request.getfixturevalue("pg_dsn"), key=KEY,
+                                  schema=request.getfixturevalue("pg_schema"))
+    yield store
+    store.close()
+
+
+def counted_loop(calls: list[str]) -> anb.Loop:
+    """A one-turn loop whose model notes each prompt it is asked about in ``calls``."""
+
+    def answer(messages: list[anb.Message]) -> dict[str, Any]:
+        calls.append(messages[-1].text)
+        return {"text": f"answered {messages[-1].text}"}
+
+    return anb.Loop(model=anb.ScriptedModel([answer] * 10), retry_base_delay=0.0)
+
+
+@pytest.mark.parametrize(("bad", "says"), [
+    (float("nan"), "is empty (NaN)"), (None, "is empty (None)"), ("", "is blank"), ("   ", "is blank"),
+    (" b", "leading or trailing whitespace"), (7, "is int 7, not a string"), (7.0, "is float 7.0, not a string"),
+    ("a\x00", "control character"),
+    ("a", "'a' is also the id of row 0"),
+])
+def test_an_operation_id_that_names_no_run_is_refused_naming_its_row(bad: Any, says: str, tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "ids.db", key=KEY)
+    calls: list[str] = []
+    table = pd.DataFrame({"prompt": ["p0", "p1", "p2"], "operation_id": pd.Series(["a", bad, "c"], dtype=object)})
+    table.index = pd.Index(["x", "y", "z"])
+    with pytest.raises(anb.AgentnbError) as err:
+        anb.batch(counted_loop(calls), table, store=store, progress=False)
+    assert "row 1 (index 'y')" in str(err.value) and says in str(err.value), err.value
+    assert calls == [] and store.runs() == []  # refused before anything ran or was written
+    store.close()
+
+
+def test_a_refusal_names_the_first_bad_rows_and_counts_the_rest() -> None:
+    table = pd.DataFrame({"prompt": [f"p{i}" for i in range(10)], "operation_id": [None] * 8 + ["a", "b"]})
+    with pytest.raises(anb.AgentnbError) as err:
+        anb.batch(counted_loop([]), table, progress=False)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "the batch was refused before anything ran (8 problem(s)):"
+    assert [line.split(":")[0] for line in lines[1:]] == [f"- row {i}" for i in range(5)] + ["- and 3 more"]
+
+
+@pytest.mark.parametrize("name", ["", " x", 5])
+def test_a_batch_name_that_names_no_run_is_refused(name: Any) -> None:
+    with pytest.raises(anb.AgentnbError, match="the batch's name .*prefix of every run id"):
+        anb.batch(counted_loop([]), ["p0"], progress=False, name=name)
+
+
+def test_a_blank_operation_id_never_hands_back_another_prompts_transcript(tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "nan.db", key=KEY)
+    calls: list[str] = []
+    for prompt in ("first", "second"):  # the bug: both rows named "nan"; the second got the first's answer
+        table = pd.DataFrame({"prompt": ["p0", prompt], "operation_id": ["a", float("nan")]})
+        with pytest.raises(anb.AgentnbError, match="row 1"):
+            anb.batch(counted_loop(calls), table, store=store, progress=False)
+    assert calls == [] and store.runs() == []
+    store.close()
+
+
+def test_a_run_id_column_is_refused_the_run_id_is_the_operation_id() -> None:
+    table = pd.DataFrame({"prompt": ["p0"], "run_id": ["r0"]})
+    with pytest.raises(anb.AgentnbError, match="run_id.*operation_id"):
+        anb.batch(counted_loop([]), table, progress=False)
+
+
+@pytest.mark.parametrize(("bad", "says"), [
+    (None, "None"), (float("nan"), "NaN"), (3, "int 3"), ("", "blank"), (" \n", "blank"), ([], "no message"),
+    ([{"role": "user"}], "message 0 ({'role': 'user'}) has no content"), ({"role": "user", "content": "hi"}, "dict"),
+    (anb.Message(role="user"), "has no content"),
+])
+def test_a_prompt_that_is_no_prompt_is_refused_naming_its_row(bad: Any, says: str) -> None:
+    calls: list[str] = []
+    for prompts in (["p0", bad], pd.DataFrame({"prompt": pd.Series(["p0", bad], dtype=object)})):
+        with pytest.raises(anb.AgentnbError) as err:
+            anb.batch(counted_loop(calls), prompts, progress=False, name="bad")
+        assert "row 1" in str(err.value) and says in str(err.value), err.value
+    assert calls == []
+
+
+def test_prompts_as_strings_messages_and_message_lists_still_run() -> None:
+    prompts: list[Any] = ["p0", anb.Message.user("p1"), [{"role": "user", "content": "p2"}], [anb.Message.user("p3")]]
+    calls: list[str] = []
+    result = anb.batch(counted_loop(calls), prompts, progress=False)
+    assert result.counts()["done"] == 4 and sorted(calls) == ["p0", "p1", "p2", "p3"]
+
+
+def test_a_stored_run_of_another_prompt_is_refused_not_handed_back(durable: anb.Store) -> None:
+    calls: list[str] = []
+    loop = counted_loop(calls)
+    first = pd.DataFrame({"prompt": ["p0", "p1"], "operation_id": ["a", "b"]})
+    assert anb.batch(loop, first, store=durable, progress=False).counts()["done"] == 2
+    before = {run_id: len(durable.load(run_id)) for run_id, _ in durable.runs()}
+    other = pd.DataFrame({"prompt": ["p0", "another question"], "operation_id": ["a", "b"]})
+    with pytest.raises(anb.AgentnbError) as err:
+        anb.batch(loop, other, store=durable, progress=False)
+    text = str(err.value)
+    assert "row 1" in text and "'b'" in text and "'p1'" in text and "'another question'" in text, text
+    assert sorted(calls) == ["p0", "p1"]  # nothing ran again, and nothing was written
+    assert {run_id: len(durable.load(run_id)) for run_id, _ in durable.runs()} == before
+    # the same with the derived ids of a named batch: its row 0 is another prompt now
+    anb.batch(loop, ["q0"], store=durable, progress=False, name="named")
+    with pytest.raises(anb.AgentnbError, match=r"row 0.*'named-0'"):
+        anb.batch(loop, ["q1"], store=durable, progress=False, name="named")
+    # the same prompts again are read back, also under a loop with a system prompt
+    again = anb.batch(loop, first, store=durable, progress=False)
+    assert again.table["action"].tolist() == ["skipped", "skipped"] and sorted(calls) == ["p0", "p1", "q0"]
+    system = anb.Loop(model=anb.ScriptedModel([{"text": "ok"}] * 4), system="Be brief.")
+    anb.batch(system, ["s0"], store=durable, progress=False, name="sys")
+    assert anb.batch(system, ["s0"], store=durable, progress=False, name="sys").table["action"].tolist() == [
+        "skipped"]
+
+
+def test_one_loop_runs_a_batch_in_memory_then_on_a_durable_store(durable: anb.Store) -> None:
+    sent: list[str] = []
+
+    @anb.tool(risk="write", approval=False)
+    def send(to: str) -> str:
+        """Send a note (a write: its effect goes through the store's ledger)."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    turn = [{"tool_calls": [{"name": "send", "arguments": {"to": "ops"}}]}, {"text": "done"}]
+    loop = anb.Loop(model=anb.ScriptedModel(turn * 2), tools=[send], retry_base_delay=0.0)  # two runs per id
+    in_memory = anb.batch(loop, ["notify 1", "notify 2"], progress=False, name="moved")
+    assert in_memory.counts()["done"] == 2 and sent == ["ops", "ops"]
+    kept = {run_id: len(loop.store.load(run_id)) for run_id, _ in loop.store.runs()}
+    result = anb.batch(loop, ["notify 1", "notify 2"], store=durable, progress=False, name="moved")
+    assert result.counts() == {"done": 2, "failed": 0, "paused": 0}, result.table
+    assert sorted(durable.runs()) == [("moved-0", "COMPLETED"), ("moved-1", "COMPLETED")]
+    assert [len(durable.load(r)) for r in ("moved-0", "moved-1")] == [len(t.events) for t in result]
+    keys = [e.idempotency_key for t in result for e in t.events if e.type == "ToolStarted"]
+    assert len(keys) == 2 and all(durable.effect(k) is not None for k in keys)  # its ledger went there too
+    assert {run_id: len(loop.store.load(run_id)) for run_id, _ in loop.store.runs()} == kept  # untouched

@@ -1,8 +1,9 @@
-"""The driver: stepping, the turn cap, approvals, cancelling, streaming merges, stories."""
+"""The driver: stepping, the turn cap, approvals, cancelling, streaming merges, stories, listeners."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -244,3 +245,56 @@ def test_one_model_serves_several_runs_independently(make_loop: Callable[..., an
     b.run()
     a.run()
     assert a.output == b.output == "3"
+
+
+# -- listeners ----------------------------------------------------------------------------------------------
+
+
+def test_a_raising_listener_is_warned_about_and_the_run_and_the_other_listeners_go_on(
+        make_loop: Callable[..., anb.Loop], tmp_path: Path) -> None:
+    two = {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}},
+                          {"name": "add", "arguments": {"a": 3, "b": 4}}]}
+    store = anb.SqliteStore(tmp_path / "listeners.db")
+    run = make_loop([two, {"text": "3 and 7"}], store=store).start("1+2? 3+4?")
+    before: list[anb.BaseEvent] = []
+    after: list[anb.BaseEvent] = []
+    states: list[anb.LoopState] = []
+
+    def flaky_widget(ev: anb.BaseEvent, state: Any) -> None:
+        if ev.type == "ToolFinished":  # both results of the turn are written one after the other, in one step
+            raise RuntimeError("the widget is gone")
+
+    run.on_event(lambda ev, state: before.append(ev))
+    run.on_event(flaky_widget)
+    run.on_event(lambda ev, state: (after.append(ev), states.append(state.state)))
+    with pytest.warns(anb.ListenerWarning) as warned:
+        run.run()
+    assert run.state is S.COMPLETED and run.output == "3 and 7"
+    assert before == run.events and after == run.events  # the others got every event, in order
+    assert states == [ev.state for ev in run.events]  # each with the state after it
+    assert [str(w.message) for w in warned] == [
+        f"the listener {flaky_widget.__qualname__} of run {run.run_id} raised on event {ev.seq} ({ev.type}): "
+        "RuntimeError: the widget is gone; the event is stored and the run goes on"
+        for ev in run.events if ev.type == "ToolFinished"]
+    assert all(w.filename == __file__ for w in warned)  # each points at the listener's line that raised
+    assert len(warned) == 2 and {ev.content for ev in run.events if ev.type == "ToolFinished"} == {"3", "7"}
+    stored = store.load(run.run_id)  # the log is whole: nothing was lost or written twice
+    assert [(e.seq, e.type) for e in stored] == [(e.seq, e.type) for e in run.events]
+    assert anb.Run.resume(run.run_id, loop=make_loop([]), store=store).state is S.COMPLETED
+    store.close()
+
+
+def test_a_listeners_keyboard_interrupt_stops_the_run_with_its_log_intact(
+        make_loop: Callable[..., anb.Loop], tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "interrupt.db")
+    run = make_loop([ADD, {"text": "3"}], store=store).start("1+2?")
+
+    def stop_here(ev: anb.BaseEvent, state: Any) -> None:
+        if ev.type == "ToolStarted":
+            raise KeyboardInterrupt  # ^C is not a listener's fault: it stops the run, as anywhere else
+
+    run.on_event(stop_here)
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    assert [e.type for e in store.load(run.run_id)] == [e.type for e in run.events]
+    assert run.events[-1].type == "ToolStarted"

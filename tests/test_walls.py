@@ -70,6 +70,7 @@ LAYERS: dict[str, str] = {
     "agentnb.plots": "outer",
     "agentnb.collection": "outer",
     "agentnb.batch": "outer",
+    "agentnb._batch_items": "outer",  # the rows of a batch, checked before it runs anything
     "agentnb.debugger": "outer",
     "agentnb.workshop": "outer",
     "agentnb.emulator": "outer",

@@ -3,6 +3,7 @@
 - :mod:`.stream` -- asking the model: one request per turn, pulled one stream item per step;
 - :mod:`.executor` -- running a turn's calls: the effect ledger, the bounded thread pool, time limits;
 - :mod:`.lease` -- one driver at a time (the run's lease in the store);
+- :mod:`.listeners` -- what a listener (``Run.on_event``) that raises costs: a warning, nothing else;
 - :mod:`.scrub` -- masking secrets in an event before it is stored;
 - :mod:`.history` -- histories for compression and follow-ups, the policy hash, settings recorded at start;
 - :mod:`.approvals` -- what a person's answer is checked against before it is recorded;

@@ -33,7 +33,8 @@ class LoopSpec(Protocol):
     def tool_infos(self) -> list[ToolInfo]:
         """The tools as offered to the model."""
 
-    def start(self, prompt: Any, *, run_id: str | None = None, operation_id: str | None = None) -> Any:
+    def start(self, prompt: Any, *, run_id: str | None = None, operation_id: str | None = None,
+              store: Store | None = None) -> Any:
         """A new run of this loop (a :class:`agentnb.Run`)."""
 
 
