@@ -200,7 +200,8 @@ class Run:
         if type(action) is Emit:  # the common case first (five of the seven events of a round trip)
             return self._write(action)
         if isinstance(action, PullModel):
-            result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
+            with self._leases.busy(rs.seq):  # a model that thinks for minutes must not look like a dead driver
+                result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
             event = self._receive(result)
             if isinstance(event, ModelRetried):
                 self._model.back_off(event.delay_s)
@@ -381,7 +382,8 @@ class Run:
             c = calls[0]
             tool = self.loop.registry.get(c.name)
             assert tool is not None
-            ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
+            with self._leases.busy(rs.seq):
+                ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
             event = self._receive(ran[c.call_id])
             if interrupted:
                 raise KeyboardInterrupt
@@ -404,7 +406,8 @@ class Run:
                 if verdict is not None and verdict.retry:
                     tools.reclaim(key or "", c)
                 jobs.append(Job(c, tool, *call_limit(rs, cfg, c), claim=key is not None, turn=rs.turn))
-        ran, interrupted = tools.run(jobs)
+        with self._leases.busy(rs.seq):  # a long tool keeps the run's lease alive
+            ran, interrupted = tools.run(jobs)
         answers.update(ran)
         for cid, first in firsts.items():
             done = ran.get(first)

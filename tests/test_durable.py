@@ -202,3 +202,40 @@ def test_retrying_an_unknown_outcome_is_a_person_s_decision(tmp_path: Path) -> N
     assert worker("start", db, down, "plain", "before_effect", "run_r").get("killed")
     out = worker("resume", db, down, "plain", "before_effect", "run_r", "retry")
     assert out["state"] == "COMPLETED" and sum(out["effects"].values()) == 1
+
+
+@pytest.mark.parametrize("where", ["tool", "model"])
+def test_a_driver_waiting_on_a_long_call_keeps_its_lease(tmp_path: Path, where: str) -> None:
+    """A tool (or a model) that takes many lease lengths must not make its live driver look gone."""
+    import threading
+
+    started = threading.Event()
+
+    @anb.tool
+    def slow(n: int) -> int:
+        """Take a while."""
+        started.set()
+        time.sleep(1.2)
+        return n
+
+    class SlowModel(anb.ScriptedModel):
+        def respond(self, request: Any) -> Any:
+            if request.turn == 1 and where == "model":
+                started.set()
+                time.sleep(1.2)
+            return super().respond(request)
+
+    script = [{"tool_calls": [{"name": "slow", "arguments": {"n": 1}}]}, {"text": "done"}]
+    store = anb.SqliteStore(tmp_path / "r.db", key=b"k" * 32)
+    run = anb.Loop(model=SlowModel(script), tools=[slow], store=store, lease_ttl=0.3).start("go")
+    run.step()  # RunStarted: the run exists and holds its lease
+    driver = threading.Thread(target=run.run)
+    driver.start()
+    assert started.wait(10)
+    time.sleep(0.8)  # well past the lease's 0.3 s: without a heartbeat it would have lapsed
+    other = anb.Loop(model=anb.ScriptedModel(script), tools=[slow], store=anb.SqliteStore(tmp_path / "r.db",
+                                                                                           key=b"k" * 32))
+    with pytest.raises(anb.RunLocked, match="is being driven by"):
+        anb.Run.resume(run.run_id, loop=other, take_over=True)  # even take_over: the lease is live
+    driver.join(20)
+    assert run.state is anb.LoopState.COMPLETED

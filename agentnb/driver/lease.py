@@ -4,14 +4,23 @@ A run is driven by the process that holds its lease in the store (see :mod:`agen
 taken or renewed before an event is written (one store write per half lease), let go when the run pauses
 for a person or ends (an approver in another process may then take the run), and never taken from a live
 holder.
+
+Between two events the driver may wait a long time: a tool that runs for minutes, a model that thinks before
+its first byte. A lease that lapsed then would tell another process the driver is gone while it is not, so
+while the driver waits on I/O (:meth:`LeaseKeeper.busy`) one daemon thread per process (:class:`Heartbeat`)
+renews the leases of the runs that have been busy for half their lease. It costs the hot path two dict
+operations per wait; the thread starts with the first busy run and sleeps when none is.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..exceptions import CheckpointError, RunLocked
 from ..store import Lease, Store
@@ -28,6 +37,8 @@ class LeaseKeeper:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this driver is, in the run's lease."""
         self.lease: Lease | None = None
+        self.seq = 0
+        """The seq the run had when the lease was last taken or renewed (what a renewal checks against)."""
 
     def fresh(self) -> bool:
         """True when the lease is held and more than half of it is left (no store write needed)."""
@@ -38,10 +49,12 @@ class LeaseKeeper:
         """Take or renew the lease when it is missing or half spent (raises ``RunLocked`` when another holds it)."""
         if not self.fresh():
             self.lease = self.store.acquire_lease(self.run_id, self.owner, self.ttl, seq=seq)
+            self.seq = seq
 
     def take(self, seq: int, *, take_over: bool) -> None:
         """Take the run on resume (``take_over``: from a driver whose lease expired)."""
         self.lease = self.store.acquire_lease(self.run_id, self.owner, self.ttl, take_over=take_over, seq=seq)
+        self.seq = seq
 
     def let_go(self) -> None:
         """Release the lease (the run paused for a person or ended); a store fault lets it expire on its own."""
@@ -53,6 +66,29 @@ class LeaseKeeper:
         except CheckpointError:  # it expires on its own; the event that paused or ended the run is stored
             pass
 
+    @contextmanager
+    def busy(self, seq: int) -> Iterator[None]:
+        """While the driver waits on I/O (run ``seq`` events long), the lease it holds is kept alive."""
+        if self.lease is None:
+            yield
+            return
+        self.seq = seq
+        HEARTBEAT.enter(self)
+        try:
+            yield
+        finally:
+            HEARTBEAT.leave(self)
+
+    def beat(self) -> None:
+        """Renew the lease from the heartbeat thread if it is half spent (a fault is left to the driver)."""
+        lease = self.lease
+        if lease is None or lease.expires - time.time() > self.half:
+            return
+        try:
+            self.lease = self.store.acquire_lease(self.run_id, self.owner, self.ttl, seq=self.seq)
+        except Exception:  # noqa: S110 - the driver's next write renews or reports it
+            pass
+
     def moved_on(self, exc: Exception, seq: int) -> bool:
         """True when ``exc`` means another driver holds the run or wrote past ``seq`` (not a store fault)."""
         if isinstance(exc, RunLocked):
@@ -61,3 +97,43 @@ class LeaseKeeper:
             return len(self.store.load(self.run_id)) > seq
         except CheckpointError:
             return False
+
+
+class Heartbeat:
+    """One daemon thread per process renewing the leases of busy runs (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._busy: dict[int, LeaseKeeper] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def enter(self, keeper: LeaseKeeper) -> None:
+        """``keeper``'s run waits on I/O now."""
+        with self._lock:
+            self._busy[id(keeper)] = keeper
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def leave(self, keeper: LeaseKeeper) -> None:
+        """``keeper``'s run is back (its next write renews its lease as usual)."""
+        with self._lock:
+            self._busy.pop(id(keeper), None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                keepers = list(self._busy.values())
+            if not keepers:
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            for keeper in keepers:
+                keeper.beat()
+            time.sleep(max(0.01, min(k.ttl for k in keepers) / 8))
+
+
+HEARTBEAT = Heartbeat()
+"""The process's heartbeat (one thread, started by the first busy run)."""
