@@ -147,7 +147,7 @@ def unpriced(budget: Budget, provider: str, model: str) -> str | None:
         return None
     tried = ", ".join(map(repr, keys(provider_names(provider, budget.table), model)))
     priced = ", ".join(map(repr, budget.prices)) or "none"
-    table = "nor in the price table" if budget.table is not None else "and there is no price table"
+    table = "nor in its price table" if budget.table is not None else "and it has no price table"
     return (f"Budget(max_cost={budget.max_cost:g}): no price for model {model!r} from {provider!r} under {tried} "
             f"(priced: {priced}), {table}, so its turns add nothing to the cost; priced models still count, and "
             f"the other limits hold (max_turns={budget.max_turns}). Prices are US dollars per million tokens.")
@@ -216,11 +216,12 @@ def exhausted(rs: Spent, budget: Budget, now: float | None) -> Trip | None:
         ("max_output_tokens", budget.max_output_tokens, rs.output_tokens),
         ("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
     ]
-    if budget.max_cost is not None and rs.tokens_by_model:
+    if budget.max_cost is not None:
         # what the priced models spent counts even when another model has no price (the port warned of it):
-        # a run that used one unpriced model is not thereby unlimited in dollars
+        # a run that used one unpriced model is not thereby unlimited in dollars; only a run whose every
+        # model is unpriced has no cost to check
         dollars, missing = spent(rs.tokens_by_model.items(), budget.price)
-        if len(missing) < len(rs.tokens_by_model):
+        if not missing or len(missing) < len(rs.tokens_by_model):
             checks.append(("max_cost", budget.max_cost, round(dollars, 6)))
     if budget.deadline_s is not None and now is not None and rs.started_at is not None:
         checks.append(("deadline_s", budget.deadline_s, round(now - rs.started_at, 3)))
