@@ -29,8 +29,9 @@ a process (``decide()`` is called twice on one state and must agree).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date
+from functools import lru_cache
 from typing import Protocol
 
 Price = tuple[float, float]
@@ -63,6 +64,7 @@ _DASHED = re.compile(r"-(20\d\d)-(\d\d)-(\d\d)$")
 _COMPACT = re.compile(r"-(20\d\d)(\d\d)(\d\d)$")
 
 
+@lru_cache(maxsize=1024)  # a run names a few models, and asks before every request
 def alias(model: str) -> str | None:
     """The alias of a dated snapshot (``name-YYYY-MM-DD`` or ``name-YYYYMMDD``), or None for any other name.
 
@@ -88,13 +90,19 @@ def keys(names: Sequence[str], model: str) -> list[str]:
         ['openai_chat:gpt-4o-2024-08-06', 'openai:gpt-4o-2024-08-06', 'gpt-4o-2024-08-06',
          'openai_chat:gpt-4o', 'openai:gpt-4o', 'gpt-4o']
     """
-    out: list[str] = []
+    return list(dict.fromkeys(_keys(names, model)))
+
+
+def _keys(names: Sequence[str], model: str) -> Iterator[str]:
+    # lazily: most lookups hit one of the first keys, and the alias (a regex and a date) is rarely needed
+    for n in names:
+        yield f"{n}:{model}"
+    yield model
     short = alias(model)
-    for name in (model,) if short is None else (model, short):
-        for key in (*(f"{n}:{name}" for n in names), name):
-            if key not in out:
-                out.append(key)
-    return out
+    if short is not None:
+        for n in names:
+            yield f"{n}:{short}"
+        yield short
 
 
 def provider_names(provider: str, table: PriceTable | None) -> Sequence[str]:
@@ -119,7 +127,7 @@ def resolve(prices: Prices, provider: str, model: str, table: PriceTable | None 
         (2.0, 8.0)
     """
     if prices:
-        for key in keys(provider_names(provider, table), model):
+        for key in _keys(provider_names(provider, table), model):
             found = prices.get(key)
             if found is not None:
                 return float(found[0]), float(found[1])

@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..engine.prices import Price, PriceTable, resolve
+from ..engine.prices import PriceTable, resolve
 from ..providers.prices import price_table
 from .builder import build, conform, empty, events_with_payload
 from .columns import FRAME_NAMES, FRAMES, Column, Dtype
@@ -159,23 +159,26 @@ def cost(turns: pd.DataFrame, prices: Prices, table: PriceTable | bool = True) -
     Each turn is priced by :func:`agentnb.engine.prices.resolve`, as ``Budget.price`` prices it for
     ``max_cost``: the same ``prices`` and table give the same dollars. Null for a turn nothing prices.
     """
+    import numpy as np
     import pandas as pd
 
     found = price_table(table)
-    memo: dict[tuple[str, str], Price | None] = {}  # a few models, many turns: resolve each pair once
-    rates: list[tuple[float | None, float | None]] = []
-    for provider, model in zip(turns["provider"].astype(object).tolist(), turns["model"].astype(object).tolist(),
-                               strict=True):
-        if not isinstance(provider, str) or not isinstance(model, str):  # a request that got no answer
-            rates.append((None, None))
-            continue
-        pair = (provider, model)
-        if pair not in memo:
-            memo[pair] = resolve(prices, provider, model, found)
-        price = memo[pair]
-        rates.append((None, None) if price is None else price)
-    p_in = pd.Series([r[0] for r in rates], index=turns.index, dtype="Float64")
-    p_out = pd.Series([r[1] for r in rates], index=turns.index, dtype="Float64")
+    # a few (provider, model) pairs over many turns: resolve each pair once, then spread by its code (C loops)
+    pcodes, providers = pd.factorize(turns["provider"])
+    mcodes, models = pd.factorize(turns["model"])
+    pair = pcodes.astype(np.int64) * (len(models) + 1) + mcodes
+    pair[(pcodes < 0) | (mcodes < 0)] = -1  # a request that got no answer has no provider or model
+    uniq, where = np.unique(pair, return_inverse=True)
+    rates = np.full((len(uniq), 2), np.nan)
+    for k, code in enumerate(uniq.tolist()):
+        if code >= 0:
+            price = resolve(prices, str(providers[code // (len(models) + 1)]), str(models[code % (len(models) + 1)]),
+                            found)
+            if price is not None:
+                rates[k] = price
+    per_turn = rates[where.reshape(-1)] if len(uniq) else np.empty((0, 2))
+    p_in = pd.Series(per_turn[:, 0], index=turns.index, dtype="Float64")
+    p_out = pd.Series(per_turn[:, 1], index=turns.index, dtype="Float64")
     out = (turns["input_tokens"].astype("Float64") * p_in + turns["output_tokens"].astype("Float64") * p_out) / 1e6
     return out.astype(pd.Float64Dtype())
 

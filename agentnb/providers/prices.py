@@ -56,11 +56,12 @@ class PublishedPrices:
         published: read ``genai-prices``; False keeps only :meth:`names` (``Budget(price_table=False)``).
     """
 
-    __slots__ = ("_memo", "published")
+    __slots__ = ("_memo", "_names", "published")
 
     def __init__(self, *, published: bool = True) -> None:
         self.published = published
         self._memo: dict[tuple[str, str], Price | None] = {}
+        self._names: dict[str, tuple[str, ...]] = {}
 
     def __repr__(self) -> str:
         return f"PublishedPrices({source() if self.published else 'names only'})"
@@ -71,19 +72,24 @@ class PublishedPrices:
 
     def names(self, provider: str) -> tuple[str, ...]:
         """The tag, then the prefixes of ``anb.model`` and the vendor of a registered wire API."""
-        api = WIRE_APIS.get(provider)
-        if api is None:
-            return (provider,)
-        return tuple(dict.fromkeys(n for n in (api.name, *api.prefixes, api.vendor) if n))
+        found = self._names.get(provider)
+        if found is None:
+            api = WIRE_APIS.get(provider)
+            found = (provider,) if api is None else tuple(
+                dict.fromkeys(n for n in (api.name, *api.prefixes, api.vendor) if n))
+            self._names[provider] = found
+        return found
 
     def price(self, provider: str, model: str) -> Price | None:
         """The standard published price of ``model`` from ``provider`` (see the module docs), or None."""
         if not self.published:
             return None
         key = (provider, model)
-        if key not in self._memo:
-            self._memo[key] = _lookup(_vendor(provider), model)
-        return self._memo[key]
+        try:
+            return self._memo[key]
+        except KeyError:
+            found = self._memo[key] = _lookup(_vendor(provider), model)
+            return found
 
 
 def _vendor(provider: str) -> str:
