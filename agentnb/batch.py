@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._batch_items import Item, check_stored, read_items
 from .collection import TranscriptCollection
-from .engine.guards import cost as price_tokens
+from .engine.prices import cost as price_tokens
 from .events import BaseEvent
 from .exceptions import AgentnbError
 from .loop import Loop
@@ -142,7 +142,8 @@ def batch(
         name: the batch's name, the prefix of its operation ids (default: a digest of the prompts).
         prompt_column: the DataFrame column holding the prompts.
         prices: ``{model: (usd per million input tokens, usd per million output tokens)}`` for the cost
-            (default: the loop's budget prices).
+            (default: the loop's budget prices); the models they leave out cost what the loop's budget's
+            price table says (:meth:`~agentnb.Budget.price`).
         executor: a ``dask.distributed.Client``: run each item as a task on its cluster (needs a
             :class:`~agentnb.PostgresStore` and a ``loop`` function).
 
@@ -244,9 +245,8 @@ def _fill(out: _Outcome, events: list[BaseEvent], loop: Loop, prices: Mapping[st
     rs = t.fold()
     out.state = rs.state.value
     out.input_tokens, out.output_tokens = rs.input_tokens, rs.output_tokens
-    table = prices if prices is not None else loop.config.budget.prices
-    if table:
-        out.cost_usd = price_tokens(rs.tokens_by_model.items(), table)
+    budget = loop.config.budget
+    out.cost_usd = price_tokens(rs.tokens_by_model.items(), budget.prices if prices is None else prices, budget.table)
     out.events = events if keep_events else None
 
 

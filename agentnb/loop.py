@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from .events import ToolInfo
 from .messages import Message, coerce_messages
 from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import Model
+from .providers.prices import price_table
 from .redact import redact, register_credentials
 from .request import split_options
 from .run import Run
@@ -129,6 +131,9 @@ class Loop:
             budget = Budget(max_turns=max_turns, on_exhausted=on_max_turns)
         elif (max_turns, on_max_turns) != (25, "finalize"):
             raise ValueError("give max_turns and on_max_turns inside the Budget when you pass one")
+        # the engine prices turns through the budget: put the table its setting names in it (the maintained
+        # one by default), so the cost limit, the port's warning and the frames read the same prices
+        budget = replace(budget, price_table=price_table(budget.price_table))
         self.model = model
         self.registry = as_registry(tools)
         self.system = system

@@ -143,9 +143,10 @@ def test_turns_frame(runs: dict[str, anb.Transcript]) -> None:
     first = priced.iloc[0]
     assert first["cost_usd"] == pytest.approx(first["input_tokens"] * 1e-6 + first["output_tokens"] * 1e-5)
     budget = anb.Budget(prices={"story:refund": (1.0, 10.0)})  # the same table means the same dollars
-    from agentnb.engine.guards import cost
-    spent = cost([("story:refund", (int(first["input_tokens"]), int(first["output_tokens"])))], budget.prices)
-    assert spent == pytest.approx(first["cost_usd"])
+    from agentnb.engine.prices import spent
+    used = (int(first["input_tokens"]), int(first["output_tokens"]))
+    dollars, missing = spent([(("scripted", "story:refund"), used)], budget.price)
+    assert not missing and dollars == pytest.approx(first["cost_usd"])
     assert runs["approved"].frames.turns(prices={"other": (1.0, 1.0)})["cost_usd"].isna().all()
 
     retry = runs["retry"].frames.turns()

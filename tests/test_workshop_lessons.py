@@ -318,8 +318,8 @@ COST_MUTANTS: dict[str, tuple[Any, str]] = {
     "a dict, not a Budget": ({"max_cost": 0.02}, "type"),
     "prices per token": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini": (0.40e-6, 1.60e-6)}), "per-token"),
     "prices under another model": (anb.Budget(max_cost=0.02, prices={"gpt-4o-mini": (0.40, 1.60)}), "price-name"),
-    "prices under the provider's prefix": (anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini": (0.40, 1.60)}),
-                                           "price-name"),
+    "prices under another provider's prefix": (
+        anb.Budget(max_cost=0.02, prices={"anthropic:gpt-4.1-mini": (0.40, 1.60)}), "price-name"),
     "swapped prices": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini": (1.60, 0.40)}), "prices-swapped"),
     "cents for dollars": (anb.Budget(max_cost=2, prices=PRICES), "cents"),
     "max_cost=0": (anb.Budget(max_cost=0, prices=PRICES), "limit-low"),
@@ -348,6 +348,10 @@ RIGHT: list[tuple[str, Any, int]] = [
     ("injection", needs_approval, 10),
     ("cost", anb.Budget(max_cost=0.02, prices=PRICES), 10),
     ("cost", anb.Budget(max_cost=0.02, prices={**PRICES, "gpt-4o": (2.5, 10.0)}, on_exhausted="finalize"), 10),
+    # the runs answer as OpenAI's API does (openai_chat, gpt-4.1-mini-2025-04-14): a price under the provider's
+    # prefix or under the snapshot's own name counts as well as one under the alias
+    ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
     ("mcp", lambda server: [t for t in server.tools() if t.risk == "read"], 3),
 ]
 

@@ -29,7 +29,8 @@ class Counters:
     tool_calls: int
     input_tokens: int
     output_tokens: int
-    tokens_by_model: tuple[tuple[str, tuple[int, int]], ...] = ()
+    tokens_by_model: tuple[tuple[tuple[str, str], tuple[int, int]], ...] = ()
+    """``((provider, model), (input tokens, output tokens))`` pairs, for the cost meter."""
 
 
 class Timeline:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..engine.guards import cost
+from ..engine.prices import cost
 from ..events import BaseEvent, TurnCompleted
+from ..providers.prices import recorded_table
 from ..states import TERMINAL, LoopState
 from . import cards
 from .diagram import state_diagram
@@ -163,8 +164,9 @@ def meters(tl: Timeline, seq: int) -> list[tuple[str, float | None, float | None
     budget = _budget(tl)
     tokens = c.input_tokens + c.output_tokens
     elapsed = (tl.events[seq].ts - tl.events[0].ts).total_seconds() if len(tl) else 0.0
-    prices = budget.get("prices") or {}
-    spent = cost(c.tokens_by_model, prices) if prices else None
+    # the recorded prices, then the maintained table, by the rule the run's cost limit applied
+    table = recorded_table(budget.get("price_table", ""))  # a log older than the record: the maintained table
+    spent = cost(c.tokens_by_model, budget.get("prices") or {}, table) if c.tokens_by_model else None
     return [
         ("turns", c.turns, budget.get("max_turns"), f"{c.turns}"),
         ("tool calls", c.tool_calls, budget.get("max_tool_calls"), f"{c.tool_calls}"),

@@ -16,6 +16,7 @@ from ..engine.guards import Budget, prune
 from ..events import RunStarted
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
+from ..providers.prices import label
 from ..providers.registry import NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
 from ..request import ModelRequest
 from ..tools import ToolRegistry
@@ -33,11 +34,11 @@ def native_output(model: Any, mode: str) -> bool:
 
 
 def budget_settings(b: Budget) -> dict[str, Any]:
-    """The budget's limits as ``RunStarted`` records them."""
+    """The budget's limits as ``RunStarted`` records them, and which price table its costs count by."""
     fields = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost",
               "deadline_s", "max_parallel", "max_result_chars", "max_repeats", "on_repeat", "max_no_progress",
               "context_window", "prices")
-    return {f: getattr(b, f) for f in fields}
+    return {**{f: getattr(b, f) for f in fields}, "price_table": label(b.table)}
 
 
 def summarize(summarizer: Any, messages: list[Message], run_id: str) -> str:

@@ -90,7 +90,7 @@ class ModelPort:
     def _item(self, item: object) -> PullResult:
         if isinstance(item, ModelTurn):
             self.close()
-            self._check_price(item.model)
+            self._check_price(item.provider, item.model)
             return TurnReceived(item, round(time.perf_counter() - self.t0, 6))
         if isinstance(item, ArgumentsDelta):
             return ArgumentsDelta(item.index, self.secrets.fragment(item.index, item.name, item.fragment),
@@ -100,12 +100,9 @@ class ModelPort:
         self.close()
         return NotAnItem(type(item).__name__)
 
-    def _check_price(self, model: str) -> None:
-        budget = self.budget
-        if budget.max_cost is not None and not self.price_warned and unpriced(budget, model):
-            self.price_warned = True
-            warnings.warn(f"Budget(max_cost={budget.max_cost:g}) cannot be checked: no price for model {model!r} "
-                          f"(priced: {', '.join(map(repr, budget.prices)) or 'none'}). Prices are US dollars per "
-                          "million tokens, keyed by the model name the provider reports.",
-                          UnpricedModelWarning, stacklevel=6)
-
+    def _check_price(self, provider: str, model: str) -> None:
+        if self.budget.max_cost is not None and not self.price_warned:
+            text = unpriced(self.budget, provider, model)
+            if text is not None:
+                self.price_warned = True
+                warnings.warn(text, UnpricedModelWarning, stacklevel=6)

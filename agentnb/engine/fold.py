@@ -204,8 +204,8 @@ class RunState:
     """The run's start (epoch seconds), for the deadline."""
     now: float | None = None
     """The clock reading the driver hands the engine before it decides (the engine reads no clock)."""
-    tokens_by_model: dict[str, list[int]] = field(default_factory=dict)
-    """``{model: [input tokens, output tokens]}``, for costs."""
+    tokens_by_model: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    """``{(provider, model): [input tokens, output tokens]}``, for costs (a price may name the provider)."""
     tripped: dict[str, str] = field(default_factory=dict)
     """Guards that ran out and the action in force (``finalize``, ``stop``, ``escalate``, ``note``)."""
     extensions: dict[str, int] = field(default_factory=dict)
@@ -419,7 +419,7 @@ def _f_turn_completed(rs: RunState, ev: TurnCompleted) -> None:
     rs.turns_completed += 1
     rs.input_tokens += resp.usage.input_tokens
     rs.output_tokens += resp.usage.output_tokens
-    used = rs.tokens_by_model.setdefault(resp.model, [0, 0])
+    used = rs.tokens_by_model.setdefault((resp.provider, resp.model), [0, 0])
     used[0] += resp.usage.input_tokens
     used[1] += resp.usage.output_tokens
     rs.calls = {p.call_id: CallState(part=p) for p in resp.message.tool_calls}

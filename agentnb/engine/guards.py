@@ -14,18 +14,20 @@ event and applies the policy the user chose:
 - no progress (turns that brought neither a new result nor new text): its own limit, same policies.
 
 Checks run before every model request, so a turn's calls always get their results first and the history
-stays valid for every provider.
+stays valid for every provider: the cost of a turn is counted once it is known, after the turn. What a turn
+costs is :meth:`Budget.price`'s answer, one rule shared with the frames (:mod:`agentnb.engine.prices`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..binding import canonical
 from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
 from ..pairing import answered_turns
+from .prices import Price, PriceTable, keys, provider_names, resolve, spent
 
 BudgetPolicy = Literal["finalize", "stop", "escalate"]
 RepeatPolicy = Literal["stop", "note", "escalate"]
@@ -39,8 +41,16 @@ class Budget:
         max_turns: model turns (the finalization call comes on top).
         max_tool_calls: calls answered (run, rejected or denied).
         max_input_tokens, max_output_tokens, max_total_tokens: token budgets, as the provider reported usage.
-        max_cost: dollars, from ``prices``.
-        prices: ``{model: (dollars per million input tokens, dollars per million output tokens)}``.
+        max_cost: US dollars, checked after each turn (a turn's cost is known only once its usage is): the
+            first turn whose running cost reaches the limit trips it, and ``on_exhausted`` applies, so a run
+            may end past the limit by that turn (and the finalizing one).
+        prices: ``{model: (dollars per million input tokens, dollars per million output tokens)}``; a key is a
+            model name or ``provider:model`` (``openai:gpt-4.1``), and a dated snapshot the provider answers
+            with (``gpt-4.1-2025-04-14``) finds the price of its alias (:mod:`agentnb.engine.prices`). These
+            win over ``price_table``.
+        price_table: published prices for the models ``prices`` leaves out: True (the default) for agentnb's
+            maintained table (the ``Loop`` fills it in), False for ``prices`` alone, or a
+            :class:`~agentnb.engine.prices.PriceTable` of your own.
         deadline_s: seconds from the start of the run.
         tool_timeout: seconds, for tools that set no timeout of their own.
         max_parallel: calls of one turn run at the same time (``run()``; ``step()`` takes one at a time).
@@ -54,8 +64,9 @@ class Budget:
         keep_pairs: complete call/result turns kept by pruning.
 
     Example:
-        >>> Budget(max_turns=5, max_cost=0.10, prices={"gpt-4o": (2.5, 10.0)}).max_turns
-        5
+        >>> budget = Budget(max_turns=5, max_cost=0.10, prices={"gpt-4o": (2.5, 10.0)})
+        >>> budget.max_turns, budget.price("openai_chat", "gpt-4o-2024-08-06")
+        (5, (2.5, 10.0))
     """
 
     max_turns: int = 25
@@ -65,6 +76,7 @@ class Budget:
     max_total_tokens: int | None = None
     max_cost: float | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    price_table: PriceTable | bool = field(default=True, compare=False, repr=False)
     deadline_s: float | None = None
     tool_timeout: float | None = None
     max_parallel: int = 4
@@ -87,13 +99,28 @@ class Budget:
         if self.max_parallel < 1 or self.max_repeats < 2:
             raise ValueError("max_parallel must be at least 1 and max_repeats at least 2")
 
+    @property
+    def table(self) -> PriceTable | None:
+        """The price table in force: None until the ``Loop`` has put the maintained one in (or for False)."""
+        return None if isinstance(self.price_table, bool) else self.price_table
+
+    def price(self, provider: str, model: str) -> Price | None:
+        """The price a turn of ``model`` from ``provider`` counts at under this budget (None: unpriced).
+
+        One rule for the run's cost limit, the frames and the debugger: :func:`agentnb.engine.prices.resolve`.
+        """
+        return resolve(self.prices, provider, model, self.table)
+
 
 class UnpricedModelWarning(UserWarning):
-    """A budget has ``max_cost`` but a model the run used has no price, so the cost limit cannot be checked.
+    """A budget has ``max_cost`` but a model the run used has no price, so its turns cannot be counted.
 
-    Prices are US dollars per million tokens, keyed by the model name the provider reports on its turns
-    (``Budget(prices={"gpt-4o-mini": (0.15, 0.60)})``); a price keyed to another name (a typo, an alias, a
-    dated version the provider answers as) does not apply. Warned once per run.
+    Prices are US dollars per million tokens, found by :meth:`Budget.price`: under ``provider:model`` or the
+    model name the provider reports (``Budget(prices={"gpt-4o-mini": (0.15, 0.60)})``), or the alias of a
+    dated snapshot, then in the maintained table. A price keyed to another name (a typo, another model) does
+    not apply. Warned once per run, at the first unpriced turn. What happens then: the unpriced model's turns
+    add nothing to the cost (the turns of priced models still count and still trip ``max_cost``), and the
+    run's other limits hold as ever (``max_turns`` is 25 unless you set it).
 
     Example:
         >>> import warnings
@@ -107,9 +134,23 @@ class UnpricedModelWarning(UserWarning):
     """
 
 
-def unpriced(budget: Budget, model: str) -> bool:
-    """True when ``budget`` has a cost limit and no price for ``model`` (the limit then cannot be checked)."""
-    return budget.max_cost is not None and model not in budget.prices
+def unpriced(budget: Budget, provider: str, model: str) -> str | None:
+    """What :class:`UnpricedModelWarning` says when ``budget`` has a cost limit and no price for the turn, or None.
+
+    Example:
+        >>> print(unpriced(Budget(max_cost=1.0, prices={"gpt-4o": (2.5, 10.0)}), "scripted", "m"))
+        Budget(max_cost=1): no price for model 'm' from 'scripted' under 'scripted:m', 'm' (priced: 'gpt-4o'), ...
+        >>> unpriced(Budget(max_cost=1.0, prices={"m": (2.5, 10.0)}), "scripted", "m") is None
+        True
+    """
+    if budget.max_cost is None or budget.price(provider, model) is not None:
+        return None
+    tried = ", ".join(map(repr, keys(provider_names(provider, budget.table), model)))
+    priced = ", ".join(map(repr, budget.prices)) or "none"
+    table = "nor in its price table" if budget.table is not None else "and it has no price table"
+    return (f"Budget(max_cost={budget.max_cost:g}): no price for model {model!r} from {provider!r} under {tried} "
+            f"(priced: {priced}), {table}, so its turns add nothing to the cost; priced models still count, and "
+            f"the other limits hold (max_turns={budget.max_turns}). Prices are US dollars per million tokens.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,22 +161,6 @@ class Trip:
     limit: float
     value: float
     message: str
-
-
-def cost(tokens_by_model: Iterable[tuple[str, Sequence[int]]], prices: Mapping[str, Sequence[float]]) -> float | None:
-    """Dollars for ``(model, (input tokens, output tokens))`` pairs, or None when a model has no price.
-
-    Example:
-        >>> cost([("m", (1_000_000, 500_000))], {"m": (2.0, 10.0)})
-        7.0
-    """
-    total = 0.0
-    for model, (tin, tout) in tokens_by_model:
-        price = prices.get(model)
-        if price is None:
-            return None
-        total += tin * price[0] / 1e6 + tout * price[1] / 1e6
-    return total
 
 
 class Spent(Protocol):
@@ -166,8 +191,8 @@ class Spent(Protocol):
         ...
 
     @property
-    def tokens_by_model(self) -> Mapping[str, Sequence[int]]:
-        """``{model: (input tokens, output tokens)}``, for the cost."""
+    def tokens_by_model(self) -> Mapping[tuple[str, str], Sequence[int]]:
+        """``{(provider, model): (input tokens, output tokens)}``, for the cost."""
         ...
 
     @property
@@ -192,9 +217,12 @@ def exhausted(rs: Spent, budget: Budget, now: float | None) -> Trip | None:
         ("max_total_tokens", budget.max_total_tokens, rs.input_tokens + rs.output_tokens),
     ]
     if budget.max_cost is not None:
-        spent = cost(rs.tokens_by_model.items(), budget.prices)
-        if spent is not None:
-            checks.append(("max_cost", budget.max_cost, round(spent, 6)))
+        # what the priced models spent counts even when another model has no price (the port warned of it):
+        # a run that used one unpriced model is not thereby unlimited in dollars; only a run whose every
+        # model is unpriced has no cost to check
+        dollars, missing = spent(rs.tokens_by_model.items(), budget.price)
+        if not missing or len(missing) < len(rs.tokens_by_model):
+            checks.append(("max_cost", budget.max_cost, round(dollars, 6)))
     if budget.deadline_s is not None and now is not None and rs.started_at is not None:
         checks.append(("deadline_s", budget.deadline_s, round(now - rs.started_at, 3)))
     for name, limit, value in checks:

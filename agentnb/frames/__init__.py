@@ -35,6 +35,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..engine.prices import PriceTable, resolve
+from ..providers.prices import price_table
 from .builder import build, conform, empty, events_with_payload
 from .columns import FRAME_NAMES, FRAMES, Column, Dtype
 
@@ -43,8 +45,9 @@ if TYPE_CHECKING:
 
     from ..events import BaseEvent
 
-Prices = Mapping[str, tuple[float, float]]
-"""``{model: (usd per input token, usd per output token)}``; keys are a model name or ``provider:model``."""
+Prices = Mapping[str, Sequence[float]]
+"""``{model: (usd per million input tokens, usd per million output tokens)}``; keys are a model name or
+``provider:model`` (see :mod:`agentnb.engine.prices`)."""
 
 
 class Frames:
@@ -91,13 +94,19 @@ class Frames:
         """
         return self._get("events", payload)
 
-    def turns(self, *, prices: Prices | None = None) -> pd.DataFrame:
-        """One row per model request: answer, latency, tokens, finish reason, calls, retries.
+    def turns(self, *, prices: Prices | None = None, price_table: PriceTable | bool = True) -> pd.DataFrame:
+        """One row per model request: answer, latency, tokens, finish reason, calls, retries, cost.
+
+        ``cost_usd`` is priced as :class:`~agentnb.Budget` prices a turn for ``max_cost`` (one rule,
+        :func:`agentnb.engine.prices.resolve`): pass the budget's ``prices`` (and ``price_table``) to see the
+        dollars the run counted. A turn nothing prices keeps a null cost.
 
         Args:
             prices: ``{model: (dollars per million input tokens, dollars per million output tokens)}``, the
-                unit providers publish and :class:`~agentnb.Budget` takes; fills ``cost_usd`` for the models listed
-                (by model name or ``provider:model``); other turns keep a null cost.
+                unit providers publish and :class:`~agentnb.Budget` takes; keys are a model name or
+                ``provider:model``, and a dated snapshot finds its alias's price. They win over the table.
+            price_table: True (agentnb's maintained table, as a ``Loop`` uses by default), False (``prices``
+                alone) or a :class:`~agentnb.engine.prices.PriceTable`.
 
         Example:
             >>> import agentnb as anb
@@ -107,8 +116,7 @@ class Frames:
             True
         """
         df = self._get("turns", False)
-        if prices:
-            df["cost_usd"] = cost(df, prices)
+        df["cost_usd"] = cost(df, prices or {}, price_table)
         return df
 
     def calls(self, *, flatten_arguments: bool = False) -> pd.DataFrame:
@@ -145,20 +153,34 @@ class Frames:
         return self._get(name, False)
 
 
-def cost(turns: pd.DataFrame, prices: Prices) -> Any:
-    """``cost_usd`` of each turn under ``prices`` (dollars per million tokens; null for models not listed)."""
+def cost(turns: pd.DataFrame, prices: Prices, table: PriceTable | bool = True) -> Any:
+    """``cost_usd`` of each turn: ``prices`` first, then ``table``, by the rule the run's cost limit applies.
+
+    Each turn is priced by :func:`agentnb.engine.prices.resolve`, as ``Budget.price`` prices it for
+    ``max_cost``: the same ``prices`` and table give the same dollars. Null for a turn nothing prices.
+    """
+    import numpy as np
     import pandas as pd
 
-    keys = turns["provider"].astype(str) + ":" + turns["model"].astype(str)
-    p_in = keys.map(lambda k: _price(prices, k, 0)).astype("Float64")
-    p_out = keys.map(lambda k: _price(prices, k, 1)).astype("Float64")
+    found = price_table(table)
+    # a few (provider, model) pairs over many turns: resolve each pair once, then spread by its code (C loops)
+    pcodes, providers = pd.factorize(turns["provider"])
+    mcodes, models = pd.factorize(turns["model"])
+    pair = pcodes.astype(np.int64) * (len(models) + 1) + mcodes
+    pair[(pcodes < 0) | (mcodes < 0)] = -1  # a request that got no answer has no provider or model
+    uniq, where = np.unique(pair, return_inverse=True)
+    rates = np.full((len(uniq), 2), np.nan)
+    for k, code in enumerate(uniq.tolist()):
+        if code >= 0:
+            price = resolve(prices, str(providers[code // (len(models) + 1)]), str(models[code % (len(models) + 1)]),
+                            found)
+            if price is not None:
+                rates[k] = price
+    per_turn = rates[where.reshape(-1)] if len(uniq) else np.empty((0, 2))
+    p_in = pd.Series(per_turn[:, 0], index=turns.index, dtype="Float64")
+    p_out = pd.Series(per_turn[:, 1], index=turns.index, dtype="Float64")
     out = (turns["input_tokens"].astype("Float64") * p_in + turns["output_tokens"].astype("Float64") * p_out) / 1e6
     return out.astype(pd.Float64Dtype())
-
-
-def _price(prices: Prices, key: str, i: int) -> float | None:
-    p = prices.get(key) or prices.get(key.split(":", 1)[1])
-    return float(p[i]) if p is not None else None
 
 
 def flatten(calls: pd.DataFrame) -> pd.DataFrame:

@@ -132,8 +132,8 @@ TURNS: tuple[Column, ...] = (
     Column("input_tokens", "Int64", "TurnCompleted.response.usage.input_tokens", "input tokens billed"),
     Column("output_tokens", "Int64", "TurnCompleted.response.usage.output_tokens", "output tokens billed"),
     Column("total_tokens", "Int64", "TurnCompleted.response.usage.total_tokens", "input plus output tokens"),
-    Column("cost_usd", "Float64", None, "cost of the turn; computed when ``prices=`` (dollars per million "
-           "tokens, as for ``Budget``) is given"),
+    Column("cost_usd", "Float64", None, "cost of the turn in US dollars, priced as ``Budget`` prices it for "
+           "``max_cost``: ``prices=`` first, then the maintained price table; null when nothing prices it"),
     Column("finish_reason_raw", "string", "TurnCompleted.response.finish_reason_raw", "the provider's own value"),
     Column("finish_reason", "category", "TurnCompleted.response.finish_reason", "the normalized finish reason",
            categories=FINISH_REASONS),

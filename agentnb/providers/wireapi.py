@@ -18,6 +18,7 @@ emulator (serving)                  ``emulator`` (an :class:`Endpoint`: routes, 
 ``anb.model("prefix:name")``        ``prefixes``, ``api_key_env``, ``model_class``, ``client``
 debugger wire view                  ``title``, ``where``
 structured output, OpenTelemetry    ``native_output``, ``otel_name``
+prices (budgets, frames, debugger)  ``name``, ``prefixes``, ``vendor`` (:mod:`agentnb.providers.prices`)
 =================================== ====================================================================
 
 So adding a wire API is one package plus one line in the registry; ``tests/test_wire_apis.py`` runs the
@@ -209,6 +210,10 @@ class WireAPI:
     needs_key: bool = True
     """False for a service that runs without a key (a local Ollama server): ``anb.model`` then makes the
     client with ``api_key=None`` when none of :attr:`api_key_env` is set, instead of refusing."""
+    vendor: str = ""
+    """Who bills the models this API serves (``openai``, ``google``; empty for a local server): a price filed
+    under ``vendor:model`` (or a prefix's) counts for this API's turns, and the maintained price table
+    (:mod:`agentnb.providers.prices`) is read under this name."""
 
     def __repr__(self) -> str:
         return f"WireAPI({self.name!r})"

@@ -4,7 +4,12 @@ Theory of operation. A cost limit is only as good as its prices: a price filed u
 given per token instead of per million tokens, or with input and output swapped, turns the limit off or moves
 it without a word. So the check does not read the student's numbers and compare them with the right ones; it
 plays models whose token usage is drawn at random every check, computes what each turn really costs at the
-published prices, and looks at *when* the run stopped:
+published prices, and looks at *when* the run stopped. Its models answer as OpenAI's API does: provider
+``openai_chat``, and the dated snapshot ``gpt-4.1-mini-2025-04-14`` for a request for ``gpt-4.1-mini``, so a
+price under the alias, under ``openai:gpt-4.1-mini`` or under the snapshot's own name counts (one rule:
+:meth:`~agentnb.Budget.price`). The runs count the student's prices alone (``price_table=False``): agentnb's
+maintained table would price the model by itself, and the exercise is to write the prices.
+
 
 - a model that never stops, its context growing (mostly input tokens): the run must stop at the first turn
   whose running cost reaches the limit, no earlier and no later, and then answer (``finalize``);
@@ -19,12 +24,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..engine.guards import Budget
+from ..engine.prices import keys
 from ..events import GuardTripped, TurnCompleted
 from ..loop import Loop
 from ..messages import Message
+from ..providers.prices import NAMES_ONLY
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..run import Run
 from ..states import LoopState
@@ -34,10 +42,14 @@ from ._guard import Leash
 from ._report import Report
 from .policy_budget import is_budget
 
-__all__ = ["COST_LIMIT", "COST_MODEL", "COST_PRICES", "check_cost"]
+__all__ = ["COST_ANSWER", "COST_LIMIT", "COST_MODEL", "COST_PRICES", "COST_PROVIDER", "check_cost"]
 
 COST_MODEL = "gpt-4.1-mini"
-"""The model the exercise's runs use (the name ``usage`` is reported under, as the provider names it)."""
+"""The model the exercise's runs ask for (the alias a price is usually filed under)."""
+COST_ANSWER = "gpt-4.1-mini-2025-04-14"
+"""The model the runs' turns report, as OpenAI answers a request for :data:`COST_MODEL`: a dated snapshot."""
+COST_PROVIDER = "openai_chat"
+"""The provider tag on the runs' turns (OpenAI Chat Completions, ``anb.model("openai:...")``)."""
 COST_PRICES = (0.40, 1.60)
 """Its published prices: US dollars per million input tokens, per million output tokens."""
 COST_LIMIT = 0.02
@@ -54,6 +66,29 @@ def _search_fn(page: int) -> str:
 
 
 _search = tool(name="search")(_search_fn)
+
+
+class _AsOpenAI(ScriptedModel):
+    """A scripted model whose turns come back as OpenAI's do: from ``openai_chat``, under the snapshot's name."""
+
+    provider = COST_PROVIDER
+
+
+def _model(script: Sequence[ScriptStep]) -> ScriptedModel:
+    return _AsOpenAI(script, name=COST_ANSWER)
+
+
+def _counted(budget: Budget) -> Budget:
+    """The student's budget, counting their prices alone (the maintained table would price the model itself)."""
+    return replace(budget, price_table=False)
+
+
+def _entry(budget: Budget) -> tuple[str, Any] | None:
+    """The key and value of the student's prices the runs' turns count at, by the budget's own rule."""
+    for key in keys(NAMES_ONLY.names(COST_PROVIDER), COST_ANSWER):
+        if key in budget.prices:
+            return key, budget.prices[key]
+    return None
 
 
 def dollars(usage: tuple[int, int], prices: Sequence[float] = COST_PRICES) -> float:
@@ -117,8 +152,8 @@ def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash:
         ("a model that writes a lot and never stops", [_writing(rng) for _ in range(40)]),
     ]
     for what, usages in scenarios:
-        model = ScriptedModel([_endless(usages)] * 45, name=COST_MODEL)
-        run = safe_run(report, what, Loop(model=model, tools=[_search], budget=budget), "Find everything")
+        model = _model([_endless(usages)] * 45)
+        run = safe_run(report, what, Loop(model=model, tools=[_search], budget=_counted(budget)), "Find everything")
         if run is None:
             continue
         expected = _first_over(usages, COST_LIMIT)
@@ -139,8 +174,7 @@ def _cheap_task(report: Report, budget: Budget, rng: random.Random) -> None:
     answer = f"Found it on page {n}."
     script: list[ScriptStep] = [{**calls("search", {"page": i + 1}), "usage": usage} for i in range(n)]
     script.append({"text": answer, "usage": usage})
-    run = safe_run(report, what, Loop(model=ScriptedModel(script, name=COST_MODEL), tools=[_search], budget=budget),
-                   "Find it")
+    run = safe_run(report, what, Loop(model=_model(script), tools=[_search], budget=_counted(budget)), "Find it")
     if run is None:
         return
     trip, _ = _turns_before_trip(run)
@@ -180,7 +214,7 @@ def _fix(report: Report, what: str, budget: Budget, run: Run, trip: GuardTripped
         ran = f"the {trip.guard} limit ran out" if trip is not None else f"it ended {run.state.value}"
         detail = f"{ran} after {turns} turns and ${spent:.4f}; the cost limit never stopped it"
         if trip is not None and trip.guard != "max_turns" and budget.max_cost is not None \
-                and _first_over(usages, budget.max_cost) > turns and COST_MODEL in budget.prices:
+                and _first_over(usages, budget.max_cost) > turns and _entry(budget) is not None:
             report.fix(what, detail, ("another limit of your budget ran out first: which ones did you set?",
                                       "this exercise limits dollars only: leave turns, calls and tokens at their "
                                       "defaults"), kind="wrong-limit")
@@ -207,12 +241,15 @@ def _why(budget: Budget, *, early: bool) -> tuple[Hints, str]:
     if not budget.prices:
         return (("max_cost alone cannot know what a token costs: what else does the budget need?",
                  "prices= maps a model name to (dollars per million input tokens, dollars per million output "
-                 "tokens); without a price for the model, max_cost is silently off"), "no-prices")
-    if COST_MODEL not in budget.prices:
+                 "tokens); this exercise counts your prices alone (agentnb's maintained price table is off here), "
+                 "and without a price for the model max_cost cannot count its turns"), "no-prices")
+    entry = _entry(budget)
+    if entry is None:
         return ((f"your prices are filed under {', '.join(map(repr, budget.prices))}: is that the model the run uses?",
-                 f"a price is looked up by the model name the provider reports ({COST_MODEL!r}, the RunStarted event "
-                 "shows it after the provider); under any other name max_cost is silently off"), "price-name")
-    price = tuple(float(p) for p in budget.prices[COST_MODEL])
+                 f"a price is found under the model's name ({COST_MODEL!r}; the dated snapshot {COST_ANSWER!r} the "
+                 f"API answers with finds its alias) or under provider:model ('openai:{COST_MODEL}'); under any "
+                 "other name max_cost cannot count the turns (agentnb warns once)"), "price-name")
+    price = tuple(float(p) for p in entry[1])
     if len(price) == 2 and _close(price[0], COST_PRICES[0] / 1e6) and _close(price[1], COST_PRICES[1] / 1e6):
         return (("your prices are a million times too small: in what unit are they?",
                  "prices are US dollars per million tokens, as providers publish them: $0.40 per million is 0.40"),

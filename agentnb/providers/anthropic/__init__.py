@@ -48,5 +48,6 @@ API = WireAPI(
     where=("system", "tool_use block (id)", "tool_result block in the next user message (tool_use_id)"),
     native_output=False,
     otel_name="anthropic",
+    vendor="anthropic",
 )
 """This wire API's entry in :data:`agentnb.providers.WIRE_APIS`."""

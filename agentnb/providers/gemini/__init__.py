@@ -48,5 +48,6 @@ API = WireAPI(
     where=("systemInstruction", "functionCall part (name)", "functionResponse part (name)"),
     native_output=True,
     otel_name="gcp.gemini",
+    vendor="google",
 )
 """This wire API's entry in :data:`agentnb.providers.WIRE_APIS`."""

@@ -56,5 +56,6 @@ API = WireAPI(
     where=("messages[0], role system", "assistant tool_calls[] (id)", "role tool message (tool_call_id)"),
     native_output=True,
     otel_name="openai",
+    vendor="openai",
 )
 """This wire API's entry in :data:`agentnb.providers.WIRE_APIS`."""

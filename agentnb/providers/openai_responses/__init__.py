@@ -47,5 +47,6 @@ API = WireAPI(
     where=("instructions", "function_call item (call_id)", "function_call_output item (call_id)"),
     native_output=True,
     otel_name="openai",
+    vendor="openai",
 )
 """This wire API's entry in :data:`agentnb.providers.WIRE_APIS`."""
