@@ -132,11 +132,19 @@ def _rejected(c: CallState, reason: Any, message: str, errors: list[dict[str, An
                              errors=errors or []))
 
 
-def output_failed(attempt: int, errors: list[dict[str, Any]]) -> Emit:
-    """The run fails: its final answer did not fit the output type within the retries."""
+def output_failed(attempt: int, errors: list[dict[str, Any]], budget: str | None = None) -> Emit:
+    """The run ends: its final answer did not fit the output type within the retries.
+
+    ``FAILED``, unless the failed answer was the finalization turn's: then a budget (or another guard) ended
+    the run before an answer fitted, so it is ``BUDGET_EXHAUSTED`` and ``budget`` (the guard's message) leads
+    the reason.
+    """
     first = errors[0] if errors else {"loc": "", "msg": "no answer"}
-    return Emit(finished(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts "
-                                   f"(last error: {first.get('loc') or '(answer)'}: {first.get('msg')})"))
+    last = f"last error: {first.get('loc') or '(answer)'}: {first.get('msg')}"
+    if budget is not None:
+        return Emit(finished(S.BUDGET_EXHAUSTED, f"{budget}; the finalization turn's answer did not fit the output "
+                                                 f"type either ({attempt} attempts; {last})"))
+    return Emit(finished(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts ({last})"))
 
 
 def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
