@@ -330,9 +330,10 @@ def _finalized(resp: ModelTurn, rs: RunState, cfg: EngineConfig) -> Emit:
 
 # The order in which a turn's calls move on: all are parsed, then all validated; all that need no approval
 # start, then run (together, under Run.run(); one per step under Run.step()); approvals are asked for after
-# that, so a pause never holds the other calls back; approved calls run once approved. One pass finds the
-# first call of each kind.
+# that, so a pause never holds the other calls back; approved calls run once every waiting call of the turn
+# is answered. One pass finds the first call of each kind.
 _PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "valid": 2, "running": 3, "valid+approval": 4, "approved": 5}
+_ASK = _PRIORITY["valid+approval"]
 
 
 def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
@@ -364,6 +365,10 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
             return _finish(S.FAILED, f"refused to send results to the model: {mismatch}")
         return Emit(ResultsBound(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                  state=S.RESULTS_READY, call_ids=list(rs.calls)))
+    if waiting and best_rank != _ASK and rs.state is S.WAITING_APPROVAL:
+        # While a person is asked, the only step is asking about the next call (the state machine has no
+        # ToolStarted in WAITING_APPROVAL): what was approved so far runs once every waiting call is answered.
+        return WAIT
     return _move_on(rs, cfg, best, best_rank)
 
 
