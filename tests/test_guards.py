@@ -377,6 +377,20 @@ def test_an_output_correction_is_checked_against_the_deadline() -> None:
     assert action.event.guard == "deadline_s"
 
 
+def test_a_guard_s_note_is_checked_against_the_budget_too() -> None:
+    from agentnb.engine import Emit, RunState, decide
+    from agentnb.events import GuardTripped
+
+    same = calls(("lookup", {"q": "x"}))
+    loop = loop_of([same] * 6, Budget(on_repeat="note", deadline_s=60))
+    run = loop.start("go")
+    run.run_until(lambda e: e.type == "GuardTripped")
+    rs = RunState.fold(run.events)
+    assert rs.tripped == {"repetition": "note"}  # the note is owed to the next request
+    action = decide(rs, loop.config, (rs.started_at or 0) + 61)
+    assert isinstance(action, Emit) and isinstance(action.event, GuardTripped) and action.event.guard == "deadline_s"
+
+
 _answer = st.one_of(
     st.just(WRONG),
     st.just({"text": '{"number": "INV-7", "total_cents": -5}'}),  # JSON that does not fit
