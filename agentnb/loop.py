@@ -57,7 +57,8 @@ class Loop:
         output_type: the type the final answer must have (a pydantic model, a TypedDict, a dataclass, a list of
             them, or a JSON schema as a dict); the model answers by calling the output tool ``final_result``,
             ``run.output`` is then the typed object (see :mod:`agentnb.output`).
-        output_retries: correction turns allowed for final answers that do not fit ``output_type``.
+        output_retries: correction turns allowed for final answers that do not fit ``output_type`` (each one is a
+            model request like any other: the budget counts it and may end the run first).
         output_mode: ``"native"`` asks for the output with the provider's structured-output mode (Chat Completions
             ``response_format``, Responses ``text.format``, Gemini ``responseJsonSchema``; the answer is JSON
             text), ``"tool"`` with the output tool; ``"auto"`` (default) takes native where the model's wire API

@@ -7,7 +7,10 @@ JSON schema given as a dict, by ``jsonschema``. A valid answer ends the run ``CO
 the typed object; an invalid one goes back to the model as an error result carrying the validation errors, for
 at most ``output_retries`` correction turns, after which the run ends ``FAILED`` naming the last error. A model
 that answers with text instead is held to the same rule: text that parses as JSON and fits counts as the answer;
-anything else gets a correction turn. Every check is an ``OutputValidated`` event (the last failed one is ``final``).
+anything else gets a correction turn. A correction turn is a model request like any other, so the budget checks
+it first: a budget that runs out applies its ``on_exhausted`` policy (``finalize`` sends the correction with the
+finalization request; if that answer does not fit either, the run ends ``BUDGET_EXHAUSTED`` naming the budget).
+Every check is an ``OutputValidated`` event (the last failed one is ``final``).
 
 This mechanism works with every wire API (it is an ordinary tool call), and in streaming mode the debugger shows
 the output's JSON growing fragment by fragment; it is validated only once the call is complete.

@@ -36,6 +36,7 @@ from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
 from .driver.view import RunView
 from .engine import AwaitFirst, CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
+from .engine.calls import owed_approval
 from .engine.effects import call_limit, ledger_key
 from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
@@ -538,10 +539,15 @@ class Run:
 
         What is checked before anything executes, and what a run stopped mid-call does, is in
         :mod:`agentnb.driver.resume`. A live lease of another driver is never taken; an expired one only with
-        ``take_over=True``.
+        ``take_over=True``. The log's approval decisions are not taken on trust: every call validated but not
+        started is asked about again under this loop's tools and approval policy, and one that needs a person
+        now, though its log says it did not, is asked for (an ``ApprovalRequested`` saying why, stored before
+        this returns): the run comes back paused, and nothing of its turn starts until the person answers.
 
         Raises:
-            CheckpointError: the stored events cannot be trusted (tampered or truncated).
+            CheckpointError: the stored events cannot be trusted: tampered, truncated, or sealed yet not a log a
+                run can have (an approval resolved that was never requested, ...; the message names the event,
+                and the fold's :class:`~agentnb.TranscriptError` is its cause).
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
@@ -553,6 +559,8 @@ class Run:
         run._initial, run._rs = list(first.messages), stored.state
         run._events.extend(stored.events)
         run._leases.take(stored.state.seq, take_over=take_over)  # the checks passed: only now take the run
+        while (asked := owed_approval(run._rs, loop.config)) is not None:  # before anything runs (driver/resume.py)
+            run._write(asked)
         if run.paused or run.done:
             run._leases.let_go()  # nothing to drive until a person answers: approvers elsewhere may take it
         if isinstance(loop.model, Seekable):

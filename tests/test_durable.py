@@ -10,12 +10,15 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agentnb as anb
+from agentnb.events import ApprovalRequested, ApprovalResolved, BaseEvent, CallValidated, ToolStarted
 
 S = anb.LoopState
 WORKER = Path(__file__).with_name("durable_worker.py")
@@ -239,3 +242,98 @@ def test_a_driver_waiting_on_a_long_call_keeps_its_lease(tmp_path: Path, where: 
         anb.Run.resume(run.run_id, loop=other, take_over=True)  # even take_over: the lease is live
     driver.join(20)
     assert run.state is anb.LoopState.COMPLETED
+
+
+# -- a log sealed again by whoever holds the key: resume trusts the seals, not the decisions in the log --------
+
+
+def _resealed(tmp_path: Path, edit: Callable[[list[BaseEvent]], list[BaseEvent]]) -> tuple[Path, str]:
+    """A paused refund run, edited and written again with the key through the store's own API: every seal holds."""
+    db, run_id = _paused_db(tmp_path)
+    events = edit(anb.SqliteStore(db, key=KEY).load(run_id))
+    forged = tmp_path / "forged.db"
+    store = anb.SqliteStore(forged, key=KEY)
+    for seq, event in enumerate(events):
+        store.append(replace(event, seq=seq))
+    store.close()
+    return forged, run_id
+
+
+def _without_the_approval(events: list[BaseEvent]) -> list[BaseEvent]:
+    validated = events[11]
+    assert isinstance(validated, CallValidated) and validated.name == "create_refund" and validated.needs_approval
+    assert isinstance(events[12], ApprovalRequested)
+    return [*events[:11], replace(validated, needs_approval=False)]  # the requirement dropped, nobody asked
+
+
+def test_resume_asks_for_the_approval_a_resealed_log_dropped(tmp_path: Path) -> None:
+    db, run_id = _resealed(tmp_path, _without_the_approval)
+    assert anb.SqliteStore(db, key=KEY).load(run_id)[-1].state is S.VALIDATING  # the seals hold: it loads
+    run = anb.Run.resume(run_id, loop=refund_loop(anb.SqliteStore(db, key=KEY)))
+    assert run.state is S.WAITING_APPROVAL and [c.name for c in run.pending_approvals()] == ["create_refund"]
+    asked = run.events[-1]
+    assert isinstance(asked, ApprovalRequested) and asked.name == "create_refund" and asked.kind == "approval"
+    assert "recorded no approval" in (asked.note or "")
+    assert anb.SqliteStore(db, key=KEY).load(run_id)[-1] == asked  # in the store before anything else happens
+    assert run.run().state is S.WAITING_APPROVAL
+    assert not any(isinstance(e, ToolStarted) and e.name == "create_refund" for e in run.events)  # the charge waits
+    again = anb.Run.resume(run_id, loop=refund_loop(anb.SqliteStore(db, key=KEY)))  # a second resume asks no more
+    assert len(again.events) == len(run.events) and again.paused
+    again.approve(again.pending_approvals()[0].call_id, by="lead")
+    assert again.run().state is S.COMPLETED
+    assert [e.name for e in again.events if isinstance(e, ToolStarted)] == ["get_order", "create_refund"]
+
+
+def test_resume_asks_when_the_policy_now_requires_approval(tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "c.db", key=KEY)
+    run = refund_loop(store).start("Refund order 42")
+    run.run_until(lambda e: isinstance(e, CallValidated))  # get_order: a read, no approval needed when validated
+    assert run.state is S.VALIDATING and not run.view.calls[run.events[-1].call_id].needs_approval
+    run._leases.let_go()  # the first driver stops here
+    strict = refund_loop(anb.SqliteStore(tmp_path / "c.db", key=KEY), approval=lambda call, rs: True)
+    resumed = anb.Run.resume(run.run_id, loop=strict, allow_policy_change=True)
+    assert resumed.paused and [c.name for c in resumed.pending_approvals()] == ["get_order"]
+    assert not any(isinstance(e, ToolStarted) for e in resumed.events)
+
+
+def _a_resolution_never_asked_for(call_id: str | None) -> Callable[[list[BaseEvent]], list[BaseEvent]]:
+    def edit(events: list[BaseEvent]) -> list[BaseEvent]:
+        asked = events[12]
+        assert isinstance(asked, ApprovalRequested)
+        head = _without_the_approval(events) if call_id is None else events[:13]
+        resolved = ApprovalResolved(seq=len(head), ts=asked.ts, run_id=asked.run_id, turn=asked.turn,
+                                    state=S.EXECUTING, approval_id=asked.approval_id,
+                                    call_id=call_id or asked.call_id, decision="approved", by="nobody")
+        return [*head, resolved]
+    return edit
+
+
+@pytest.mark.parametrize(("call_id", "says"), [(None, "not allowed in VALIDATING"),
+                                               ("call_nope", "'call_nope' is not a call of this turn")])
+def test_resume_refuses_a_resolution_never_asked_for_naming_the_event(tmp_path: Path, call_id: str | None,
+                                                                      says: str) -> None:
+    db, run_id = _resealed(tmp_path, _a_resolution_never_asked_for(call_id))
+    seq = len(anb.SqliteStore(db, key=KEY).load(run_id)) - 1
+    with pytest.raises(anb.CheckpointError, match=rf"event {seq} \(ApprovalResolved\)") as caught:
+        anb.Run.resume(run_id, loop=refund_loop(anb.SqliteStore(db, key=KEY)))
+    assert says in str(caught.value) and isinstance(caught.value.__cause__, anb.TranscriptError)
+
+
+def test_resume_asks_first_and_the_turn_s_other_calls_wait_for_the_answer(tmp_path: Path) -> None:
+    refund = {"name": "create_refund", "arguments": {"order_id": "42", "amount_cents": 500}}
+    script = [{"tool_calls": [{"name": "get_order", "arguments": {"order_id": "42"}}, refund]}, {"text": "done"}]
+    store = anb.SqliteStore(tmp_path / "c.db", key=KEY)
+    loop = anb.Loop(model=anb.ScriptedModel(script), tools=anb.stories.tools("refund"), store=store)
+    first = loop.start("Refund order 42")
+    first.run_until(lambda e: isinstance(e, CallValidated) and e.name == "create_refund")  # nothing started yet
+    events = [replace(e, needs_approval=False) if isinstance(e, CallValidated) else e for e in first.events]
+    forged = anb.SqliteStore(tmp_path / "forged.db", key=KEY)
+    for event in events:
+        forged.append(event)
+    resumed = anb.Run.resume(first.run_id, loop=anb.Loop(model=anb.ScriptedModel(script), store=forged,
+                                                         tools=anb.stories.tools("refund")))
+    assert [c.name for c in resumed.pending_approvals()] == ["create_refund"]
+    assert resumed.run().state is S.WAITING_APPROVAL and not any(isinstance(e, ToolStarted) for e in resumed.events)
+    resumed.approve(resumed.pending_approvals()[0].call_id)
+    assert resumed.run().state is S.COMPLETED
+    assert sorted(e.name for e in resumed.events if isinstance(e, ToolStarted)) == ["create_refund", "get_order"]

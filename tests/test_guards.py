@@ -6,7 +6,10 @@ import threading
 import time
 from typing import Any
 
+import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import agentnb as anb
 from agentnb.engine.guards import Budget, estimate_tokens, prune, repetition, signature
@@ -300,3 +303,125 @@ def test_compression_before_tools_prunes_then_skips_the_rest_of_the_turn() -> No
     assert ids == {r.call_id for m in run.messages for r in m.tool_results}  # every call answered once
     assert {r.status for m in run.messages for r in m.tool_results if r.name == "store"} == {"skipped"}
     assert [e.finalize for e in run.events if e.type == "ModelRequested"][-1] and run.output == "answer"
+
+
+# -- every request counts: output corrections, paused turns and finalizations go through the budget -----------
+
+
+class Invoice(pydantic.BaseModel):
+    number: str
+    total_cents: int = pydantic.Field(ge=0)
+
+
+WRONG = {"text": "Sure! The invoice is INV-7. " * 20}  # never JSON: every answer owes a correction
+USAGE = {"input_tokens": 300, "output_tokens": 200}
+
+
+def requests(run: anb.Run) -> list[Any]:
+    return [e for e in run.events if e.type == "ModelRequested"]
+
+
+def test_output_corrections_stop_at_the_token_budget() -> None:
+    """The scenario of the issue: corrections owed forever, a small budget; the budget ends the run."""
+    loop = anb.Loop(model=anb.ScriptedModel([WRONG] * 200), output_type=Invoice, output_retries=100,
+                    budget=Budget(max_turns=5, max_total_tokens=2000))
+    run = loop.start("bill").run()
+    trip = next(e for e in run.events if e.type == "GuardTripped")
+    assert trip.guard == "max_total_tokens" and trip.action == "finalize"
+    assert run.state is S.BUDGET_EXHAUSTED and "max_total_tokens" in (run.reason or "")
+    assert "did not fit the output type" in (run.reason or "")
+    sent = requests(run)
+    assert len(sent) <= 5 + 1 and sent[-1].finalize and not any(e.finalize for e in sent[:-1])
+    assert "does not match the required output schema" in sent[-1].new_messages[0].text  # the correction goes too
+
+
+@pytest.mark.parametrize("on_exhausted", ["finalize", "stop", "escalate"])
+def test_output_corrections_count_against_every_budget_policy(on_exhausted: Any) -> None:
+    script = [{**WRONG, "usage": USAGE}] * 50
+    budget = Budget(max_turns=20, max_total_tokens=2000, on_exhausted=on_exhausted)
+    run = loop_of(script, budget, [], output_type=Invoice, output_retries=100).start("bill").run()
+    assert [e.guard for e in run.events if e.type == "GuardTripped"] == ["max_total_tokens"]
+    regular = [e for e in requests(run) if not e.finalize]
+    assert len(regular) == 4  # 4 x 500 tokens reach 2000: the fifth request is not made
+    if on_exhausted == "escalate":
+        assert run.state is S.WAITING_APPROVAL
+        run.approve(run.pending_approvals()[0].call_id)  # one more allowance: 2000 more tokens, 4 more turns
+        run.run()
+        assert len([e for e in requests(run) if not e.finalize]) == 8 and run.state is S.WAITING_APPROVAL
+        run.deny(run.pending_approvals()[0].call_id, "enough")
+        run.run()
+    assert run.state is S.BUDGET_EXHAUSTED and "max_total_tokens" in (run.reason or "")
+    assert [e.finalize for e in requests(run)].count(True) == (0 if on_exhausted == "stop" else 1)
+
+
+def test_output_corrections_stop_at_the_turn_limit_and_the_finalization_can_still_answer() -> None:
+    good = {"text": '{"number": "INV-7", "total_cents": 1999}'}
+    run = loop_of([WRONG] * 3 + [good], Budget(max_turns=3), [], output_type=Invoice,
+                  output_retries=100).start("bill").run()
+    assert [e.guard for e in run.events if e.type == "GuardTripped"] == ["max_turns"]
+    assert [e.finalize for e in requests(run)] == [False, False, False, True]
+    assert run.state is S.COMPLETED and run.output == Invoice(number="INV-7", total_cents=1999)
+
+
+def test_an_output_correction_is_checked_against_the_deadline() -> None:
+    from agentnb.engine import Emit, RunState, decide
+    from agentnb.events import GuardTripped
+
+    loop = loop_of([WRONG] * 3, Budget(deadline_s=60), [], output_type=Invoice, output_retries=5)
+    run = loop.start("bill")
+    run.run_until(lambda e: e.type == "OutputValidated")
+    rs = RunState.fold(run.events)
+    assert rs.output_note is not None and rs.state is S.RESULTS_READY  # a correction is owed
+    action = decide(rs, loop.config, (rs.started_at or 0) + 61)
+    assert isinstance(action, Emit) and isinstance(action.event, GuardTripped)
+    assert action.event.guard == "deadline_s"
+
+
+def test_a_guard_s_note_is_checked_against_the_budget_too() -> None:
+    from agentnb.engine import Emit, RunState, decide
+    from agentnb.events import GuardTripped
+
+    same = calls(("lookup", {"q": "x"}))
+    loop = loop_of([same] * 6, Budget(on_repeat="note", deadline_s=60))
+    run = loop.start("go")
+    run.run_until(lambda e: e.type == "GuardTripped")
+    rs = RunState.fold(run.events)
+    assert rs.tripped == {"repetition": "note"}  # the note is owed to the next request
+    action = decide(rs, loop.config, (rs.started_at or 0) + 61)
+    assert isinstance(action, Emit) and isinstance(action.event, GuardTripped) and action.event.guard == "deadline_s"
+
+
+_answer = st.one_of(
+    st.just(WRONG),
+    st.just({"text": '{"number": "INV-7", "total_cents": -5}'}),  # JSON that does not fit
+    st.just({"text": "", "tool_calls": [{"name": "final_result", "arguments": {"number": "INV-7"}}]}),
+    st.just({"tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]}),
+)
+_invalid = st.builds(lambda a, i, o: {**a, "usage": {"input_tokens": i, "output_tokens": o}},
+                     _answer, st.integers(0, 400), st.integers(0, 400))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(_invalid, min_size=1, max_size=12), max_turns=st.integers(1, 8),
+       max_total=st.one_of(st.none(), st.integers(1, 3000)), retries=st.integers(0, 30),
+       on_exhausted=st.sampled_from(["finalize", "stop"]))
+def test_invalid_answers_never_outrun_the_budget(script: list[dict[str, Any]], max_turns: int, max_total: int | None,
+                                                 retries: int, on_exhausted: Any) -> None:
+    """At most max_turns requests (+1 finalization), each made with tokens left: one turn's usage over, at most."""
+    budget = Budget(max_turns=max_turns, max_total_tokens=max_total, on_exhausted=on_exhausted,
+                    max_no_progress=None, max_repeats=100)
+    run = loop_of(script * (60 // len(script) + 1), budget, output_type=Invoice, output_retries=retries,
+                  max_retries=0).start("bill").run()
+    assert run.done
+    sent = requests(run)
+    used = [e.response.usage.total_tokens for e in run.events if e.type == "TurnCompleted"]
+    finals = [e for e in sent if e.finalize]
+    assert len(sent) - len(finals) <= max_turns
+    assert len(finals) <= (1 if on_exhausted == "finalize" else 0) and (not finals or finals[0] is sent[-1])
+    if max_total is not None:
+        regular = used[:len(sent) - len(finals)]
+        for i in range(len(regular)):
+            assert sum(regular[:i]) < max_total, f"request {i + 1} was made with the token budget spent"
+        assert sum(regular) < max_total + max(regular, default=0)  # over by less than one turn (finalization aside)
+    if any(e.type == "GuardTripped" for e in run.events):
+        assert run.state in (S.BUDGET_EXHAUSTED, S.COMPLETED)

@@ -252,3 +252,17 @@ def test_the_approval_precedence_table(tool_opts: dict[str, Any], loop_opts: dic
     assert (run.state is S.WAITING_APPROVAL) is waits, run.reason
     notes = [e for e in run.events if e.type == "GuardTripped" and e.guard == "approval_override"]
     assert bool(notes) is waived
+
+
+def test_approving_one_of_two_waiting_calls_waits_for_the_other() -> None:
+    """Nothing starts while a person is asked: the approved call runs once every waiting call is answered."""
+    pay = {"name": "create_refund", "arguments": {"order_id": "42", "amount_cents": 500}}
+    script = [{"tool_calls": [pay, {**pay, "arguments": {"order_id": "43", "amount_cents": 700}}]}, {"text": "ok"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=anb.stories.tools("refund")).start("refund both").run()
+    first, second = (c.call_id for c in run.pending_approvals())
+    run.approve(first)
+    assert run.step() is None and run.run().state is S.WAITING_APPROVAL  # waits, and says so
+    assert not any(e.type == "ToolStarted" for e in run.events)
+    run.deny(second, "not this one")
+    assert run.run().state is S.COMPLETED
+    assert [e.call_id for e in run.events if e.type == "ToolStarted"] == [first]

@@ -52,6 +52,16 @@ def test_pauses_are_capped(emu: Emulator) -> None:
     assert len(emu.requests) == PAUSE_LIMIT + 1
 
 
+def test_a_paused_turn_sent_back_counts_against_the_budget(emu: Emulator) -> None:
+    emu.play([{"text": f"step {i}", "finish": "pause_turn"} for i in range(PAUSE_LIMIT + 2)])
+    model = anb.AnthropicModel(emu.client("anthropic"), model="claude-opus-4-8")
+    loop = anb.Loop(model=model, headless=True, retry_base_delay=0, max_retries=0,
+                    budget=anb.Budget(max_turns=3, on_exhausted="stop"))
+    run = loop.start("Keep going").run()
+    assert run.state is anb.LoopState.BUDGET_EXHAUSTED and "max_turns" in (run.reason or "")
+    assert len(emu.requests) == 3 and [e.guard for e in run.events if e.type == "GuardTripped"] == ["max_turns"]
+
+
 def test_a_client_side_tool_search_ends_incomplete_naming_the_item() -> None:
     body = {"id": "resp_1", "model": "gpt-5", "status": "completed", "output": [
         {"type": "tool_search_call", "id": "ts_1", "execution": "client", "status": "in_progress",

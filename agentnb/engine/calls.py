@@ -8,6 +8,7 @@ names, the request hash a call starts with) travels in the event it emits, and t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -132,11 +133,19 @@ def _rejected(c: CallState, reason: Any, message: str, errors: list[dict[str, An
                              errors=errors or []))
 
 
-def output_failed(attempt: int, errors: list[dict[str, Any]]) -> Emit:
-    """The run fails: its final answer did not fit the output type within the retries."""
+def output_failed(attempt: int, errors: list[dict[str, Any]], budget: str | None = None) -> Emit:
+    """The run ends: its final answer did not fit the output type within the retries.
+
+    ``FAILED``, unless the failed answer was the finalization turn's: then a budget (or another guard) ended
+    the run before an answer fitted, so it is ``BUDGET_EXHAUSTED`` and ``budget`` (the guard's message) leads
+    the reason.
+    """
     first = errors[0] if errors else {"loc": "", "msg": "no answer"}
-    return Emit(finished(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts "
-                                   f"(last error: {first.get('loc') or '(answer)'}: {first.get('msg')})"))
+    last = f"last error: {first.get('loc') or '(answer)'}: {first.get('msg')}"
+    if budget is not None:
+        return Emit(finished(S.BUDGET_EXHAUSTED, f"{budget}; the finalization turn's answer did not fit the output "
+                                                 f"type either ({attempt} attempts; {last})"))
+    return Emit(finished(S.FAILED, f"the final answer did not fit the output type after {attempt} attempts ({last})"))
 
 
 def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
@@ -319,6 +328,34 @@ def resume_problem(rs: RunState, cfg: EngineConfig) -> str | None:
     return verify_bindings(rs, cfg, recompute=True) if rs.calls else None
 
 
-__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "parse",
-           "request_hash", "resolution", "resolve_headless", "resolved_state", "resume_problem", "start", "validate",
-           "verify_bindings"]
+def owed_approval(rs: RunState, cfg: EngineConfig) -> Emit | None:
+    """The approval a resumed run asks for before anything runs, or None when it owes none.
+
+    A log records what the rules said when each call was validated (``CallValidated.needs_approval``), and a
+    log sealed again by whoever holds the key, or a loop resumed with ``allow_policy_change=True``, may say a
+    call needs nobody where this loop's tools and approval policy now ask for a person. So every call
+    validated but not started is asked about again (:func:`approval_needed`, on the state as it stands): one
+    that needs a person now gets its ``ApprovalRequested``, whose ``note`` says why. A requirement is only
+    ever added: a call recorded as needing approval still waits for it. A call that had started is left to
+    the effect ledger (it started under the rules of its time, and whether it ran is the ledger's to say), and
+    a call a person answered keeps that answer.
+    """
+    for c in rs.calls.values():
+        if c.status != "valid" or c.needs_approval:
+            continue
+        tool = cfg.registry.get(c.name)
+        if tool is None:  # resume_problem refuses the run before this is asked
+            continue
+        needs, note, _ = approval_needed(tool, cfg, c, rs)
+        if needs:
+            why = (f"the log recorded no approval requirement for call {c.call_id!r}, but tool {c.name!r} requires "
+                   "one under this loop's tools and approval policy: asked on resume, before it runs")
+            asked = ask(rs, cfg, c).event
+            assert isinstance(asked, ApprovalRequested)
+            return Emit(replace(asked, note=f"{why} ({note})" if note else why))
+    return None
+
+
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "owed_approval",
+           "parse", "request_hash", "resolution", "resolve_headless", "resolved_state", "resume_problem", "start",
+           "validate", "verify_bindings"]

@@ -85,48 +85,71 @@ def decide(rs: RunState, cfg: EngineConfig, now: float | None = None) -> Action:
         'ModelRequested'
     """
     if rs.output_failure is not None and rs.state not in TERMINAL:  # a final output check failed
-        return _output_failed(rs.output_attempts, rs.output_failure)
+        # after a finalization, the budget that asked for it is why the run ends, and the reason names it
+        return _output_failed(rs.output_attempts, rs.output_failure,
+                              _finalizing_guard(rs) if rs.finalizing else None)
     if now is not None and rs.state in _REQUESTING:
         return _at_results_ready(rs, cfg, now)
     return _DECIDE[rs.state](rs, cfg)
 
 
 def _at_results_ready(rs: RunState, cfg: EngineConfig, now: float | None = None) -> Action:
-    """Before each model request (READY or RESULTS_READY): guards in force, new trips, compression, request."""
+    """Before each model request (READY or RESULTS_READY): guards in force, new trips, compression, request.
+
+    Every request of a run is decided here, whatever asked for it -- the turn after a turn's results, a paused
+    turn sent back (``_paused``), a correction owed for an answer that did not fit the output type
+    (``rs.output_note``), a guard's note -- so each one is checked against every budget first, and a budget
+    that ran out applies its ``on_exhausted`` policy: ``finalize`` (the correction owed goes with the
+    finalization request: the last turn still owes the typed answer), ``stop`` or ``escalate`` (the correction
+    waits for the person's answer). Only the finalization request itself comes on top of the limits.
+    """
     b = cfg.budget
-    if rs.output_note is not None:
-        return _request(rs, cfg, note=rs.output_note)
+    noted = None
     for guard, action in rs.tripped.items():
         if action == "finalize":
             return _finalize_request(rs, cfg)
         if action == "stop":
             final = S.NO_PROGRESS if guard in ("repetition", "no_progress") else S.BUDGET_EXHAUSTED
-            last = next(g for g in reversed(rs.guards) if g.guard == guard)
-            return _finish(final, f"{last.message}; policy 'stop'")
+            return _finish(final, f"{_last_trip(rs, guard).message}; policy 'stop'")
         if action == "escalate":
             return _escalation(rs, guard)
         if action == "note":
-            last = next(g for g in reversed(rs.guards) if g.guard == guard)
-            return _request(rs, cfg, note=f"Note from the loop: {last.message}. Do not repeat it: try something "
-                                           "different, or answer with what you have.")
+            noted = (f"Note from the loop: {_last_trip(rs, guard).message}. Do not repeat it: try something "
+                     "different, or answer with what you have.")
     trip = guards.exhausted(rs, b, rs.now if now is None else now)
     if trip is not None:
         return _trip(trip, b.on_exhausted, rs.state)
-    found = guards.repetition(rs.history, b.max_repeats, rs.repeat_mark) if len(rs.history) >= 2 else None
-    if found is not None:
-        period, sigs = found
-        calls = " then ".join(sig.split(":", 1)[0] + sig.split(":", 1)[1][:80] for sig in sigs)
-        what = "the same call" if period == 1 else "the same two calls in turn"
-        message = f"{what} ({calls}) came back {b.max_repeats} times with the same result"
-        return _trip(guards.Trip("repetition", b.max_repeats, b.max_repeats, message), _repeat_policy(rs, b))
-    if b.max_no_progress is not None and rs.no_progress >= b.max_no_progress:
-        message = f"{rs.no_progress} turns in a row brought no new result and no new text"
-        return _trip(guards.Trip("no_progress", b.max_no_progress, rs.no_progress, message), _repeat_policy(rs, b))
+    if noted is None:  # a note on its way answers the pattern it found: it is not looked for again first
+        found = guards.repetition(rs.history, b.max_repeats, rs.repeat_mark) if len(rs.history) >= 2 else None
+        if found is not None:
+            period, sigs = found
+            calls = " then ".join(sig.split(":", 1)[0] + sig.split(":", 1)[1][:80] for sig in sigs)
+            what = "the same call" if period == 1 else "the same two calls in turn"
+            message = f"{what} ({calls}) came back {b.max_repeats} times with the same result"
+            return _trip(guards.Trip("repetition", b.max_repeats, b.max_repeats, message), _repeat_policy(rs, b))
+        if b.max_no_progress is not None and rs.no_progress >= b.max_no_progress:
+            message = f"{rs.no_progress} turns in a row brought no new result and no new text"
+            return _trip(guards.Trip("no_progress", b.max_no_progress, rs.no_progress, message),
+                         _repeat_policy(rs, b))
     if b.context_window is not None:
         compress = _compression(rs, cfg)
         if compress is not None:
             return compress
-    return _request(rs, cfg)
+    if rs.output_note is not None:
+        noted = rs.output_note if noted is None else f"{rs.output_note}\n\n{noted}"
+    return _request(rs, cfg, note=noted)
+
+
+def _last_trip(rs: RunState, guard: str) -> GuardTripped:
+    """The latest ``GuardTripped`` of ``guard`` (the one whose policy is in force)."""
+    return next(g for g in reversed(rs.guards) if g.guard == guard)
+
+
+def _finalizing_guard(rs: RunState) -> str:
+    """Why the run is finalizing, in words: the message of the guard whose policy is ``finalize``."""
+    guard = next((g for g, action in rs.tripped.items() if action == "finalize"), None)
+    last = next((g for g in reversed(rs.guards) if g.guard == guard), None) if guard is not None else None
+    return last.message if last is not None else "a guard asked for the finalization"
 
 
 def _repeat_policy(rs: RunState, b: Budget) -> str:
@@ -141,14 +164,17 @@ def _trip(trip: guards.Trip, action: Any, state: LoopState = S.RESULTS_READY) ->
 
 
 def _finalize_request(rs: RunState, cfg: EngineConfig) -> Emit:
+    # A correction still owed goes with the instruction, in one user turn: the finalization is the last
+    # chance of an answer that fits the output type, and the model must know what was wrong with the last one.
+    prompt = cfg.finalize_prompt if rs.output_note is None else f"{rs.output_note}\n\n{cfg.finalize_prompt}"
     return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
-                               new_messages=[Message.user(cfg.finalize_prompt)], tools=[],
+                               new_messages=[Message.user(prompt)], tools=[],
                                settings={**cfg.settings, "tool_choice": "none"}, finalize=True))
 
 
 def _escalation(rs: RunState, guard: str) -> Emit:
-    last = next(g for g in reversed(rs.guards) if g.guard == guard)
+    last = _last_trip(rs, guard)
     arguments = {"guard": guard, "limit": last.limit, "value": last.value, "message": last.message}
     return Emit(ApprovalRequested(
         seq=-1, ts=UNSTAMPED, run_id="", turn=0,
@@ -278,10 +304,9 @@ def check_tool_choice(choice: Any, tool_names: Sequence[str]) -> str | dict[str,
     raise ValueError(f"tool_choice={choice!r}: use 'auto', 'none', 'required' or {{'name': <tool>}}")
 
 
-def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | None = None) -> Emit:
+def _finalized(resp: ModelTurn, rs: RunState, cfg: EngineConfig) -> Emit:
     verdict = classify(resp)
-    if cfg is not None and cfg.output is not None and rs is not None and (verdict is None or
-                                                                          verdict.state is S.COMPLETED):
+    if cfg.output is not None and (verdict is None or verdict.state is S.COMPLETED):
         forced = [c for c in resp.message.tool_calls if c.name == cfg.output.name]
         ok, value, errors = (cfg.output.check(forced[0].arguments) if forced else
                              cfg.output.check_text(resp.message.text))
@@ -300,14 +325,15 @@ def _finalized(resp: ModelTurn, rs: RunState | None = None, cfg: EngineConfig | 
     if text:
         note = " (its tool calls were ignored)" if resp.message.tool_calls else ""
         return _finish(S.COMPLETED, f"the model answered in the tools-free finalization turn{note}", text)
-    return _finish(S.BUDGET_EXHAUSTED, "the turn limit was reached and the finalization turn held no answer")
+    return _finish(S.BUDGET_EXHAUSTED, f"{_finalizing_guard(rs)}; the finalization turn held no answer")
 
 
 # The order in which a turn's calls move on: all are parsed, then all validated; all that need no approval
 # start, then run (together, under Run.run(); one per step under Run.step()); approvals are asked for after
-# that, so a pause never holds the other calls back; approved calls run once approved. One pass finds the
-# first call of each kind.
+# that, so a pause never holds the other calls back; approved calls run once every waiting call of the turn
+# is answered. One pass finds the first call of each kind.
 _PRIORITY: dict[str, int] = {"unparsed": 0, "parsed": 1, "valid": 2, "running": 3, "valid+approval": 4, "approved": 5}
+_ASK = _PRIORITY["valid+approval"]
 
 
 def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
@@ -339,6 +365,10 @@ def _next_call_step(rs: RunState, cfg: EngineConfig) -> Action:
             return _finish(S.FAILED, f"refused to send results to the model: {mismatch}")
         return Emit(ResultsBound(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                  state=S.RESULTS_READY, call_ids=list(rs.calls)))
+    if waiting and best_rank != _ASK and rs.state is S.WAITING_APPROVAL:
+        # While a person is asked, the only step is asking about the next call (the state machine has no
+        # ToolStarted in WAITING_APPROVAL): what was approved so far runs once every waiting call is answered.
+        return WAIT
     return _move_on(rs, cfg, best, best_rank)
 
 

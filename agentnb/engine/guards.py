@@ -38,7 +38,10 @@ class Budget:
     """The limits of a run.
 
     Args:
-        max_turns: model turns (the finalization call comes on top).
+        max_turns: model turns (the finalization call comes on top). Every request counts against every limit,
+            whatever asked for it (an output correction, a paused turn sent back); a limit is checked before each
+            request, so a run passes a token or cost limit by at most the last turn's usage (and the
+            finalization's).
         max_tool_calls: calls answered (run, rejected or denied).
         max_input_tokens, max_output_tokens, max_total_tokens: token budgets, as the provider reported usage.
         max_cost: US dollars, checked after each turn (a turn's cost is known only once its usage is): the
