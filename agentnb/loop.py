@@ -49,7 +49,8 @@ class Loop:
         approval: a loop-wide approval policy (``True``, ``False`` or ``callable(call, state) -> bool``). It can
             ask for approval of any call; it never waives a tool's own approval (``approval=True``, or a
             ``write``/``dangerous`` risk) unless ``override_tool_approval=True``. A policy that raises means "a
-            person must decide" (headless: denied), with its error in the approval event.
+            person must decide" (headless: denied), with its error in the approval event. It receives a copy of
+            the call and a read-only view of the state: it judges the call, it cannot change it or the budgets.
         override_tool_approval: let ``approval`` decide alone, waiving tools' own approvals; every waiver is
             recorded as an ``approval_override`` guard event.
         approval_ttl: seconds an approval request stays valid (default: no expiry).
@@ -65,7 +66,8 @@ class Loop:
             has it and the tool elsewhere (Anthropic, scripted and fallback models).
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"name": "tool"}``, rendered as each wire API
             expects; or a per-turn policy ``callable(state) -> choice`` (e.g. force ``lookup_order`` on the first
-            turn, then ``"auto"``), recorded on every ``ModelRequested`` event.
+            turn, then ``"auto"``), recorded on every ``ModelRequested`` event; it gets a read-only view of the
+            state.
         parallel_tool_calls: False asks the model for at most one call per turn (None: the provider's default).
         budget: an :class:`~agentnb.Budget` (turns, tool calls, tokens, cost, deadline, parallelism, result
             size, repetition, context window); ``max_turns``/``on_max_turns`` are shortcuts for its first fields.

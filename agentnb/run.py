@@ -34,13 +34,13 @@ from .driver.model_port import ModelPort
 from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
-from .driver.view import RunView
 from .engine import AwaitFirst, CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
 from .engine.calls import owed_approval
 from .engine.effects import call_limit, ledger_key
 from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
 from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
+from .engine.view import RunView
 from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound, event_to_json
 from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotFound, RunNotPaused
 from .messages import Message, coerce_messages

@@ -43,6 +43,7 @@ LAYERS: dict[str, str] = {
     "agentnb.request": "core",  # ModelRequest and its options, the stream items a model answers with
     "agentnb.outcomes": "core",  # what a call produced and what the effect ledger holds: the ports' records
     "agentnb._version": "core",  # a constant, so nothing needs the package root for it
+    "agentnb.visible": "core",  # text made safe to show a person (invisible and direction-changing characters)
     # -- helpers: pure code over core types that several inner layers share; not a layer of the design's
     # drawing, but each is below the engine and the I/O parts that use it
     "agentnb.findings": "helpers",  # the one vocabulary of lint findings (providers' rules, lint, importers)

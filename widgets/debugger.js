@@ -441,7 +441,10 @@ class DebuggerView {
         onclick: () => this.call("deny", { call_id: p.call_id, reason: reason.value }) }, "Deny"), reason);
       const card = h("div", { class: "anb-approval", "data-call-id": p.call_id },
         h("div", {}, h("b", {}, p.name), ` ${p.ask} `, h("span", { class: "agentnb-badge agentnb-badge-wait" }, `risk ${p.risk}`),
-          " ", h("code", {}, p.call_id)), buttons);
+          " ", h("code", {}, p.shown_id ?? p.call_id)), buttons);
+      // the kernel wrote hidden characters out (shown_id, arguments as \u escapes) and says so in p.flag
+      if (p.flag) card.insertBefore(h("div", { class: "agentnb-hidden-flag", role: "alert" },
+        h("span", { class: "agentnb-badge agentnb-badge-bad" }, "⚠"), ` ${p.flag}: shown as JSON escapes (\\u…)`), buttons);
       if (p.kind === "approval") {
         const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: "4",
           "aria-label": `arguments of ${p.name}` });

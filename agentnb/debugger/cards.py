@@ -8,6 +8,10 @@ Cards read only the event and a :class:`CardContext` (the conversation index and
 live run, so the same functions render a live run, a loaded transcript, or a moment in the past. The HTML
 building blocks they use (escaping, tables, JSON trees, messages, diffs) live in :mod:`.render` and are
 re-exported here.
+
+What a person decides on is shown as it runs: summaries and cards write invisible and direction-changing
+characters out (:mod:`agentnb.visible`), and the summary and card of every event that carries a call's
+arguments (parsed, validated, waiting, edited, started, rejected, in the model's turn) say so when they held one.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ from ..events import (
     ToolStarted,
     TurnCompleted,
 )
+from ..visible import FLAG, hides, visible
 from .render import (
     TRUNCATE,
     conversation_html,
     conversation_lines,
     esc,
+    flag_html,
     json_lines,
     json_tree,
     jsonable,
@@ -66,16 +72,21 @@ class CardContext:
 
 
 __all__ = ["CARDS", "TRUNCATE", "CardContext", "CardSpec", "body_html", "card", "conversation_html",
-           "conversation_lines", "esc", "event_status", "json_lines", "json_tree", "jsonable", "kind_class", "kv",
-           "line_diff", "message_html", "own_fields", "pre", "summary_html", "summary_text"]
+           "conversation_lines", "esc", "event_status", "flag_html", "json_lines", "json_tree", "jsonable",
+           "kind_class", "kv", "line_diff", "message_html", "own_fields", "pre", "summary_html", "summary_text"]
 
 
 # -- summaries ----------------------------------------------------------------------------------------
 
 def _args_inline(args: dict[str, Any] | None, raw: str = "") -> str:
     if args is None:
-        return short(raw, 50)
-    return short(json.dumps(args, ensure_ascii=False), 50)
+        return short(visible(raw)[0], 50)
+    return short(visible(json.dumps(args, ensure_ascii=False))[0], 50)  # cut after escaping: no half a ⟨U+…⟩
+
+
+def _flagged(*values: Any) -> str:
+    """The summary's warning when a value it speaks of holds invisible or direction-changing characters."""
+    return f" · ⚠ {FLAG}" if any(hides(v) for v in values) else ""
 
 
 def _s_turn_completed(ev: Any) -> str:
@@ -86,12 +97,17 @@ def _s_turn_completed(ev: Any) -> str:
     finish = f"finish {r.finish_reason}"
     if r.finish_reason_raw and r.finish_reason_raw != r.finish_reason:
         finish += f" (provider: {r.finish_reason_raw})"
-    return f"{what} · {finish} · {usage}"
+    return f"{what} · {finish} · {usage}" + _flagged(*_call_values(r.message.tool_calls))
+
+
+def _call_values(calls: Any) -> list[Any]:
+    """What a person reads of each call: its id, its tool and its arguments (their raw text when unparsed)."""
+    return [v for c in calls for v in (c.call_id, c.name, c.arguments if c.arguments is not None else c.arguments_raw)]
 
 
 def _s_approval_resolved(ev: Any) -> str:
     by = f" by {ev.by}" if ev.by else ""
-    edited = " · edited" if ev.arguments is not None else ""
+    edited = " · edited" + _flagged(ev.arguments) if ev.arguments is not None else ""
     return f"{ev.decision}{by}{edited}" + (f" · {short(ev.note, 40)}" if ev.note else "")
 
 
@@ -107,9 +123,12 @@ def _choice_label(ev: Any) -> str:
 
 
 def summary_text(ev: Any) -> str:
-    """The one-line description of an event (plain text); event kinds without a card list their fields."""
+    """The one-line description of an event (plain text); event kinds without a card list their fields.
+
+    Invisible and direction-changing characters are written out here (the page escapes only HTML).
+    """
     spec = CARDS.get(type(ev))
-    return spec.summary(ev) if spec is not None else _generic_summary(ev)
+    return visible(spec.summary(ev) if spec is not None else _generic_summary(ev))[0]
 
 
 _COMMON_FIELDS = frozenset({"type", "seq", "ts", "run_id", "turn", "state"})
@@ -260,13 +279,15 @@ def _b_call_parsed(ev: Any, ctx: CardContext) -> str:
             ("tool", f"<b>{esc(ev.name)}</b>"), ("index", esc(ev.index))]
     if ev.error:
         rows.append(("parse error", f'<span class="agentnb-err">{esc(ev.error)}</span>'))
-        return kv(rows) + "<div>raw arguments (never repaired):</div>" + pre(raw or "")
-    return kv(rows) + json_tree(ev.arguments)
+        return (kv(rows) + flag_html(ev.call_id, ev.name, raw or "") + "<div>raw arguments (never repaired):</div>"
+                + pre(raw or ""))
+    return kv(rows) + flag_html(ev.call_id, ev.name, ev.arguments) + json_tree(ev.arguments)
 
 
 def _b_call_validated(ev: Any, ctx: CardContext) -> str:
-    return kv([("call id", f"<code>{esc(ev.call_id)}</code>"), ("tool", f"<b>{esc(ev.name)}</b>"),
-               ("needs approval", esc(ev.needs_approval))]) + json_tree(ev.arguments)
+    rows = kv([("call id", f"<code>{esc(ev.call_id)}</code>"), ("tool", f"<b>{esc(ev.name)}</b>"),
+               ("needs approval", esc(ev.needs_approval))])
+    return rows + flag_html(ev.call_id, ev.name, ev.arguments) + json_tree(ev.arguments)
 
 
 def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
@@ -278,7 +299,7 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
     if errors:
         body += f"<ul>{errors}</ul>"
     if args is not None:
-        body += json_tree(args, bad=bad)
+        body += flag_html(ev.call_id, ev.name, args) + json_tree(args, bad=bad)
     return body + "<div>sent back to the model:</div>" + pre(ev.message)
 
 
@@ -292,7 +313,7 @@ def _b_approval_requested(ev: Any, ctx: CardContext) -> str:
         ("approval id", f"<code>{esc(ev.approval_id)}</code>"),
         ("argument digest", f"<code>{esc(ev.arguments_digest[:16])}…</code>"), ("expires", esc(expires)),
         ("idempotency key", f"<code>{esc(ev.idempotency_key or '—')}</code>"), ("status", status),
-    ]) + json_tree(ev.arguments)
+    ]) + flag_html(ev.call_id, ev.name, ev.arguments) + json_tree(ev.arguments)
 
 
 def _b_approval_resolved(ev: Any, ctx: CardContext) -> str:
@@ -300,7 +321,7 @@ def _b_approval_resolved(ev: Any, ctx: CardContext) -> str:
             ("by", esc(ev.by or "—")), ("note", esc(ev.note or "—"))]
     body = kv(rows)
     if ev.arguments is not None:
-        body += "<div>edited arguments:</div>" + json_tree(ev.arguments)
+        body += "<div>edited arguments:</div>" + flag_html(ev.arguments) + json_tree(ev.arguments)
         original = ctx.timeline.call_arguments(ev.seq, ev.call_id)
         if original is not None:
             body += "<div>the edit, as a diff of the model's arguments:</div>" + line_diff(
@@ -311,7 +332,12 @@ def _b_approval_resolved(ev: Any, ctx: CardContext) -> str:
 
 
 def _b_tool_started(ev: Any, ctx: CardContext) -> str:
-    return kv([("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>")])
+    body = kv([("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>")])
+    call = ctx.timeline.call_at(ev.seq, ev.call_id)
+    if call is None or call.arguments is None:
+        return body + flag_html(ev.call_id, ev.name)
+    return (body + flag_html(ev.call_id, ev.name, call.arguments) + "<div>runs with (after any edit):</div>"
+            + json_tree(call.arguments))
 
 
 def _b_tool_finished(ev: Any, ctx: CardContext) -> str:
@@ -453,21 +479,25 @@ CARDS: dict[type[BaseEvent], CardSpec] = {
     TurnCompleted: CardSpec("agentnb-k-model", _s_turn_completed, _b_turn_completed),
     CallParsed: CardSpec(
         "agentnb-k-call",
-        lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else ""),
+        lambda ev: f"{ev.name}({_args_inline(ev.arguments)})" + (" · invalid JSON" if ev.error else "")
+        + _flagged(ev.call_id, ev.name, ev.arguments),
         _b_call_parsed, status=lambda ev: "invalid" if ev.error else ""),
     CallValidated: CardSpec(
         "agentnb-k-ok", lambda ev: f"{ev.name}({_args_inline(ev.arguments)})"
-        + (" · needs approval" if ev.needs_approval else ""), _b_call_validated),
+        + (" · needs approval" if ev.needs_approval else "") + _flagged(ev.call_id, ev.name, ev.arguments),
+        _b_call_validated),
     CallRejected: CardSpec(
         "agentnb-k-bad", lambda ev: f"{ev.name} · {ev.reason} · {short(ev.message.splitlines()[0], 50)}",
         _b_call_rejected, status=lambda ev: "rejected"),
     ApprovalRequested: CardSpec(
         "agentnb-k-warn", lambda ev: f"{ev.name}({_args_inline(ev.arguments)}) · risk {ev.risk}"
-        + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}"),
+        + ("" if ev.kind == "approval" else f" · {ev.kind.replace('_', ' ')}")
+        + _flagged(ev.call_id, ev.name, ev.arguments),
         _b_approval_requested, status=lambda ev: "waiting"),
     ApprovalResolved: CardSpec("agentnb-k-warn", _s_approval_resolved, _b_approval_resolved,
                                status=lambda ev: str(ev.decision)),
-    ToolStarted: CardSpec("agentnb-k-call", lambda ev: f"{ev.name} ({ev.call_id})", _b_tool_started),
+    ToolStarted: CardSpec("agentnb-k-call", lambda ev: f"{ev.name} ({ev.call_id})" + _flagged(ev.call_id, ev.name),
+                          _b_tool_started),
     ToolFinished: CardSpec("agentnb-k-ok", _tool_finished_summary, _b_tool_finished),
     ResultsBound: CardSpec("agentnb-k-ok", lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
                            _b_results_bound),

@@ -2,6 +2,10 @@
 
 Pure functions from values to HTML strings. The cards (:mod:`.cards`), the view data (:mod:`.viewdata`) and
 the HTML export share them; colours come from JupyterLab's CSS variables through the ``agentnb-*`` classes.
+
+Every text reaches the page through :func:`esc`, which writes invisible and direction-changing characters out
+(:func:`agentnb.visible.visible`: ``⟨U+202E⟩``), so no text is drawn other than as it runs; :func:`flag_html`
+is the warning next to a value that held one.
 """
 
 from __future__ import annotations
@@ -12,14 +16,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from ..visible import FLAG, hides, visible
 
 TRUNCATE = 2000
 """Characters of a value shown before "show all"."""
 
 
 def esc(value: object) -> str:
-    """HTML-escape anything."""
-    return html.escape(str(value), quote=True)
+    """HTML-escape anything, with its invisible and direction-changing characters written out (``⟨U+202E⟩``)."""
+    return html.escape(visible(str(value))[0], quote=True)
+
+
+def flag_html(*values: Any) -> str:
+    """The warning badge for values that hold invisible or direction-changing characters ("" when none does)."""
+    if not any(hides(v) for v in values):
+        return ""
+    return (f'<div class="agentnb-hidden-flag"><span class="agentnb-badge agentnb-badge-bad">⚠</span> '
+            f"{FLAG}: each is shown as its code point (⟨U+…⟩)</div>")
 
 
 def kv(rows: Sequence[tuple[str, str]]) -> str:
@@ -85,7 +98,8 @@ def message_html(m: Message) -> str:
             out.append(pre(p.text))
         elif isinstance(p, ToolCallPart):
             args = json_tree(p.arguments) if p.arguments is not None else pre(p.arguments_raw)
-            out.append(f"<div>call <code>{esc(p.call_id)}</code> <b>{esc(p.name)}</b>{args}</div>")
+            flag = flag_html(p.call_id, p.name, p.arguments if p.arguments is not None else p.arguments_raw)
+            out.append(f"<div>call <code>{esc(p.call_id)}</code> <b>{esc(p.name)}</b>{flag}{args}</div>")
         elif isinstance(p, ToolResultPart):
             cls = "agentnb-k-ok" if p.status == "ok" else "agentnb-k-bad"
             out.append(

@@ -15,6 +15,10 @@ it shows comes from here, in one of three shapes:
 
 The same functions feed the kernel-less views: :func:`fallback_html` (the static ``text/html`` of the
 display bundle) and :func:`static_bundle` (every event's data for the self-contained HTML export).
+
+Every text in these shapes has its invisible and direction-changing characters written out
+(:mod:`agentnb.visible`): HTML and summaries as ``⟨U+202E⟩``, JSON text (the wire view) as JSON escapes, so the
+front end draws nothing other than as it runs and needs no rule of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ..engine.prices import cost
 from ..events import BaseEvent, TurnCompleted
 from ..providers.prices import recorded_table
 from ..states import TERMINAL, LoopState
+from ..visible import visible
 from . import cards
 from .diagram import state_diagram
 from .timeline import Timeline
@@ -97,7 +102,7 @@ class RowEncoder:
             c = codes.get(value)
             if c is None:
                 c = codes[value] = len(vocab)
-                vocab.append(value)
+                vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
             return c
 
         for ev in events[len(k):end]:
@@ -205,12 +210,12 @@ def header(tl: Timeline, *, live: bool, total: int | None = None) -> dict[str, A
     first = tl.events[0] if len(tl) else None
     n = len(tl)
     return {
-        "run_id": rs.run_id or "-",
-        "model": str(getattr(first, "model", "?")),
+        "run_id": visible(rs.run_id or "-")[0],
+        "model": visible(str(getattr(first, "model", "?")))[0],
         "mode": "live" if live else f"replay · {n}/{total if total is not None else n} events",
         "state": rs.state.value,
         "tone": _tone(rs.state),
-        "reason": rs.reason or "",
+        "reason": visible(rs.reason or "")[0],
         "live": live,
     }
 
@@ -260,7 +265,8 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     column = titles.index(provider) + 1
     out["where"] = [[row[0], row[column]] for row in wire.WHERE]
     body = wire.render_one(tl, seq, provider)
-    out.update(seq=req.seq, turn=req.turn, request=body if isinstance(body, str) else _pretty(body),
+    request = visible(body, json=True)[0] if isinstance(body, str) else _pretty(body)
+    out.update(seq=req.seq, turn=req.turn, request=request,
                note=f"the request of turn {req.turn} (event {req.seq}): {len(messages)} messages, {len(tools)} tools")
     adapter = dict(wire.ADAPTERS)[provider]
     turn = next((e for e in tl.events[req.seq:] if isinstance(e, TurnCompleted) and e.turn == req.turn), None)
@@ -273,7 +279,7 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
 
 
 def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    return visible(json.dumps(value, indent=2, ensure_ascii=False), json=True)[0]  # the same JSON, every character seen
 
 
 # -- kernel-less views --------------------------------------------------------------------------------
@@ -369,7 +375,8 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
         spent += size
         wire_data[str(seq)] = views
     return {
-        "header": {**header(tl, live=False), "mode": f"exported · {n} events", "static": True, "title": title},
+        "header": {**header(tl, live=False), "mode": f"exported · {n} events", "static": True,
+                   "title": visible(title)[0]},
         "count": n,
         "rows": rows,
         "detail": [detail_html(tl, seq, light=True) for seq in range(n)],

@@ -34,6 +34,7 @@ import traitlets as t
 from ..events import ApprovalRequested, BaseEvent
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
+from ..visible import FLAG, hides, visible
 from . import assets, cards, viewdata
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
@@ -315,9 +316,13 @@ class Debugger(Controller):
         run = self.run
         pending = run.pending_approvals() if run is not None else []
         tools = {tool.name: tool for tool in (run.loop.registry if run is not None else [])}
+        # What a person approves is shown as it runs: names and ids with their invisible or direction-changing
+        # characters written out, the arguments (which the page may send back edited) with them as JSON escapes.
         self.view.pending = [
-            {"call_id": c.call_id, "name": c.name, "kind": c.kind, "risk": getattr(tools.get(c.name), "risk", "?"),
-             "ask": self._ASKS.get(c.kind, ""), "arguments": json.dumps(c.arguments, indent=2, ensure_ascii=False)}
+            {"call_id": c.call_id, "shown_id": visible(c.call_id)[0], "name": visible(c.name)[0], "kind": c.kind,
+             "risk": getattr(tools.get(c.name), "risk", "?"), "ask": self._ASKS.get(c.kind, ""),
+             "arguments": visible(json.dumps(c.arguments, indent=2, ensure_ascii=False), json=True)[0],
+             "flag": FLAG if hides([c.call_id, c.name, c.arguments]) else ""}
             for c in pending
         ]
 

@@ -10,7 +10,6 @@
 - :mod:`.history` -- histories for compression and follow-ups, the policy hash, settings recorded at start;
 - :mod:`.resume` -- a stored run folded again and checked (``Run.resume``);
 - :mod:`.fork` -- time travel: how a fork of a run's log starts (``Run.fork``);
-- :mod:`.view` -- ``run.view``, a read-only snapshot of the folded state;
 - :mod:`.loopspec` -- what a run reads of its loop (a protocol, so the driver never imports ``loop.py``).
 
 None of them holds a ``Run``, calls back into one, or decides what the run does next: the rules are

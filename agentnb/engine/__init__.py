@@ -25,7 +25,8 @@ serves live runs, replays of saved transcripts and time travel (fold a prefix, s
 
 Modules: :mod:`.fold` (the fold), :mod:`.actions` (actions, configuration, protocols), :mod:`.build`
 (event headers), :mod:`.decide` (the next step), :mod:`.calls` (one call's rules), :mod:`.inputs` (I/O
-results as events). This package re-exports them all.
+results as events), :mod:`.view` (the read-only views of a state that callbacks and ``run.view`` get). This
+package re-exports them all.
 """
 
 from .actions import *  # noqa: F403
@@ -46,6 +47,8 @@ from .receive import *  # noqa: F403
 from .receive import __all__ as _receive_all
 from .results import *  # noqa: F403
 from .results import __all__ as _results_all
+from .view import *  # noqa: F403
+from .view import __all__ as _view_all
 
 __all__ = [*_fold_all, *_actions_all, *_build_all, *_calls_all, *_decide_all, *_effects_all, *_inputs_all,
-           *_receive_all, *_results_all]
+           *_receive_all, *_results_all, *_view_all]

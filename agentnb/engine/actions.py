@@ -191,7 +191,8 @@ class EngineConfig:
     output: OutputSpec | None = None
     """The typed final output the run must end with (``Loop(output_type=...)``), or None for plain text."""
     tool_choice: Callable[[RunState], Any] | None = None
-    """A per-turn tool-choice policy (``Loop(tool_choice=callable)``); a fixed choice lives in ``settings``."""
+    """A per-turn tool-choice policy (``Loop(tool_choice=callable)``; it gets a read-only view of the state); a
+    fixed choice lives in ``settings``."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     """When failed model requests are asked again."""
 

@@ -3,11 +3,17 @@
 Each function reads a folded :class:`RunState` and returns the event that moves the call on; none writes to
 the state. What a decision computes that a later step needs (the idempotency key a tool's own key function
 names, the request hash a call starts with) travels in the event it emits, and the fold keeps it.
+
+User code called on the way -- approval policies, idempotency-key functions, argument and output validators --
+gets copies of the call and its arguments and a read-only view of the state (:mod:`.view`), so it can judge
+a call but not change the one that runs, what the log records of it, or the budgets in force. The copies are
+made only when such code is there: a call without a policy or key function costs nothing more.
 """
 
 from __future__ import annotations
 
 import json
+from copy import deepcopy
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -31,6 +37,24 @@ from ..states import LoopState, S
 from .actions import Emit, EngineConfig, ToolSpec
 from .build import UNSTAMPED, finished
 from .fold import APPROVAL_OVERRIDE, HEADLESS, TOO_DEEP, CallState, RunState
+from .view import StateView
+
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+def isolated(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` as user code may receive them: the dict itself when no value can be changed in place.
+
+    A validator receives the values of the arguments it checks, and one that changes a list or a dict in place
+    would change the call the log recorded (``CallParsed``: what the model sent); a key function receives the
+    whole dict, which becomes ``CallValidated.arguments``. Flat arguments (text, numbers, booleans, nulls)
+    cannot be changed through their values; a key function, which receives the dict itself, gets a new dict
+    of them (``dict(isolated(arguments))``).
+    """
+    for value in arguments.values():
+        if type(value) not in _FLAT:
+            return deepcopy(arguments)
+    return arguments
 
 
 def arguments_digest(name: str, arguments: dict[str, Any] | None) -> str:
@@ -57,7 +81,7 @@ def call_key(rs: RunState, cfg: EngineConfig, c: CallState, arguments: dict[str,
         return None
     arguments = c.arguments if arguments is None else arguments
     if tool.key_fn is not None:
-        return tool.key_for(arguments or {})
+        return tool.key_for(dict(isolated(arguments or {})))
     if tool.idempotency == "call":  # identical calls are distinct effects: the call is the intent
         return binding.idempotency_key(operation_id(rs), c.name, {"call_id": c.call_id})
     return binding.idempotency_key(operation_id(rs), c.name, arguments)
@@ -154,7 +178,7 @@ def _validate_output(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     if c.output_error is not None:
         return _rejected(c, "output", c.output_error)
     attempt = rs.output_attempts + 1
-    ok, value, errors = spec.check(c.arguments)
+    ok, value, errors = spec.check(isolated(c.arguments) if c.arguments is not None else None)
     return Emit(OutputValidated(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
                                 state=S.VALIDATING, ok=ok, call_id=c.call_id, output=value, errors=errors,
                                 attempt=attempt, final=not ok and attempt > spec.retries))
@@ -171,7 +195,7 @@ def _check_arguments(c: CallState, tool: ToolSpec, cfg: EngineConfig) -> Emit | 
                                             f"({c.parse_error}). Call the tool again with the arguments as one JSON "
                                             "object.")
     try:
-        return tool.validate(c.arguments)
+        return tool.validate(isolated(c.arguments))
     except InvalidArguments as exc:  # the value boundary refused them before the schema (see agentnb.values)
         return _rejected(c, "invalid_arguments", f"Invalid arguments for tool '{c.name}':\n" + "\n".join(
             f"- {e['loc']}: {e['msg']}" for e in exc.errors), exc.errors)
@@ -201,7 +225,7 @@ def validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
     key = None
     if tool.key_fn is not None:  # named once, here; the call starts with this key (see call_key)
         try:
-            key = tool.key_for(arguments)
+            key = tool.key_for(dict(isolated(arguments)))  # a copy: these arguments are what CallValidated records
         except Exception as exc:
             return _rejected(c, "idempotency_key", f"Tool '{c.name}' could not name this call's effect (its "
                                                    f"idempotency key function raised {type(exc).__name__}: {exc}), "
@@ -221,11 +245,15 @@ def validate(rs: RunState, c: CallState, cfg: EngineConfig) -> Emit:
 
 
 def _ask_policy(policy: Any, c: CallState, rs: RunState, who: str) -> tuple[bool, str | None]:
-    """Evaluate an approval policy, failing closed: a policy that raises means a person must decide."""
+    """Evaluate an approval policy, failing closed: a policy that raises means a person must decide.
+
+    The policy gets a copy of the call (its arguments deep-copied) and a read-only view of the state: what it
+    writes to either changes neither what runs nor the budgets (a write to the view raises, so it asks a person).
+    """
     if policy is None or isinstance(policy, bool):
         return bool(policy), None
     try:
-        return bool(policy(c.part, rs)), None
+        return bool(policy(deepcopy(c.part), StateView(rs))), None
     except Exception as exc:
         return True, f"the {who} approval policy raised {type(exc).__name__}: {exc}"
 
@@ -322,7 +350,7 @@ def resume_problem(rs: RunState, cfg: EngineConfig) -> str | None:
             if tool is None:
                 return f"call {call.call_id!r} names tool {call.name!r}, which this loop does not have"
             try:
-                tool.validate(call.arguments)
+                tool.validate(isolated(call.arguments))
             except Exception as exc:
                 return f"call {call.call_id!r} no longer fits the schema of {call.name!r}: {exc}"
     return verify_bindings(rs, cfg, recompute=True) if rs.calls else None
@@ -356,6 +384,6 @@ def owed_approval(rs: RunState, cfg: EngineConfig) -> Emit | None:
     return None
 
 
-__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "operation_id", "owed_approval",
-           "parse", "request_hash", "resolution", "resolve_headless", "resolved_state", "resume_problem", "start",
-           "validate", "verify_bindings"]
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "isolated", "operation_id",
+           "owed_approval", "parse", "request_hash", "resolution", "resolve_headless", "resolved_state",
+           "resume_problem", "start", "validate", "verify_bindings"]

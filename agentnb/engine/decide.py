@@ -30,6 +30,7 @@ from .calls import arguments_digest, ask, parse, resolve_headless, start, valida
 from .calls import output_failed as _output_failed
 from .fold import CallState, RunState
 from .guards import Budget
+from .view import StateView
 
 
 def _finish(state: LoopState, reason: str, output: str | None = None) -> Emit:
@@ -271,7 +272,7 @@ def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
     choice = None
     if cfg.tool_choice is not None:
         try:
-            choice = check_tool_choice(cfg.tool_choice(rs), rs.tool_names)
+            choice = check_tool_choice(cfg.tool_choice(StateView(rs)), rs.tool_names)  # a policy reads, never writes
         except Exception as exc:  # a bug in the policy: stop plainly rather than guess a choice
             return _finish(S.FAILED, f"the tool_choice policy failed: {type(exc).__name__}: {exc}")
         settings = {**settings, "tool_choice": choice}
