@@ -201,8 +201,11 @@ class Run:
         if type(action) is Emit:  # the common case first (five of the seven events of a round trip)
             return self._write(action)
         if isinstance(action, PullModel):
-            with self._leases.busy(rs.seq):  # a model that thinks for minutes must not look like a dead driver
+            self._leases.waiting(rs.seq)  # a model that thinks for minutes must not look like a dead driver
+            try:
                 result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
+            finally:
+                self._leases.done_waiting()
             event = self._receive(result)
             if isinstance(event, ModelRetried):
                 self._model.back_off(event.delay_s)
@@ -383,8 +386,11 @@ class Run:
             c = calls[0]
             tool = self.loop.registry.get(c.name)
             assert tool is not None
-            with self._leases.busy(rs.seq):
+            self._leases.waiting(rs.seq)
+            try:
                 ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
+            finally:
+                self._leases.done_waiting()
             event = self._receive(ran[c.call_id])
             if interrupted:
                 raise KeyboardInterrupt
@@ -407,8 +413,11 @@ class Run:
                 if verdict is not None and verdict.retry:
                     tools.reclaim(key or "", c)
                 jobs.append(Job(c, tool, *call_limit(rs, cfg, c), claim=key is not None, turn=rs.turn))
-        with self._leases.busy(rs.seq):  # a long tool keeps the run's lease alive
+        self._leases.waiting(rs.seq)  # a long tool keeps the run's lease alive
+        try:
             ran, interrupted = tools.run(jobs)
+        finally:
+            self._leases.done_waiting()
         answers.update(ran)
         for cid, first in firsts.items():
             done = ran.get(first)

@@ -19,8 +19,6 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from ..exceptions import CheckpointError, RunLocked
 from ..store import Lease, Store
@@ -66,18 +64,19 @@ class LeaseKeeper:
         except CheckpointError:  # it expires on its own; the event that paused or ended the run is stored
             pass
 
-    @contextmanager
-    def busy(self, seq: int) -> Iterator[None]:
-        """While the driver waits on I/O (run ``seq`` events long), the lease it holds is kept alive."""
-        if self.lease is None:
-            yield
-            return
-        self.seq = seq
-        HEARTBEAT.enter(self)
-        try:
-            yield
-        finally:
-            HEARTBEAT.leave(self)
+    def waiting(self, seq: int) -> None:
+        """The driver waits on I/O now, the run being ``seq`` events long: the heartbeat keeps its lease alive.
+
+        Pair it with :meth:`done_waiting` (``try``/``finally``); a plain pair of calls, not a context manager,
+        because it brackets every model call and every tool batch.
+        """
+        if self.lease is not None:
+            self.seq = seq
+            HEARTBEAT.enter(self)
+
+    def done_waiting(self) -> None:
+        """The driver is back from its I/O (its next write renews the lease as usual)."""
+        HEARTBEAT.busy.pop(id(self), None)
 
     def beat(self) -> None:
         """Renew the lease from the heartbeat thread if it is half spent (a fault is left to the driver)."""
@@ -103,32 +102,32 @@ class Heartbeat:
     """One daemon thread per process renewing the leases of busy runs (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._busy: dict[int, LeaseKeeper] = {}
+        self.busy: dict[int, LeaseKeeper] = {}
+        """The keepers of the runs whose drivers wait on I/O, by id."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._sleeping = False
         self._thread: threading.Thread | None = None
 
     def enter(self, keeper: LeaseKeeper) -> None:
-        """``keeper``'s run waits on I/O now."""
-        with self._lock:
-            self._busy[id(keeper)] = keeper
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat", daemon=True)
-                self._thread.start()
-        self._wake.set()
-
-    def leave(self, keeper: LeaseKeeper) -> None:
-        """``keeper``'s run is back (its next write renews its lease as usual)."""
-        with self._lock:
-            self._busy.pop(id(keeper), None)
+        """``keeper``'s run waits on I/O now (leaving is ``busy.pop``: one dict operation, thread-safe)."""
+        self.busy[id(keeper)] = keeper
+        if self._sleeping:
+            self._wake.set()
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat", daemon=True)
+                    self._thread.start()
 
     def _loop(self) -> None:
         while True:
-            with self._lock:
-                keepers = list(self._busy.values())
+            keepers = list(self.busy.values())
             if not keepers:
-                self._wake.wait()
+                self._sleeping = True
+                self._wake.wait(1.0)  # woken by the next busy run (or a second later, to look again)
                 self._wake.clear()
+                self._sleeping = False
                 continue
             for keeper in keepers:
                 keeper.beat()

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -141,8 +142,9 @@ def _rate(value: Any) -> float | None:
     return float(getattr(value, "base", value))  # a tiered price: its base rate
 
 
+@functools.cache
 def source() -> str:
-    """Where the table's prices come from: ``genai-prices <version>``, or why there is none."""
+    """Where the table's prices come from: ``genai-prices <version>``, or why there is none (read once)."""
     try:
         from importlib.metadata import version
 
