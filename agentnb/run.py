@@ -31,6 +31,7 @@ from .driver.lease import LeaseKeeper
 from .driver.listeners import listener_failed
 from .driver.loopspec import LoopSpec
 from .driver.model_port import ModelPort
+from .driver.reconcile import kept
 from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
@@ -41,8 +42,8 @@ from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
 from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
 from .engine.view import RunView
-from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound, event_to_json
-from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotFound, RunNotPaused
+from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
+from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
 from .messages import Message, coerce_messages
 from .outcomes import EffectDone
 from .providers.base import Seekable
@@ -509,35 +510,24 @@ class Run:
         return event
 
     def _reconcile(self) -> None:
-        """After a failed write, ask the store what it kept: the event is adopted if it was committed after all.
+        """After a failed write, adopt the event if the store kept it after all (see :mod:`agentnb.driver.reconcile`).
 
-        A reply lost after the commit (a dropped connection) leaves the store one event ahead of this Run; folding
-        that event (and forgetting the I/O result it came from) makes the two equal again, so the next step goes
-        on instead of writing the event twice. While the store cannot be read this raises ``CheckpointError`` and
-        stays unsure; a stored event this driver did not write means another writer moved the run.
+        Raises:
+            CheckpointError: the store still cannot be read (the run stays unsure), or it holds events this driver
+                did not write (this Run then shows the stored state).
         """
         assert self._unsure is not None
         attempted, result = self._unsure
-        stored = self.store.load(self.run_id) if self._events else self._stored_or_none()
-        known = len(self._events)
+        found = kept(self.store, self.run_id, len(self._events), attempted)
         self._unsure = None
-        if len(stored) <= known:
-            return  # nothing was kept: the held result (if any) is written again
-        if len(stored) == known + 1 and event_to_json(stored[known]) == event_to_json(attempted):
+        if found == "it":
             self._applied(attempted)
             if result is not None and self._held and self._held[0] is result:
-                self._held.pop(0)
-            return
-        self._reload()
-        raise CheckpointError(f"run {self.run_id!r}: the store holds events this driver did not write (another "
-                              f"writer moved the run); this Run now shows the stored state: {self.state.value}")
-
-    def _stored_or_none(self) -> list[BaseEvent]:
-        """The run's stored events, or none when the store has never heard of it (a first event not kept)."""
-        try:
-            return self.store.load(self.run_id)
-        except RunNotFound:
-            return []
+                self._held.pop(0)  # its event is stored: never received and written again
+        elif found == "other":
+            self._reload()
+            raise CheckpointError(f"run {self.run_id!r}: the store holds events this driver did not write (another "
+                                  f"writer moved the run); this Run now shows the stored state: {self.state.value}")
 
     # -- resume, display -------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
   typed I/O results (:mod:`agentnb.engine.results`);
 - :mod:`.tool_port` -- running a turn's calls: claims on the effect ledger, the bounded thread pool, time
   limits, cancellation; returned as typed I/O results;
-- :mod:`.lease` -- one driver at a time (the run's lease in the store);
+- :mod:`.lease` -- one driver at a time (the run's lease in the store, kept alive while the driver waits);
+- :mod:`.reconcile` -- after a failed write, what the store kept (a reply lost after the commit);
 - :mod:`.listeners` -- what a listener (``Run.on_event``) that raises costs: a warning, nothing else;
 - :mod:`.scrub` -- masking secrets in an event before it is stored;
 - :mod:`.history` -- histories for compression and follow-ups, the policy hash, settings recorded at start;
