@@ -399,6 +399,53 @@ def test_cancel_from_another_thread_ends_the_run_cleanly() -> None:
         assert len(finished) == len(done)  # every call that ran has its result recorded
 
 
+def test_cancel_lets_go_of_a_call_in_flight_only_when_its_tool_says_it_can() -> None:
+    """``Tool.cancellable`` is the port's one hook: such a call ends with the run; any other is waited for."""
+    import asyncio
+    import dataclasses
+    from typing import ClassVar
+
+    @dataclasses.dataclass(frozen=True)
+    class Cancellable(anb.Tool):
+        cancellable: ClassVar[bool] = True
+
+    seen: list[str] = []
+
+    @anb.tool
+    async def wait_for_ever() -> str:
+        """Wait."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "never"
+
+    @anb.tool
+    async def nap() -> str:
+        """Sleep a little."""
+        await asyncio.sleep(0.5)
+        return "rested"
+
+    hung = Cancellable(**{f.name: getattr(wait_for_ever, f.name) for f in dataclasses.fields(wait_for_ever)})
+    for tool, name, status in [(hung, "wait_for_ever", "error"), (nap, "nap", "ok")]:
+        run = anb.Loop(model=anb.ScriptedModel([{"tool_calls": [{"name": name, "arguments": {}}]}, {"text": "x"}]),
+                       tools=[tool]).start("go")
+        errors: list[BaseException] = []
+        driver = threading.Thread(target=_catch, args=(run.run, errors), daemon=True)
+        driver.start()
+        deadline = time.monotonic() + 30
+        while not any(e.type == "ToolStarted" for e in run.events) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        run.cancel("stop now")
+        driver.join(30)
+        assert not driver.is_alive() and not errors and run.state is S.CANCELLED
+        (finished,) = [e for e in run.events if e.type == "ToolFinished"]
+        assert finished.status == status, finished.content
+    assert seen == ["cancelled"]  # the cancellable read's task was cancelled, not merely left behind
+
+
 def _worker_tool(done: list[str]) -> anb.Tool:
     @anb.tool
     def work(n: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import json
 import logging
 import os
 import signal
@@ -17,9 +18,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from pydantic import ValidationError
@@ -32,6 +33,7 @@ from agentnb.mcp import IDEMPOTENCY_META_KEY, MCPTool, schema_arguments
 pytest.importorskip("mcp")
 
 LAB = str(Path(__file__).with_name("mcp_server.py"))
+T = TypeVar("T")
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
@@ -457,3 +459,220 @@ def test_in_a_real_notebook_kernel() -> None:
     assert outputs[1][0]["data"]["text/plain"] == "'Blue kettle'"
     assert outputs[2][0]["data"]["text/plain"] == "('COMPLETED', ['shop'])"
     assert not any(o.get("output_type") == "error" for out in outputs for o in out)
+
+
+# --- calls that never answer, cancellation, malformed answers, risk by the latest listing ------------------
+
+
+def _bounded(fn: Callable[[], T], limit: float, unstick: Callable[[], None]) -> T:
+    """``fn()`` in a thread, failing the test if it is still running after ``limit`` s (then ``unstick`` ends it)."""
+    box: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        unstick()  # e.g. close the server: the hung call ends with its session, and the thread with it
+        thread.join(60)
+        pytest.fail(f"still running after {limit:g} s: a hang")
+    if "error" in box:
+        raise box["error"]
+    return cast(T, box["value"])
+
+
+def _wait_for(predicate: Callable[[], bool], limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not true within {limit:g} s")
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def quick() -> Iterator[anb.MCPServer]:
+    """The lab server with a short call timeout, whose tools run without asking."""
+    server = anb.MCPServer.stdio(sys.executable, [LAB], name="quick", call_timeout=2.0, approval=False)
+    try:
+        yield server.connect()
+    finally:
+        server.close()
+
+
+def test_every_mcp_call_has_a_default_call_timeout(servers: Servers) -> None:
+    from agentnb.mcp import DEFAULT_CALL_TIMEOUT
+
+    assert DEFAULT_CALL_TIMEOUT == 60.0 and servers.lab.call_timeout == 60.0
+    assert {t.max_timeout for t in servers.lab.tools()} == {60.0}  # the ceiling of every tool of the server
+    assert anb.MCPServer.stdio(sys.executable, [LAB], call_timeout=None).call_timeout is None
+    with pytest.raises(ValueError, match="call_timeout"):
+        anb.MCPServer.stdio(sys.executable, [LAB], call_timeout=0)
+
+
+def test_a_call_that_never_answers_ends_at_the_smallest_limit(servers: Servers, quick: anb.MCPServer) -> None:
+    def ends(tools: list[Any], **options: Any) -> tuple[float, Any]:
+        start = time.monotonic()
+        run = _bounded(lambda: _loop(tools, {"tool_calls": [_call("hang")]}, **options).start("x").run(), 60,
+                       quick.close)
+        return time.monotonic() - start, _finished(run)["hang"]
+
+    hang = quick.tools(include=["hang"])[0]
+    took, done = ends([hang])  # the server's call_timeout (2 s)
+    assert (done.status, done.error_type) == ("timeout", "TimeoutError") and "within 2 s" in done.content
+    assert took < 30
+    took, done = ends([dataclasses.replace(hang, timeout=30.0)])  # a longer tool timeout: the ceiling still wins
+    assert done.status == "timeout" and "within 2 s" in done.content and took < 30
+    took, done = ends([quick], budget=anb.Budget(tool_timeout=0.5))  # a shorter loop timeout wins
+    assert done.status == "timeout" and "within 0.5 s" in done.content and took < 30
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):  # a direct call too
+        _bounded(lambda: quick.call("hang"), 60, quick.close)
+    assert time.monotonic() - start < 30
+    assert quick.call("pid") > 0  # the session survives: the call was cancelled on the server
+
+
+def test_a_write_that_never_answers_is_outcome_unknown_at_the_call_timeout(quick: anb.MCPServer) -> None:
+    run = _bounded(lambda: _loop([quick], {"tool_calls": [_call("hang_write", target="t")]}).start("x").run(), 60,
+                   quick.close)
+    assert run.state is anb.LoopState.WAITING_APPROVAL
+    (asked,) = _events(run, "ApprovalRequested")
+    assert asked.kind == "outcome_unknown" and "its timeout (2 s)" in asked.note
+    assert _events(run, "ToolFinished") == []  # never answered as if it had not happened
+
+
+def test_cancel_from_another_thread_ends_a_run_whose_mcp_call_never_answers(servers: Servers) -> None:
+    lab = servers.lab  # default settings: the call timeout is a minute away
+    before = lab.connections
+
+    def cancelled(run: anb.Run) -> tuple[anb.Run, float]:
+        worker = threading.Thread(target=run.run, daemon=True)
+        worker.start()
+        _wait_for(lambda: bool(_events(run, "ToolStarted")) and len(_events(run, "ToolStarted")) > len(
+            _events(run, "ToolFinished")))
+        time.sleep(0.3)  # the call is on the server now
+        start = time.monotonic()
+        run.cancel("the user stopped it")
+        _bounded(lambda: worker.join(), 30, lab.close)
+        assert not worker.is_alive(), "cancel() did not end the run"
+        return run, time.monotonic() - start
+
+    run, took = cancelled(_loop([lab], {"tool_calls": [_call("hang")]}).start("x"))
+    assert run.state is anb.LoopState.CANCELLED and took < 15
+    done = _finished(run)["hang"]
+    assert (done.status, done.error_type) == ("error", "Cancelled")  # type: ignore[attr-defined]
+    assert "stopped while it ran: the run was cancelled (the user stopped it)" in done.content  # type: ignore[attr-defined]
+    assert lab.call("pid") > 0 and lab.connections == before  # the read was cancelled; the session lives on
+
+    write = _loop([lab], {"tool_calls": [_call("hang_write", target="t")]}).start("x").run()
+    write.approve(write.pending_approvals()[0].call_id)
+    write, took = cancelled(write)
+    assert write.state is anb.LoopState.CANCELLED and took < 15
+    unknown = [e for e in _events(write, "ApprovalRequested") if e.kind == "outcome_unknown"]
+    assert len(unknown) == 1 and "still running when the run was cancelled (the user stopped it)" in unknown[0].note
+    assert "hang_write" not in _finished(write)  # a write is never answered as if it had not happened
+
+
+def test_malformed_answers_are_error_results_not_hangs(servers: Servers) -> None:
+    kinds = {
+        "not_json": "not valid JSON-RPC (not JSON",
+        "wrong_id": "a response to request id 987654321, which was never sent",
+        "no_result": "not valid JSON-RPC (JSON that is no request, notification, result or error",
+        "not_a_result": "a result that is not a CallToolResult: content: Input should be a valid list",
+    }
+    turns = [{"tool_calls": [_call("garble", kind=kind)]} for kind in kinds]
+    start = time.monotonic()
+    run = _bounded(lambda: _loop([servers.lab], *turns, {"tool_calls": [_call("pid")]}).start("x").run(), 120,
+                   servers.lab.close)
+    assert time.monotonic() - start < 60  # a restart or three, never the minute of the call timeout
+    assert run.state is anb.LoopState.COMPLETED
+    done = [e for e in _events(run, "ToolFinished")]
+    for (kind, words), ev in zip(kinds.items(), done, strict=False):
+        assert (ev.status, ev.error_type) == ("error", "MCPServerError"), kind
+        assert words in ev.content, (kind, ev.content)
+    assert done[-1].name == "pid" and done[-1].status == "ok"  # the next call started the server again
+
+
+def _flipper(tmp_path: Path, annotations: dict[str, Any], **options: Any) -> tuple[anb.MCPServer, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    notes = tmp_path / "annotations.json"
+    notes.write_text(json.dumps(annotations))
+    return anb.MCPServer.stdio(sys.executable, [LAB, "--annotations", str(notes)], **options), notes
+
+
+def _restart(server: anb.MCPServer, notes: Path, annotations: dict[str, Any]) -> None:
+    """Give the server new annotations and kill it: its next session lists them."""
+    notes.write_text(json.dumps(annotations))
+    os.kill(server.call("pid"), signal.SIGKILL)
+    _wait_for(lambda: not server.connected)
+
+
+def test_risk_follows_the_latest_listing(tmp_path: Path) -> None:
+    READ, DESTRUCTIVE = {"readOnlyHint": True}, {"readOnlyHint": False, "destructiveHint": True}
+    flipper, notes = _flipper(tmp_path, READ)
+    try:
+        model = anb.ScriptedModel([{"tool_calls": [_call("flip")]}, {"tool_calls": [_call("flip"), _call("flip")]},
+                                   {"tool_calls": [_call("flip")]}, {"tool_calls": [_call("flip")]}, {"text": "ok"}])
+        run = anb.Loop(model=model, tools=[flipper]).start("x")
+        step = lambda n: _bounded(lambda: run.run_until(lambda e: len(_events(run, "ToolFinished")) >= n  # noqa: E731
+                                                        or run.state is anb.LoopState.WAITING_APPROVAL), 120,
+                                  flipper.close)
+        step(1)
+        assert _events(run, "ToolFinished")[0].status == "ok" and not _events(run, "ApprovalRequested")
+
+        # restarted with destructive annotations; the loop's calls were checked as reads: not sent, said why
+        _restart(flipper, notes, DESTRUCTIVE)
+        step(3)
+        refused = _events(run, "ToolFinished")[1:]
+        assert [e.status for e in refused] == ["error", "error"]
+        assert all("was checked as a read, so it was not sent" in e.content for e in refused)
+        # the next call is checked under the new listing: it waits for a person
+        step(4)
+        assert run.state is anb.LoopState.WAITING_APPROVAL
+        (asked,) = _events(run, "ApprovalRequested")
+        assert (asked.kind, asked.risk) == ("approval", "dangerous")
+        run.approve(asked.call_id)
+        step(4)
+        assert _events(run, "ToolFinished")[3].status == "ok"
+        assert _events(run, "ToolStarted")[-1].idempotency_key  # a write now: it went through the ledger
+        assert flipper.tools(include=["flip"])[0].risk == "dangerous"  # tools built now: the latest listing
+
+        # relisted read-only at once (connect), then destructive again: the very next call asks first
+        _restart(flipper, notes, READ)
+        flipper.connect()
+        assert flipper.tools(include=["flip"])[0].risk == "read"
+        _restart(flipper, notes, DESTRUCTIVE)
+        flipper.connect()
+        step(5)
+        assert run.state is anb.LoopState.WAITING_APPROVAL and _events(run, "ApprovalRequested")[-1].risk == "dangerous"
+        assert len(_events(run, "ToolFinished")) == 4  # nothing reached the server before the approval
+    finally:
+        flipper.close()
+
+
+def test_declared_risk_is_a_floor_and_read_only_wins_over_destructive(tmp_path: Path) -> None:
+    both = {"readOnlyHint": True, "destructiveHint": True}  # the MCP spec: destructiveHint means nothing then
+    servers = {
+        "plain": _flipper(tmp_path / "a", both)[0],
+        "declared": _flipper(tmp_path / "b", both, risk={"flip": "write"})[0],
+        "raised": _flipper(tmp_path / "c", {"destructiveHint": True}, risk={"flip": "read"})[0],
+        "untrusted": _flipper(tmp_path / "d", {"destructiveHint": True}, risk={"flip": "read"},
+                              trust_annotations=False)[0],
+    }
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(servers)) as pool:
+            risks = dict(zip(servers, pool.map(lambda s: s.tools(include=["flip"])[0].risk, servers.values()),
+                             strict=True))
+        assert risks == {
+            "plain": "read",  # readOnlyHint and destructiveHint both true: a read
+            "declared": "write",  # the user's risk: annotations never lower it
+            "raised": "dangerous",  # trusted annotations may raise it above the user's floor
+            "untrusted": "read",  # an untrusted server's annotations count for nothing: the user's word stands
+        }
+    finally:
+        for s in servers.values():
+            s.close()

@@ -195,6 +195,11 @@ def test_an_outcome_is_cut_for_the_model_and_carries_its_ledger_outcome() -> Non
     ("ship", ToolStopped("c1", "interrupted", False), "skipped", "interrupted before this call started"),
     ("ship", ToolStopped("c1", "cancelled", False, reason="x"), "skipped", "cancelled (x) before this call started"),
     ("lookup", ToolStopped("c1", "cancelled", False, reason="bye", queued=False), "skipped", "before this call ran"),
+    # a call the cancelled run let go of while it ran (Tool.cancellable): a read is an error, a write unknown
+    ("lookup", ToolStopped("c1", "cancelled", True, reason="bye", elapsed_s=1.5), "error",
+     "was stopped while it ran: the run was cancelled (bye)"),
+    ("ship", ToolStopped("c1", "cancelled", True, reason="bye"), "unknown",
+     "still running when the run was cancelled (bye); it may still complete"),
 ])
 def test_the_write_vs_read_rule(tool: str, stop: ToolStopped, kind: str, text: str) -> None:
     arguments = {"order": "o"} if tool == "ship" else {"q": "x"}
@@ -282,6 +287,19 @@ def test_a_deadline_limit_is_the_engines_rule() -> None:
     rs = RunState(started_at=1000.0)
     assert call_limit(rs, cfg, _running("c1", "lookup", q="x")) == (5.0, 1030.0)
     assert call_limit(RunState(), CFG, _running("c1", "lookup", q="x")) == (None, None)
+
+
+def test_a_tools_ceiling_caps_every_timeout() -> None:
+    import dataclasses
+
+    from agentnb.engine import call_limit
+
+    capped = dataclasses.replace(lookup, max_timeout=2.0)
+    for tool_timeout, own, limit in [(None, None, 2.0), (5.0, None, 2.0), (1.0, None, 1.0), (None, 30.0, 2.0),
+                                     (None, 0.5, 0.5)]:
+        cfg = EngineConfig(registry=ToolRegistry([dataclasses.replace(capped, timeout=own)]),
+                           budget=anb.Budget(tool_timeout=tool_timeout))
+        assert call_limit(RunState(), cfg, _running("c1", "lookup", q="x")) == (limit, None), (tool_timeout, own)
 
 
 def test_receive_writes_nothing() -> None:

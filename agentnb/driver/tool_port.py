@@ -12,7 +12,9 @@ asking. The calls that may run go to the run's own executor (``max_parallel`` th
 starts when it starts running, as the smaller of its timeout and what is left of the run's deadline. The
 driver thread waits; a call past its limit is abandoned (the thread cannot be killed; an async tool's task is
 cancelled), and if it was a write that later completes, its late outcome is recorded in the ledger for the
-person who reconciles it. A single call with no clock to watch runs right in the calling thread.
+person who reconciles it. A cancelled run (``run.cancel()`` from another thread) lets go of the running calls of
+a tool that says it can be let go (``Tool.cancellable``, an MCP tool) in the same way; it waits for the others.
+A single call with no clock to watch runs right in the calling thread.
 """
 
 from __future__ import annotations
@@ -216,6 +218,9 @@ class ToolPort:
                 if stop is not None and fut.cancel():
                     pending.discard(cid)
                     results[cid] = ToolStopped(cid, "cancelled", started=False, reason=stop)
+            elif stop is not None and slot.job.tool.cancellable:
+                pending.discard(cid)
+                results[cid] = self._let_go(slot, stop)
             elif slot.limit is not None:
                 left = slot.started + slot.limit - now
                 if left > 0:
@@ -245,6 +250,16 @@ class ToolPort:
             slot.cancel_task()
         return ToolStopped(slot.job.call.call_id, "limit", started=True, limit_s=slot.limit,
                            elapsed_s=time.monotonic() - slot.started, by_deadline=slot.by_deadline)
+
+    def _let_go(self, slot: _Slot, reason: str) -> ToolStopped:
+        """The run was cancelled while a call that can be let go ran (``Tool.cancellable``): stop waiting for it."""
+        assert slot.started is not None
+        self._pool_ = None  # as for a call past its limit: its thread may still be busy
+        slot.abandon()
+        if not slot.job.tool.side_effects:
+            slot.cancel_task()
+        return ToolStopped(slot.job.call.call_id, "cancelled", started=True, reason=reason,
+                           elapsed_s=time.monotonic() - slot.started)
 
     def _work(self, slot: _Slot) -> Outcome:
         """In a worker thread: the call's clock starts now."""

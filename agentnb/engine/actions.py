@@ -128,6 +128,10 @@ class ToolSpec(Protocol):
         """Seconds a call may run (None: the loop's ``tool_timeout``)."""
 
     @property
+    def max_timeout(self) -> float | None:
+        """Seconds no call may run past, whatever the timeouts say (None: no ceiling)."""
+
+    @property
     def schema_version(self) -> str:
         """A hash of the tool's schema (part of each call's request hash)."""
 

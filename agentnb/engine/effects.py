@@ -7,7 +7,8 @@ effect, wait for the batch's call that does it now, or ask a person because its 
 tool port brings back -- an outcome (:class:`~agentnb.engine.results.ToolReturned`) or the fact that it was
 stopped (:class:`~agentnb.engine.results.ToolStopped`) -- becomes a ``ToolFinished`` or an *outcome unknown*
 ``ApprovalRequested`` by **one** write-vs-read rule (:func:`stopped`): a read that did not return is answered
-(``timeout``, an error, ``skipped``); a write that may have happened is never answered as if it had not.
+(``timeout``, an error, ``skipped``); a write that may have happened -- past its limit, interrupted, or let go
+of in flight by a cancelled run -- is never answered as if it had not.
 
 Every text a model reads about a call's execution is written here once: duplicates, skips, interrupts,
 timeouts, the cut of a long result. Nothing here performs I/O, reads a clock or touches a store.
@@ -40,6 +41,12 @@ def interrupted(name: str) -> Outcome:
     """A read interrupted while it ran: an error it may retry."""
     return Outcome(status="error", content=f"Tool '{name}' was interrupted (KeyboardInterrupt) while it ran.",
                    error_type="KeyboardInterrupt", error_message="interrupted")
+
+
+def cancelled_while_running(name: str, reason: str, duration_s: float) -> Outcome:
+    """A read the run let go of while it ran, because the run was cancelled: an error it may retry."""
+    return Outcome(status="error", content=f"Tool '{name}' was stopped while it ran: the run was cancelled ({reason}).",
+                   error_type="Cancelled", error_message=f"cancelled while it ran: {reason}", duration_s=duration_s)
 
 
 def timed_out(name: str, limit: float, duration_s: float, *, deadline: bool = False) -> Outcome:
@@ -92,14 +99,18 @@ def ledger_key(rs: RunState, cfg: EngineConfig, c: CallState) -> str | None:
 
 
 def call_limit(rs: RunState, cfg: EngineConfig, c: CallState) -> tuple[float | None, float | None]:
-    """A call's time limits: its timeout (the tool's, else the loop's) and the run's deadline (epoch seconds).
+    """A call's time limits: its timeout and the run's deadline (epoch seconds).
 
-    The limit in force is the smaller of the timeout and what is left of the deadline *when the call starts
-    running* (the port reads that clock).
+    The timeout is the tool's, else the loop's ``tool_timeout``, and never more than the tool's ceiling
+    (``max_timeout``, an MCP server's ``call_timeout``): the smaller wins. The limit in force is the smaller of
+    the timeout and what is left of the deadline *when the call starts running* (the port reads that clock).
     """
     tool = cfg.registry.get(c.name)
     budget = cfg.budget
     timeout = tool.timeout if tool is not None and tool.timeout is not None else budget.tool_timeout
+    ceiling = tool.max_timeout if tool is not None else None
+    if ceiling is not None and (timeout is None or ceiling < timeout):
+        timeout = ceiling
     deadline = None
     if budget.deadline_s is not None and rs.started_at is not None:
         deadline = rs.started_at + budget.deadline_s
@@ -186,13 +197,19 @@ def returned(rs: RunState, cfg: EngineConfig, r: ToolReturned) -> Emit:
 def stopped(rs: RunState, cfg: EngineConfig, r: ToolStopped) -> Emit:
     """A call that did not return, by the write-vs-read rule (see the module docstring)."""
     c = rs.calls[r.call_id]
-    if r.why == "cancelled" or not r.started:
+    if not r.started:
         if r.why == "interrupted":
             why = "the run was interrupted before this call started"
         else:
             when = "started" if r.queued else "ran"
             why = f"the run was cancelled ({r.reason}) before this call {when}"
         return Emit(tool_finished(rs, cfg, c, skipped(why)))
+    if r.why == "cancelled":  # the run let go of a call in flight (a tool that can be let go: Tool.cancellable)
+        if _writes(cfg, c):
+            return Emit(outcome_unknown(rs, cfg, c, f"it was still running when the run was cancelled ({r.reason}); "
+                                                    "it may still complete (its outcome is recorded in the ledger "
+                                                    "if it does)"))
+        return Emit(tool_finished(rs, cfg, c, cancelled_while_running(c.name, r.reason, r.elapsed_s)))
     if r.why == "limit":
         assert r.limit_s is not None
         what = "the run's deadline" if r.by_deadline else "its timeout"
@@ -222,5 +239,5 @@ TOOL_RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdi
 }
 """The rules of the tool port's results, by class (part of :data:`~agentnb.engine.receive.RULES`)."""
 
-__all__ = ["TOOL_RULES", "call_limit", "cap", "duplicate", "from_effect", "interrupted", "judge",
-           "ledger_key", "outcome_unknown", "skipped", "stopped", "timed_out", "tool_finished"]
+__all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "from_effect", "interrupted",
+           "judge", "ledger_key", "outcome_unknown", "skipped", "stopped", "timed_out", "tool_finished"]

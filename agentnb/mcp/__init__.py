@@ -8,16 +8,22 @@ server's tools and turns each into an :class:`MCPTool`, which is an ordinary :cl
 - the schema the model sees is the server's ``inputSchema``, verbatim, and the arguments the model sends are
   validated against that same schema (JSON Schema, with ``jsonschema``): a bad call is a ``schema`` rejection
   the model reads, exactly as for a local tool, and never reaches the server;
-- the annotations become agentnb's risk model: ``readOnlyHint`` -> ``read`` (runs without asking),
-  ``destructiveHint`` -> ``dangerous``, anything else -> ``write`` (both wait for a person, by risk), and
-  ``idempotentHint`` -> ``idempotent``. Annotations are the server's claims about itself: ``risk=`` overrules
-  them per tool, and ``trust_annotations=False`` treats every tool of an untrusted server as a write;
+- the annotations become agentnb's risk model: ``readOnlyHint`` -> ``read`` (runs without asking; the MCP
+  spec makes ``destructiveHint`` meaningless then), ``destructiveHint`` -> ``dangerous``, anything else ->
+  ``write`` (both wait for a person, by risk), and ``idempotentHint`` -> ``idempotent``. Annotations are the
+  server's claims about itself: a ``risk=`` the user declares per tool is a floor they can raise and never
+  lower, and ``trust_annotations=False`` ignores them (every tool of an untrusted server is a write unless
+  ``risk=`` says otherwise);
 - approval, idempotency keys and the effect ledger, timeouts, and result binding are the registry's and the
   run's, unchanged. A side-effecting call also hands its idempotency key to the server in the request's
-  ``_meta`` (``agentnb/idempotency_key``), so a server can deduplicate a retried write.
+  ``_meta`` (``agentnb/idempotency_key``), so a server can deduplicate a retried write;
+- no call waits for ever: each has the server's ``call_timeout`` (:data:`DEFAULT_CALL_TIMEOUT`, 60 s) as its
+  ceiling, a cancelled run lets go of its calls in flight, and a session whose server breaks the protocol ends
+  with an error result for the calls waiting on it.
 
-The tools are listed when the server is first connected; a loop keeps the tools it was built with, and a tool the
-server no longer has after a restart answers with the server's own error.
+The tools are listed when a session opens (the first connection, and every restart). A loop keeps the tools it
+was built with, but their risk follows the latest listing (:meth:`MCPTool.current`); a tool the server no longer
+has after a restart answers with the server's own error.
 
 The package, by responsibility: :mod:`~agentnb.mcp.server` (:class:`MCPServer`: connecting, listing, calling),
 :mod:`~agentnb.mcp.connection` (one session on the background loop), :mod:`~agentnb.mcp.tool` (:class:`MCPTool`
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 from .schema import SchemaArguments
 from .schema import schema_arguments as schema_arguments
-from .server import MCPServer
+from .server import DEFAULT_CALL_TIMEOUT, MCPServer
 from .tool import IDEMPOTENCY_META_KEY, MCPTool
 
-__all__ = ["IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "SchemaArguments"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "SchemaArguments"]

@@ -6,6 +6,10 @@ Each becomes the call's result through the registry, never an exception that lea
   audio and binary resources become a short bracketed note: a tool result is text;
 - ``isError`` -> an error result with the server's text (:class:`~agentnb.exceptions.MCPToolError`);
 - a JSON-RPC error -> an error result naming the server (:class:`~agentnb.exceptions.MCPServerError`);
+- a result that is not a CallToolResult -> an error result that says what is wrong with it;
+- a message that breaks the protocol while the call waits (not JSON-RPC, an answer to an id never sent, a
+  response without a result) -> an error result that says so; the session is closed and started again
+  (:mod:`agentnb.mcp.connection`);
 - the connection lost (the process exited, the HTTP server went away) -> an error result that says so, quotes
   the server's last stderr lines, and says the call's effect is unknown; the dead connection is dropped and the
   next call starts (or reaches) the server again.
@@ -34,10 +38,26 @@ def _describe(exc: BaseException | None) -> str:
         return "the connection closed"
     exc = _root(exc)
     from mcp import MCPError
+    from pydantic import ValidationError
 
     if isinstance(exc, MCPError):
         return f"{exc.message} (MCP error {exc.code})"
+    if isinstance(exc, ValidationError):  # the first problems, without pydantic's links and input dumps
+        errors = exc.errors(include_url=False)
+        # a union's errors name each member it tried: those of CallToolResult say what a tool call lacks
+        own = [(e["loc"][1:], e["msg"]) for e in errors if e["loc"][:1] == ("CallToolResult",)]
+        shown = own or [(e["loc"], e["msg"]) for e in errors]
+        problems = [f"{'.'.join(map(str, loc)) or '(result)'}: {msg}" for loc, msg in shown]
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return "; ".join(problems[:3]) + more
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _not_a_result(exc: BaseException) -> bool:
+    """Whether a call failed because the server's result does not validate as a CallToolResult."""
+    from pydantic import ValidationError
+
+    return isinstance(_root(exc), ValidationError)
 
 
 def _connection_lost(exc: BaseException) -> bool:

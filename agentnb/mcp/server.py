@@ -7,11 +7,26 @@ claim, or the one ``risk=`` and ``trust_annotations=False`` impose), and runs ea
 background loop (:mod:`agentnb.mcp.connection`), turning the answer into a value or an error
 (:mod:`agentnb.mcp.results`). A dead session is dropped and the next call starts (or reaches) the server again;
 concurrent calls after a crash open one new session, not several.
+
+No call waits for ever. Every tool carries the server's ``call_timeout`` (:data:`DEFAULT_CALL_TIMEOUT` unless
+given) as its ceiling (``Tool.max_timeout``): the run stops waiting at the smallest of it, the tool's timeout and
+the loop's, and the engine answers a read ``timeout`` and pauses a write as *outcome unknown*. A write the run
+stopped waiting for goes on in the background so that its late outcome reaches the ledger, but not for ever
+either: on the session it is given up twice ``call_timeout`` after it was sent (:data:`_GIVE_UP`). A session that
+breaks the protocol ends at once (:mod:`agentnb.mcp.connection`).
+
+Risk follows the latest listing, and what the user declared is a floor. A new session lists the tools again;
+the loop's tools then answer with their latest form (:meth:`MCPTool.current`): a relist can raise a tool's risk
+(a tool once listed read-only that now says it writes asks for approval), never lower it below what the tool was
+built with, and neither can annotations lower a ``risk=`` the user gave. A call that was checked as a read is
+never sent once the listing says the tool writes: it is answered with an error that says why, and the model's
+next call is checked under the new listing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import re
@@ -24,10 +39,10 @@ from .._aio import run_coroutine
 from ..exceptions import MCPServerError, ToolDefinitionError
 from ..redact import redact_text, register_secret
 from ..tools import ApprovalPolicy, Risk, Tool
-from .connection import _OWNERS, _Connection, _http_transport
-from .results import _connection_lost, _describe, _value_of
+from .connection import _OWNERS, _Connection, _Garbled, _http_transport, _watched
+from .results import _connection_lost, _describe, _not_a_result, _value_of
 from .schema import schema_arguments
-from .tool import MCPTool, _risk_of
+from .tool import MCPTool, _higher, _risk_of
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -37,6 +52,13 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _CREDENTIAL = re.compile(r"(?i)key|token|secret|password|passwd|authorization|cookie|credential")
 _INSTALL_HINT = "MCP tools need the official MCP SDK: pip install 'agentnb[mcp]'"
+
+DEFAULT_CALL_TIMEOUT = 60.0
+"""Seconds an MCP call may run unless ``MCPServer(call_timeout=...)`` says otherwise (the MCP TypeScript SDK's
+default request timeout is the same minute)."""
+
+_GIVE_UP = 2.0
+"""A call the run stopped waiting for is given up on the session this many ``call_timeout`` after it was sent."""
 
 
 def _import_mcp() -> None:
@@ -58,10 +80,16 @@ class MCPServer:
         target: an ``mcp.StdioServerParameters`` or a URL; :meth:`stdio` and :meth:`http` build it for you.
         name: the name shown on calls, cards and frames (default: the name the server reports).
         headers: HTTP headers for every request (``http`` only), e.g. an ``Authorization`` header.
-        timeout: seconds before a call is answered ``timeout`` (the tool timeout of every tool of the server).
+        timeout: the tool timeout of every tool of the server (as a local tool's ``timeout``: it replaces the
+            loop's ``tool_timeout``); never more than ``call_timeout``.
+        call_timeout: seconds no call of the server may run, whatever ``timeout``, a tool's or the loop's
+            timeout say (the smallest wins); default :data:`DEFAULT_CALL_TIMEOUT` (60 s). A read past it is
+            answered ``timeout``, a write past it pauses as *outcome unknown*. None: no ceiling (a server that
+            never answers then holds a run until it is cancelled).
         connect_timeout: seconds to wait for the server to start and answer the handshake.
         approval: approval policy for every tool of the server (default: by risk, as for local tools).
-        risk: per-tool risk that overrules the server's annotations, e.g. ``{"delete_file": "dangerous"}``.
+        risk: per-tool risk, a floor the server's annotations can raise but never lower, e.g.
+            ``{"delete_file": "dangerous"}``.
         trust_annotations: False: ignore the server's annotations; every tool is a ``write`` (asks a person)
             unless ``risk=`` says otherwise. Annotations are the server's own claims: use False for a server
             you do not trust.
@@ -85,6 +113,7 @@ class MCPServer:
         name: str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
         connect_timeout: float = 60.0,
         approval: ApprovalPolicy = None,
         risk: Mapping[str, Risk] | None = None,
@@ -106,6 +135,8 @@ class MCPServer:
         for tool_name, r in (risk or {}).items():
             if r not in ("read", "write", "dangerous"):
                 raise ToolDefinitionError(f"risk for {tool_name!r} must be 'read', 'write' or 'dangerous', got {r!r}")
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds or None, got {call_timeout!r}")
         self.target = target
         self.headers = dict(headers or {})
         # a credential handed to the server must not come back in an error result, a frame or a checkpoint
@@ -115,6 +146,7 @@ class MCPServer:
                 register_secret(value)
                 register_secret(value.split(" ", 1)[1] if " " in value else None)
         self.timeout = timeout
+        self.call_timeout = call_timeout
         self.connect_timeout = connect_timeout
         self.approval = approval
         self.risk = dict(risk or {})
@@ -125,7 +157,11 @@ class MCPServer:
         self._name = name
         self._reported_name: str | None = None
         self._listing: list[RemoteTool] | None = None
+        self.generation = 0
+        """How many listings the server gave (one per session); a tool built from an older one may be riskier now."""
         self._tools: dict[str, MCPTool] = {}
+        self._latest: dict[int, tuple[MCPTool, int, MCPTool]] = {}
+        """A loop's tool (by id) -> (that tool, the generation, its form under that generation's listing)."""
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -223,9 +259,14 @@ class MCPServer:
         Raises:
             MCPToolError: the tool answered ``isError``.
             MCPServerError: the server could not be reached, lost the connection, or answered a protocol error.
-            TimeoutError: ``timeout`` passed.
+            TimeoutError: ``timeout`` or ``call_timeout`` passed (the call is cancelled on the server).
         """
-        return run_coroutine(self._call(tool, dict(arguments or {}), None), self.timeout)
+        return run_coroutine(self._call(tool, dict(arguments or {}), None), self._direct_timeout())
+
+    def _direct_timeout(self) -> float | None:
+        """A direct call's limit: the smaller of ``timeout`` and ``call_timeout``."""
+        limits = [t for t in (self.timeout, self.call_timeout) if t is not None]
+        return min(limits) if limits else None
 
     def connect(self) -> MCPServer:
         """Open the session now (start the process, or reach the URL) and list the tools; returns the server.
@@ -269,12 +310,7 @@ class MCPServer:
                 f"MCP server {self.name!r}: tool name {name!r} must be 1-64 characters of letters, digits, '_', '.' "
                 f"or '-' to be offered to a model; leave it out with tools(exclude=[{remote.name!r}])"
             )
-        if remote.name in self.risk:
-            risk, idempotent = self.risk[remote.name], bool(remote.annotations and remote.annotations.idempotent_hint)
-        elif self.trust_annotations:
-            risk, idempotent = _risk_of(remote.annotations)
-        else:
-            risk, idempotent = "write", False
+        risk, idempotent = self._risk_now(remote.name, "read")
         schema = dict(remote.input_schema)
         model_name = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]", name) if p) or "Args"
         try:
@@ -297,6 +333,7 @@ class MCPServer:
             risk=risk,
             approval=self.approval,
             timeout=self.timeout,
+            max_timeout=self.call_timeout,
             is_async=True,  # it awaits the background loop: the run gives it a thread and can cancel it
             # side-effecting calls receive their context, to hand the idempotency key to the server
             context_param="context" if risk != "read" else None,
@@ -306,8 +343,46 @@ class MCPServer:
             remote_name=remote.name,
             annotations=annotations,
             source=self,
+            generation=self.generation,
             _field_names=tuple((schema.get("properties") or {}).keys()),
         )
+
+    # --- risk, by the latest listing ---------------------------------------------------------------------------
+
+    def _risk_now(self, remote_name: str, floor: Risk) -> tuple[Risk, bool]:
+        """(risk, idempotent) of a tool by the latest listing: never below ``floor`` or the user's ``risk=``.
+
+        Trusted annotations can only raise the risk (:func:`~agentnb.mcp.tool._risk_of` reads them as the MCP
+        spec says); an untrusted server's tools are writes unless the user says otherwise.
+        """
+        declared = self.risk.get(remote_name)
+        risk = _higher(floor, declared) if declared is not None else floor
+        remote = next((t for t in self._listing or () if t.name == remote_name), None)
+        if not self.trust_annotations:
+            return (risk if declared is not None else _higher(risk, "write")), False
+        if remote is None:  # the server no longer lists it: the call gets the server's own answer
+            return risk, False
+        listed, idempotent = _risk_of(remote.annotations)
+        return _higher(risk, listed), idempotent and listed != "read"
+
+    def _current(self, tool: MCPTool) -> MCPTool:
+        """``tool`` under the latest listing: its risk raised if the server now says it does more (cached)."""
+        generation = self.generation  # read once: the background loop may list again meanwhile (then: next time)
+        cached = self._latest.get(id(tool))
+        if cached is not None and cached[0] is tool and cached[1] == generation:
+            return cached[2]
+        risk, idempotent = self._risk_now(tool.remote_name, tool.risk)
+        remote = next((t for t in self._listing or () if t.name == tool.remote_name), None)
+        annotations = (remote.annotations.model_dump(by_alias=True, exclude_none=True)
+                       if remote is not None and remote.annotations else {})
+        raised = tool.raised or risk != tool.risk
+        latest = dataclasses.replace(
+            tool, risk=risk, idempotent=tool.idempotent and idempotent, annotations=annotations,
+            context_param=tool.context_param or ("context" if risk != "read" else None),
+            generation=generation, raised=raised,
+        )
+        self._latest[id(tool)] = (tool, generation, latest)
+        return latest
 
     # --- on the background loop ------------------------------------------------------------------------------
 
@@ -325,7 +400,7 @@ class MCPServer:
             transport: Any = stdio_client(self.target, errlog=conn.stderr)
         else:
             transport = _http_transport(self.target, self.headers)
-        return Client(transport, client_info=Implementation(name="agentnb", version=__version__))
+        return Client(_watched(transport, conn), client_info=Implementation(name="agentnb", version=__version__))
 
     async def _connected(self) -> _Connection:
         if self._lock is None:
@@ -360,17 +435,33 @@ class MCPServer:
             info = conn.client.server_info
             self._reported_name = info.name if info is not None and info.name else None
             self._listing = listing
+            self.generation += 1  # the loops' tools are checked against this listing from now on
+            self._tools = {}  # tools() builds from the latest listing
+            self._latest = {}
             return conn
 
-    async def _call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> Any:
+    async def _call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
+                    checked: Risk | None = None) -> Any:
+        """Call ``tool``; ``checked`` is the risk the call was checked under (None: a direct call, unchecked)."""
         conn = await self._connected()
         assert conn.client is not None
-        call = asyncio.ensure_future(conn.client.call_tool(tool, arguments, meta=cast("RequestParamsMeta", meta)))
+        now = self._risk_now(tool, "read")[0] if checked == "read" else None
+        if now is not None and now != "read":  # the session is new and its listing says more than the check saw
+            raise MCPServerError(
+                f"MCP server {self.name!r} now lists {tool!r} as a tool that changes things (risk {now!r}); this "
+                "call was checked as a read, so it was not sent. Call the tool again: the new call is checked under "
+                "the new listing (and waits for approval if its risk asks for one)."
+            )
+        request = conn.client.call_tool(tool, arguments, meta=cast("RequestParamsMeta", meta))
+        give_up = _GIVE_UP * self.call_timeout if self.call_timeout is not None else None
+        call = asyncio.ensure_future(asyncio.wait_for(request, give_up))
         closed = asyncio.ensure_future(conn.closed.wait())
+        stopped = asyncio.ensure_future(conn.stop.wait())  # a garbled message ends the session at once
         try:
-            await asyncio.wait({call, closed}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({call, closed, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             closed.cancel()
+            stopped.cancel()
             if not call.done():
                 call.cancel()  # the connection ended first, or this call was cancelled (a timeout)
         if not call.done() or call.cancelled():
@@ -380,10 +471,17 @@ class MCPServer:
         if exc is None:
             remote = next((t for t in self._listing or () if t.name == tool), None)
             return _value_of(self.name, tool, call.result(), remote.output_schema if remote else None)
-        if _connection_lost(exc):
+        if isinstance(exc, TimeoutError) and give_up is not None:
+            raise MCPServerError(
+                f"MCP server {self.name!r} did not answer the call of {tool!r} within {give_up:g} s (twice its "
+                "call_timeout); it was given up, and whether it took effect is unknown.") from exc
+        if isinstance(conn.error, _Garbled) or _connection_lost(exc):
             conn.broken = True
             conn.stop.set()
-            raise self._lost(tool, conn, exc) from exc
+            raise self._lost(tool, conn, conn.error if isinstance(conn.error, _Garbled) else exc) from exc
+        if _not_a_result(exc):
+            raise MCPServerError(f"MCP server {self.name!r} answered the call of {tool!r} with a result that is not "
+                                 f"a CallToolResult: {_describe(exc)}") from exc
         raise MCPServerError(f"MCP server {self.name!r} answered the call of {tool!r} with an error: "
                              f"{_describe(exc)}") from exc
 
@@ -395,6 +493,12 @@ class MCPServer:
 
     def _lost(self, tool: str, conn: _Connection, exc: BaseException | None) -> MCPServerError:
         again = "started again" if self.transport == "stdio" else "reached again"
+        if isinstance(exc, _Garbled):
+            return MCPServerError(
+                f"MCP server {self.name!r} ({self.label}) broke the protocol while {tool!r} ran: it sent {exc}. "
+                f"The session was closed, so the call got no answer; whether it took effect is unknown. The "
+                f"server will be {again} on the next call.{self._stderr(conn)}"
+            )
         return MCPServerError(
             f"MCP server {self.name!r} ({self.label}) lost the connection while {tool!r} ran ({_describe(exc)}). "
             f"Whether the call took effect is unknown. The server will be {again} on the next call."

@@ -15,7 +15,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,6 +56,9 @@ class Tool:
     risk: Risk = "read"
     approval: ApprovalPolicy = None
     timeout: float | None = None
+    max_timeout: float | None = None
+    """Seconds no call may run past, whatever ``timeout`` or the loop's ``tool_timeout`` say (the smaller wins):
+    an MCP server's ``call_timeout``. None: no ceiling."""
     is_async: bool = False
     context_param: str | None = None
     client: bool = False
@@ -87,6 +90,19 @@ class Tool:
     _dumped: tuple[dict[str, Any], dict[str, Any], BaseModel] | None = field(default=None, compare=False, repr=False)
     """The last :meth:`dump` (the dict, a copy of it, the object it was made from): validating that very dict
     again, unchanged, returns the object."""
+
+    cancellable: ClassVar[bool] = False
+    """Whether a call in flight can be let go when the run is cancelled (``run.cancel()``): the run ends at once,
+    a read's task is cancelled and a write is left to finish (its outcome unknown). False for local functions:
+    a thread cannot be stopped, so a cancelled run waits for them. An MCP tool says True."""
+
+    def current(self) -> Tool:
+        """The tool as it stands now: itself, for a local function.
+
+        The registry asks every time it hands a tool out, so a tool whose rules can change while a loop holds it
+        (an MCP server that lists a tool anew with riskier annotations) answers with its latest form.
+        """
+        return self
 
     @property
     def side_effects(self) -> bool:

@@ -69,8 +69,9 @@ class ToolRegistry:
         return list(self._tools)
 
     def get(self, name: str) -> Tool | None:
-        """The tool called ``name``, or None."""
-        return self._tools.get(name)
+        """The tool called ``name`` as it stands now (:meth:`Tool.current`), or None."""
+        t = self._tools.get(name)
+        return None if t is None else t.current()
 
     def __iter__(self) -> Any:
         return iter(self._tools.values())
