@@ -38,8 +38,19 @@ _OWNERS: set[asyncio.Task[None]] = set()
 """The tasks that own open sessions (on the background loop)."""
 
 
-class _Garbled(Exception):
-    """The server sent a message that is not valid JSON-RPC, or a response to an id that was never sent."""
+class _Garbled:
+    """Why a session ended: the server broke JSON-RPC (a message that is not one, an answer to no request).
+
+    A record, not an exception: it is never raised, only read (as the text of the call's error).
+    """
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __str__(self) -> str:
+        return self.why
 
 
 class _Connection:
@@ -50,7 +61,7 @@ class _Connection:
         self.stop = asyncio.Event()
         self.closed = asyncio.Event()
         self.broken = False
-        self.error: BaseException | None = None
+        self.error: BaseException | _Garbled | None = None
         self.stderr: IO[str] | None = None
         self.sent: set[str] = set()
         """The ids of the requests sent in this session (as strings: a server may echo ``1`` as ``"1"``)."""

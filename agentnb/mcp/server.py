@@ -491,7 +491,7 @@ class MCPServer:
             conn.stop.set()
             await conn.closed.wait()
 
-    def _lost(self, tool: str, conn: _Connection, exc: BaseException | None) -> MCPServerError:
+    def _lost(self, tool: str, conn: _Connection, exc: BaseException | _Garbled | None) -> MCPServerError:
         again = "started again" if self.transport == "stdio" else "reached again"
         if isinstance(exc, _Garbled):
             return MCPServerError(
