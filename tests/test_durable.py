@@ -337,3 +337,31 @@ def test_resume_asks_first_and_the_turn_s_other_calls_wait_for_the_answer(tmp_pa
     resumed.approve(resumed.pending_approvals()[0].call_id)
     assert resumed.run().state is S.COMPLETED
     assert sorted(e.name for e in resumed.events if isinstance(e, ToolStarted)) == ["create_refund", "get_order"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_worker_starts_its_own_lease_heartbeat() -> None:
+    """A child has none of its parent's threads: its first busy run must start a heartbeat of its own."""
+    from agentnb.driver.lease import HEARTBEAT
+
+    class Keeper:
+        ttl = 0.2
+
+        def __init__(self) -> None:
+            self.beats = 0
+
+        def beat(self) -> None:
+            self.beats += 1
+
+    parent = Keeper()
+    HEARTBEAT.enter(parent)  # type: ignore[arg-type]
+    time.sleep(0.1)
+    HEARTBEAT.busy.pop(id(parent), None)
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its heartbeat beat
+        child = Keeper()
+        HEARTBEAT.enter(child)  # type: ignore[arg-type]
+        time.sleep(0.3)
+        os._exit(0 if child.beats else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and parent.beats > 0

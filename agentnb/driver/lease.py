@@ -136,3 +136,12 @@ class Heartbeat:
 
 HEARTBEAT = Heartbeat()
 """The process's heartbeat (one thread, started by the first busy run)."""
+
+
+def _forked() -> None:
+    """A forked child has none of its parent's threads: its first busy run starts its own heartbeat."""
+    HEARTBEAT._thread = None
+    HEARTBEAT.busy.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
