@@ -10,6 +10,7 @@ A history from ``to_input_list()`` is a Responses ``input`` list (messages, ``fu
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +33,9 @@ def from_openai_agents(items: Any, *, model: str | None = None, run_id: str | No
         >>> out.format, [m.role for m in out.messages]
         ('openai_agents', ['user', 'assistant', 'tool'])
     """
-    imported = from_openai_responses(list(items), instructions=instructions, model=model,
+    if isinstance(items, Iterable) and not isinstance(items, str | bytes | Mapping):
+        items = list(items)  # anything else goes as it is: the Responses importer names what is wrong with it
+    imported = from_openai_responses(items, instructions=instructions, model=model,
                                      run_id=run_id or "imported_openai_agents", ts=ts)
     imported.format = "openai_agents"
     first = imported.transcript.events[0]
