@@ -138,7 +138,10 @@ def import_trace(source: Any) -> list[Transcript]:
             key = owner.span_id if owner is not None else f"trace:{s.trace_id}"
             groups.setdefault(key, (owner, []))[1].append(s)
         del spans, owners
-        out = [_Rebuild(agent, members, notes).run() for agent, members in groups.values()]
+        out = []
+        for key in list(groups):  # each group's records are let go once its transcript is made
+            agent, members = groups.pop(key)
+            out.append(_Rebuild(agent, members, notes).run())
     return sorted(out, key=lambda t: t.events[0].ts if t.events else _EPOCH)
 
 
@@ -293,8 +296,14 @@ class _Rebuild:
                         parameters=parameters)
 
     def _inputs(self, chat: SpanRecord) -> list[Message]:
-        """A request's input messages, read once (a turn's results are looked up in the next request)."""
+        """A request's input messages, read once (a turn's results are looked up in the next request).
+
+        Only the last two requests' are kept: each holds the whole conversation so far, so keeping them all
+        would grow with the square of a long run's turns.
+        """
         if chat.span_id not in self.inputs:
+            if len(self.inputs) >= 2:
+                del self.inputs[next(iter(self.inputs))]
             self.inputs[chat.span_id] = self.reader.messages(chat.attributes.get(c.INPUT_MESSAGES))
         return self.inputs[chat.span_id]
 

@@ -20,6 +20,7 @@ import base64
 import math
 import re
 import reprlib
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,13 +153,23 @@ MAX_DEPTH = 32
 _MAX_NS = 2**64
 """Times are ``fixed64`` nanoseconds since 1970 in OTLP."""
 _INT = re.compile(r"-?[0-9]+")
+_HEX = {16: re.compile(r"[0-9a-fA-F]{16}"), 32: re.compile(r"[0-9a-fA-F]{32}")}
 _BAD = object()
 """What a field that cannot be read becomes (the caller leaves it out)."""
+_SHORT = 40
+"""Attribute keys, and string values up to this length, are interned: a trace repeats the same few thousand
+(``gen_ai.operation.name``, ``chat``, a model's name) in every span, and one copy of each is a third of the
+records' memory saved."""
+
+
+def _is_object(value: Any) -> bool:
+    """A JSON object (a dict, checked first: ``isinstance`` against ``Mapping`` is slow, and this is per value)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _otlp_span(where: str, s: Any, notes: Notes) -> SpanRecord | None:
     """One span object as a record; None (with a note) when it cannot be one: no ``spanId``, no start time."""
-    if not isinstance(s, Mapping):
+    if not _is_object(s):
         notes.add(f"{where} is a JSON {kind_of(s)}, not an object: left out")
         return None
     trace = _id(s.get("traceId"), 32)
@@ -224,8 +235,8 @@ def _id(value: Any, width: int) -> str | None:
         return f"{value:0{width}x}" if value >= 0 else None
     if not isinstance(value, str):
         return None
-    if len(value) == width and all(ch in "0123456789abcdefABCDEF" for ch in value):
-        return value.lower()
+    if _HEX[width].fullmatch(value):
+        return sys.intern(value.lower())  # a span's id comes back as its children's parent id
     try:
         return base64.b64decode(value).hex()
     except ValueError:
@@ -291,15 +302,15 @@ def _attrs(items: Any, at: str, notes: Notes, trace: str, depth: int) -> dict[st
     """A list of ``{"key", "value": AnyValue}`` (or a plain object, as some writers use) as a dict."""
     if items is None:
         return {}
-    if isinstance(items, Mapping):
+    if type(items) is not list and _is_object(items):
         return {str(k): v for k, v in ((k, _plain(v, depth + 1)) for k, v in items.items()) if v is not _BAD}
     if not isinstance(items, list):
         notes.add(f"{at} is a JSON {kind_of(items)}, not a list: left out", trace)
         return {}
     out: dict[str, Any] = {}
     for n, kv in enumerate(items):
-        key = kv.get("key") if isinstance(kv, Mapping) else None
-        if not isinstance(key, str):
+        key = kv.get("key") if _is_object(kv) else None
+        if type(key) is not str:
             notes.add(f"{at}[{n}] is not an attribute (an object with a string 'key'): left out", trace)
             continue
         value = _value(kv.get("value"), depth)
@@ -307,7 +318,7 @@ def _attrs(items: Any, at: str, notes: Notes, trace: str, depth: int) -> dict[st
             notes.add(f"{at}: {key!r} holds {_shown(kv.get('value'))}, not an AnyValue nested at most {MAX_DEPTH} "
                       "deep: left out", trace)
             continue
-        out[key] = value
+        out[sys.intern(key) if len(key) <= _SHORT else key] = value
     return out
 
 
@@ -315,15 +326,18 @@ def _value(v: Any, depth: int) -> Any:
     """An ``AnyValue`` as a Python value; ``_BAD`` when it is none (or nests deeper than :data:`MAX_DEPTH`)."""
     if v is None:
         return None
-    if not isinstance(v, Mapping) or depth > MAX_DEPTH:
+    if not _is_object(v) or depth > MAX_DEPTH:
         return _BAD
+    if "stringValue" in v:  # most values: read here, not through the table
+        x = v["stringValue"]
+        return (sys.intern(x) if len(x) <= _SHORT else x) if type(x) is str else _BAD
     for key, read in _READERS.items():
         if key in v:
             return read(v[key], depth)
     return None  # an empty AnyValue: no value
 
 
-def _double(x: Any) -> Any:
+def _double(x: Any, _: int = 0) -> Any:
     if isinstance(x, int | float) and not isinstance(x, bool):
         return float(x)
     if isinstance(x, str):  # protobuf's JSON writes "NaN", "Infinity" and "-Infinity" as text
@@ -335,7 +349,7 @@ def _double(x: Any) -> Any:
 
 
 def _array(x: Any, depth: int) -> Any:
-    values = x.get("values") if isinstance(x, Mapping) else [] if x is None else _BAD
+    values = x.get("values") if _is_object(x) else [] if x is None else _BAD
     if values is None:
         return []
     if not isinstance(values, list):
@@ -345,11 +359,10 @@ def _array(x: Any, depth: int) -> Any:
 
 
 def _kvlist(x: Any, depth: int) -> Any:
-    values = x.get("values") if isinstance(x, Mapping) else [] if x is None else _BAD
+    values = x.get("values") if _is_object(x) else [] if x is None else _BAD
     if values is None:
         return {}
-    if not isinstance(values, list) or not all(isinstance(kv, Mapping) and isinstance(kv.get("key"), str)
-                                               for kv in values):
+    if not isinstance(values, list) or not all(_is_object(kv) and isinstance(kv.get("key"), str) for kv in values):
         return _BAD
     out = {kv["key"]: _value(kv.get("value"), depth + 1) for kv in values}
     return _BAD if any(item is _BAD for item in out.values()) else out
@@ -360,7 +373,7 @@ _READERS: dict[str, Callable[[Any, int], Any]] = {
     "boolValue": lambda x, _: x if isinstance(x, bool) else _BAD,
     "intValue": lambda x, _: (x if isinstance(x, int) and not isinstance(x, bool)
                               else int(x) if isinstance(x, str) and _INT.fullmatch(x) else _BAD),
-    "doubleValue": lambda x, _: _double(x),
+    "doubleValue": _double,
     "arrayValue": _array,
     "kvlistValue": _kvlist,
     "bytesValue": lambda x, _: x if isinstance(x, str) else _BAD,
