@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 import pytest
@@ -67,6 +68,35 @@ def test_signatures_that_cannot_be_strict_are_refused_naming_the_field(annotatio
     with pytest.raises(anb.ToolDefinitionError, match=f"field '{field}'.*{why}"):
         anb.tool(strict=True)(namespace["f"])
     anb.tool(namespace["f"])  # the same function is fine without strict
+
+
+def _define(source: str) -> Any:
+    namespace: dict[str, Any] = {"Any": Any, "Annotated": Annotated, "pydantic": pydantic, "Loose": Loose}
+    exec(f"def f({source}) -> str:\n    '''Doc.'''\n    return ''", namespace)
+    return namespace["f"]
+
+
+class Loose(pydantic.BaseModel):
+    payload: Any
+
+
+@pytest.mark.parametrize(("source", "named"), [
+    ("x", "parameter 'x' has no type annotation"),
+    ("x=3", "parameter 'x' has no type annotation"),
+    ("x: Any", "parameter 'x' is annotated Any"),
+    ("x: object = None", "parameter 'x' is annotated object"),
+    ("x: Annotated[Any, pydantic.Field(description='anything')]", "parameter 'x' is annotated Any"),
+])
+def test_a_parameter_of_no_type_is_refused_in_strict_mode_naming_it_and_the_fix(source: str, named: str) -> None:
+    with pytest.raises(anb.ToolDefinitionError, match=f"tool 'f': {named}.*annotate it, for example `x: str`"):
+        anb.tool(strict=True)(_define(source))
+    assert anb.tool(_define(source)).parameters["properties"]["x"].get("type") is None  # fine without strict
+
+
+@pytest.mark.parametrize(("source", "field"), [("xs: list[Any]", "xs[]"), ("m: Loose", "$defs.Loose.payload")])
+def test_a_value_of_no_type_inside_a_parameter_is_refused_naming_the_field(source: str, field: str) -> None:
+    with pytest.raises(anb.ToolDefinitionError, match=rf"field '{re.escape(field)}' cannot be strict: it has no type"):
+        anb.tool(strict=True)(_define(source))
 
 
 @pytest.fixture(scope="module")
