@@ -104,9 +104,17 @@ def _collector_paused() -> Iterator[None]:
 def import_trace(source: Any) -> list[Transcript]:
     """Transcripts from GenAI-convention spans, one per agent invocation, in the order they started.
 
+    What a trace does not hold, and what it holds that cannot be read (a span whose start is not a time, an
+    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``.
+
     Args:
         source: finished SDK spans (or the ``InMemorySpanExporter`` holding them), an OTLP/JSON document or
             its text, or the path of a file of them (see :func:`agentnb.otel.spans.read_spans`).
+
+    Raises:
+        TranscriptError: nothing in ``source`` can be read as spans: empty text, text that is not UTF-8 or
+            not JSON, JSON nested too deeply, a file that does not exist, or a document none of whose spans can
+            be read (the message names why).
 
     Example:
         >>> import agentnb as anb
