@@ -64,25 +64,12 @@ class History:
     def items(self, history: Any, dump: Callable[[Any], Any] | None = None) -> list[Any]:
         """The items of ``history``, whatever it is, each a dict to read or a value the importer reports.
 
-        JSON text (``str`` or ``bytes``) is parsed; a single message (a dict) is read as a list of one; an item
-        that is not a dict goes through ``dump`` (the framework's own serializer for its message objects,
-        which raises for anything else); an item nested deeper than :data:`agentnb.values.MAX_DEPTH` or that
-        contains itself is left out. Each of these is a finding.
+        The history is :meth:`listed`; an item that is not a dict goes through ``dump`` (the framework's own
+        serializer for its message objects, which raises for anything else); an item nested deeper than
+        :data:`agentnb.values.MAX_DEPTH` or that contains itself is left out (None). Each of these is a finding.
         """
-        if isinstance(history, str | bytes):
-            history = self._parsed(history)
-            if history is None:
-                return []
-        if isinstance(history, Mapping):
-            self.find("malformed", "the history is one message (an object), not a list of them: read as a list "
-                      "of one", WHOLE, "(history)")
-            history = [history]
-        elif history is None or not isinstance(history, Iterable):
-            self.find("malformed", f"the history is a {type(history).__name__}, not a list of messages: nothing "
-                      "to import", WHOLE, "(history)", "error")
-            return []
         out = []
-        for i, item in enumerate(history):
+        for i, item in enumerate(self.listed(history)):
             if not isinstance(item, Mapping) and dump is not None:
                 item = self._dumped(item, i, dump)
             if isinstance(item, Mapping | list | tuple) and not fits(item):
@@ -91,6 +78,26 @@ class History:
                 item = None
             out.append(item)
         return out
+
+    def listed(self, history: Any) -> list[Any]:
+        """The history as a list, each departure from one a finding.
+
+        JSON text is parsed, a single message (a dict) is a list of one, and what is no list at all (None, a
+        number) is an empty one.
+        """
+        if isinstance(history, str | bytes):
+            history = self._parsed(history)
+            if history is None:
+                return []
+        if isinstance(history, Mapping):
+            self.find("malformed", "the history is one message (an object), not a list of them: read as a list "
+                      "of one", WHOLE, "(history)")
+            return [history]
+        if history is None or not isinstance(history, Iterable):
+            self.find("malformed", f"the history is a {type(history).__name__}, not a list of messages: nothing "
+                      "to import", WHOLE, "(history)", "error")
+            return []
+        return list(history)
 
     def _parsed(self, text: str | bytes) -> Any:
         """The JSON value of the text, or None (with a finding) when it has none."""
