@@ -18,7 +18,8 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        an event log that cannot be read back or folded: a line that is not an event,
     │   │                      or an event the run cannot have (an unknown call, a result before its start);
-    │   │                      names the event's seq and type
+    │   │                      names the event's seq and type; also a trace document ``import_trace`` cannot
+    │   │                      read at all (empty, not UTF-8 or JSON, no spans), naming why
     │   └── IllegalTransition  an event that the state machine does not allow in the current state
     │                          (defined in agentnb.states, beside the table it enforces)
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
@@ -118,7 +119,9 @@ class TranscriptError(AgentnbError):
     """An event log could not be read back or folded: a line that is not an event, or an event the run cannot have.
 
     Whatever a hand-made or tampered log holds, reading it (:meth:`agentnb.Transcript.load`) or folding it
-    (:meth:`agentnb.RunState.fold`, :meth:`agentnb.Transcript.at`) raises this error, never another one.
+    (:meth:`agentnb.RunState.fold`, :meth:`agentnb.Transcript.at`) raises this error, never another one. So does
+    :func:`agentnb.import_trace` for a trace document it cannot read at all (what it can read it imports, and
+    says what it left out).
 
     Attributes:
         seq: the ``seq`` of the event at fault (None when the fault is not one event's, or the line had none).

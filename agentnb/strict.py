@@ -14,7 +14,8 @@ rewrites a pydantic-made schema to those rules:
 
 What strict mode cannot express is refused at definition time with a :class:`~agentnb.ToolDefinitionError`
 naming the field and why: a mapping with free keys (``dict[str, int]``), a tuple (``prefixItems``), ``not``,
-``if``/``then``/``else``, ``patternProperties``.
+``if``/``then``/``else``, ``patternProperties``, and a value of no type at all (``Any``, ``object``, a parameter
+without an annotation: its schema is ``{}``, which strict mode refuses, since it constrains decoding to a type).
 
 Example:
     >>> import agentnb as anb
@@ -45,6 +46,8 @@ _UNSUPPORTED = {
     "dependentSchemas": "'dependentSchemas' has no strict-mode form",
 }
 _DROP = ("title", "default", "examples")
+_TYPED = frozenset({"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"})
+"""A schema with none of these keys accepts any value: ``{}`` (``Any``), or only a description."""
 
 
 def strict_schema(tool: str, schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -67,6 +70,12 @@ def _strict(tool: str, node: Any, path: str) -> tuple[str, ...]:
     for key, why in _UNSUPPORTED.items():
         if key in node:
             raise ToolDefinitionError(f"tool {tool!r}: {_where(path)} cannot be strict: {why}")
+    if not _TYPED & node.keys():
+        raise ToolDefinitionError(
+            f"tool {tool!r}: {_where(path)} cannot be strict: it has no type (Any, object, or no annotation), and "
+            "strict mode constrains every value to a type; give it one (str, int, list[str], a pydantic model, "
+            "X | None ...), or leave strict off"
+        )
     _describe_default(node)
     for key in _DROP:
         node.pop(key, None)

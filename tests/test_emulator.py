@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -204,3 +210,163 @@ def test_a_script_that_raises_is_answered_once_not_retried_and_does_not_move_the
             anthropic_client.messages.create(model="claude-sonnet-4-6", max_tokens=10,
                                              messages=[{"role": "user", "content": "hi"}])
         assert [r.status for r in e.requests][-1] == 500 and len(e.requests) == 3
+
+
+# -- many clients at once ------------------------------------------------------------------------------------
+
+CLIENTS = 64
+
+
+def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
+    """``work(i)`` for ``i`` in ``range(n)``, each in its own thread, all let go at the same moment."""
+    gate = threading.Barrier(n)
+    out: list[Any] = [None] * n
+
+    def run(i: int) -> None:
+        gate.wait()
+        try:
+            out[i] = work(i)
+        except Exception as exc:  # what the test reports: a reset, a refused connection, a timeout
+            out[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_64_clients_connecting_at_once_are_all_accepted_by_the_kernel_at_once() -> None:
+    # A full listen queue drops a handshake, and the client sends it again only after a second (or is reset):
+    # connecting takes a second. With room for all, each connection is made without the server's help.
+    with Emulator() as e:
+        def connect(_: int) -> float:
+            t0 = time.perf_counter()
+            with socket.create_connection(("127.0.0.1", e.port), timeout=10):
+                return time.perf_counter() - t0
+
+        took = _at_once(CLIENTS, connect)
+    assert not [t for t in took if isinstance(t, Exception)], took
+    assert max(took) < 0.9, sorted(took)[-5:]
+
+
+def test_64_official_sdk_clients_at_once_are_all_answered_without_a_reset() -> None:
+    with Emulator([{"text": "ok"}] * CLIENTS) as e:
+        clients = [openai.OpenAI(base_url=e.url("openai"), api_key="offline", max_retries=0, timeout=30)
+                   for _ in range(CLIENTS)]
+        hi: Any = [{"role": "user", "content": "hi"}]
+        answers = _at_once(CLIENTS, lambda i: clients[i].chat.completions.create(model="gpt-4.1", messages=hi)
+                           .choices[0].message.content)
+        assert [a for a in answers if isinstance(a, Exception)] == []
+        assert answers == ["ok"] * CLIENTS and [r.status for r in e.requests] == [200] * CLIENTS
+
+
+# -- malformed tool choices: a 400 in the service's own shape, never a 500 -----------------------------------
+
+CHAT_CHOICES: dict[str, tuple[Any, str]] = {
+    "a function that is a number": ({"function": 1.5}, "Missing required parameter: 'tool_choice.type'."),
+    "function is a number": ({"type": "function", "function": 1.5},
+                             "Invalid type for 'tool_choice.function': expected an object, but got a decimal number"),
+    "a name that is a number": ({"type": "function", "function": {"name": 5}},
+                                "Invalid type for 'tool_choice.function.name': expected a string"),
+    "no name": ({"type": "function", "function": {}}, "Missing required parameter: 'tool_choice.function.name'."),
+    "an unknown string": ("sometimes", "Invalid value: 'sometimes'. Supported values are"),
+    "a number": (1.5, "Invalid type for 'tool_choice': expected one of a string or an object"),
+    "a list": (["auto"], "but got an array instead"),
+    "an unknown type": ({"type": "tool"}, "Invalid value: 'tool'."),
+    "a type that is a list": ({"type": ["function"]}, "Invalid type for 'tool_choice.type'"),
+    "allowed tools of the wrong shape": ({"type": "allowed_tools", "allowed_tools": {"mode": "all", "tools": []}},
+                                         "Invalid value: 'all'. Supported values are: 'auto' and 'required'."),
+}
+
+
+@pytest.mark.parametrize("case", list(CHAT_CHOICES))
+def test_a_malformed_chat_tool_choice_is_a_400(clients: dict[str, Any], case: str) -> None:
+    choice, message = CHAT_CHOICES[case]
+    with pytest.raises(openai.BadRequestError) as info:
+        clients["openai"].chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}],
+                                                  tools=TOOLS, tool_choice=choice)
+    body = info.value.body
+    assert info.value.status_code == 400
+    assert isinstance(body, dict) and body["type"] == "invalid_request_error" and message in body["message"]
+    assert str(body["param"]).startswith("tool_choice")
+
+
+RESPONSES_CHOICES: dict[str, tuple[Any, str]] = {
+    "a function that is a number": ({"function": 1.5}, "Missing required parameter: 'tool_choice.type'."),
+    "no name": ({"type": "function"}, "Missing required parameter: 'tool_choice.name'."),
+    "a name that is an object": ({"type": "function", "name": {"a": 1}}, "expected a string, but got an object"),
+    "an unknown type": ({"type": "calculator"}, "Invalid value: 'calculator'."),
+    "mcp without a server": ({"type": "mcp"}, "Missing required parameter: 'tool_choice.server_label'."),
+    "a boolean": (True, "but got a boolean instead"),
+}
+
+
+@pytest.mark.parametrize("case", list(RESPONSES_CHOICES))
+def test_a_malformed_responses_tool_choice_is_a_400(clients: dict[str, Any], case: str) -> None:
+    choice, message = RESPONSES_CHOICES[case]
+    tools: Any = [{"type": "function", "name": "add", "parameters": {"type": "object"}}]
+    with pytest.raises(openai.BadRequestError) as info:
+        clients["openai"].responses.create(model="gpt-4.1", input="hi", tools=tools, tool_choice=choice)
+    body = info.value.body
+    assert isinstance(body, dict) and body["type"] == "invalid_request_error" and message in body["message"]
+
+
+ANTHROPIC_CHOICES: dict[str, tuple[Any, str]] = {
+    "a string": ("auto", "tool_choice: Input should be a valid dictionary"),
+    "no type": ({"function": 1.5}, "Unable to extract tag using discriminator 'type'"),
+    "an unknown type": ({"type": "function"}, "Input tag 'function' found using 'type' does not match"),
+    "a tool without a name": ({"type": "tool"}, "tool_choice.tool.name: Field required"),
+    "a name that is a number": ({"type": "tool", "name": 1.5}, "tool_choice.tool.name: Input should be a valid string"),
+    "a flag that is text": ({"type": "auto", "disable_parallel_tool_use": "yes"},
+                            "tool_choice.auto.disable_parallel_tool_use: Input should be a valid boolean"),
+}
+
+
+@pytest.mark.parametrize("case", list(ANTHROPIC_CHOICES))
+def test_a_malformed_anthropic_tool_choice_is_a_400(clients: dict[str, Any], case: str) -> None:
+    choice, message = ANTHROPIC_CHOICES[case]
+    tools: Any = [{"name": "add", "input_schema": {"type": "object"}}]
+    with pytest.raises(anthropic.BadRequestError) as info:
+        clients["anthropic"].messages.create(model="claude-sonnet-4-6", max_tokens=10, tools=tools,
+                                             messages=[{"role": "user", "content": "hi"}], tool_choice=choice)
+    assert info.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert message in info.value.body["error"]["message"]  # type: ignore[index]
+
+
+GEMINI_CONFIGS: dict[str, tuple[Any, str]] = {
+    "a number": (5, "Invalid value at 'tool_config'"),
+    "a config that is text": ({"functionCallingConfig": "ANY"},
+                              "Invalid value at 'tool_config.function_calling_config'"),
+    "a mode that is a float": ({"functionCallingConfig": {"mode": 1.5}}, "function_calling_config.mode"),
+    "an unknown mode": ({"functionCallingConfig": {"mode": "SOMETIMES"}}, '"SOMETIMES"'),
+    "names that are not a list": ({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": "add"}},
+                                  "allowed_function_names"),
+}
+
+
+@pytest.mark.parametrize("case", list(GEMINI_CONFIGS))
+def test_a_malformed_gemini_tool_config_is_a_400(clients: dict[str, Any], case: str) -> None:
+    config, message = GEMINI_CONFIGS[case]
+    # the SDK's own types refuse these before sending: extra_body sends them as another client would
+    with pytest.raises(genai_errors.ClientError) as info:
+        clients["gemini"].models.generate_content(model="gemini-2.5-flash", contents="hi", config={
+            "http_options": {"extra_body": {"toolConfig": config}}})
+    assert info.value.code == 400 and info.value.status == "INVALID_ARGUMENT"
+    assert message in (info.value.message or "")
+
+
+def test_well_formed_tool_choices_are_still_answered(emu: Emulator) -> None:
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS}
+    for choice in ("none", "auto", "required", {"type": "function", "function": {"name": "add"}},
+                   {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}):
+        emu.play([{"text": "ok"}])
+        request = urllib.request.Request(emu.url("openai") + "/chat/completions",
+                                         json.dumps({**chat, "tool_choice": choice}).encode(),
+                                         {"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as answer:
+                assert answer.status == 200, choice
+        except urllib.error.HTTPError as exc:  # pragma: no cover - the failure this test reports
+            raise AssertionError((choice, exc.read())) from exc

@@ -61,6 +61,41 @@ def test_a_directory_as_key_file_is_a_clear_error(tmp_path: Path) -> None:
         anb.SqliteStore(tmp_path / "c.db", key_file=tmp_path / "keys")
 
 
+def test_a_key_file_in_a_missing_directory_is_made_with_its_directory(tmp_path: Path) -> None:
+    key_file = tmp_path / "not" / "yet" / "checkpoint.key"
+    stored_run(tmp_path / "c.db", key_file=key_file)
+    assert key_file.exists() and key_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_key_file_whose_directory_cannot_be_made_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(anb.CheckpointError, match=r"cannot create the directory .*a-file.* for the checkpoint key "
+                                                  r"file .*checkpoint.key.*AGENTNB_CHECKPOINT_KEY"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=tmp_path / "a-file" / "keys" / "checkpoint.key")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # the working directory itself is deleted: a relative key file's directory cannot be made
+    with pytest.raises(anb.CheckpointError, match=r"cannot create the directory keys for the checkpoint key file "
+                                                  r"keys/checkpoint.key: No such file or directory"):
+        anb.SqliteStore(tmp_path / "d.db", key_file="keys/checkpoint.key")
+
+
+def test_a_dangling_link_as_key_file_is_named(tmp_path: Path) -> None:
+    link = tmp_path / "checkpoint.key"
+    link.symlink_to(tmp_path / "nowhere" / "real.key")
+    with pytest.raises(anb.CheckpointError, match=r"checkpoint key file .*checkpoint.key.* is a link to .*nowhere"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=link)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_a_key_file_in_a_directory_that_cannot_be_written_names_the_path(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(anb.CheckpointError, match=r"cannot create the checkpoint key file .*locked.*Permission"):
+        anb.SqliteStore(tmp_path / "c.db", key_file=locked / "checkpoint.key")
+
+
 def test_a_key_file_readable_by_others_is_refused(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text("a-perfectly-good-key")

@@ -1,7 +1,8 @@
 """A local emulator of the four model APIs, for workshops and tests: the real SDK clients, no internet.
 
 Theory of operation. :class:`Emulator` is an HTTP server on 127.0.0.1 (a free port chosen by the OS) in
-a daemon thread. It serves
+a daemon thread, with a thread per connection and room for 1,024 connections waiting to be accepted (so a
+test's 64 clients connecting at once are all accepted at once, none reset or made to wait). It serves
 
 ============================ =============================================================================
 ``url("openai")``            ``POST /chat/completions`` and ``POST /responses`` (OpenAI)
@@ -28,7 +29,8 @@ chunked body, which the clients report as a broken read.
 
 Whatever arrives is answered in the service's own error shape, never with a dropped connection or a 5xx
 it would not send: a body that is not JSON, or of the wrong shape anywhere, is a 400 (the validator turns
-any JSON value into findings); an invalid ``Content-Length`` is a 400; a body over ``MAX_BODY_BYTES``
+any JSON value into findings; a malformed ``tool_choice`` or ``toolConfig`` gets the service's own message,
+from each API's ``check_request``); an invalid ``Content-Length`` is a 400; a body over ``MAX_BODY_BYTES``
 (32 MiB) is a 413 sent before reading it, and the connection is closed; a client silent for
 ``READ_TIMEOUT`` seconds is answered 408 (or dropped, before its request line); a wrong path is a 404 and
 a wrong method a 405. The shapes the services tolerate are accepted (Gemini's ``tools`` as one object,

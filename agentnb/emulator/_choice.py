@@ -2,7 +2,8 @@
 
 A scripted turn is what the test wanted the model to say; the request's tool choice is what the service would
 enforce. So a turn with calls under ``tool_choice="none"`` loses them, and a turn without the required call under
-``required`` or ``{"name": ...}`` gets one, with the smallest arguments the tool's schema accepts.
+``required`` or ``{"name": ...}`` gets one, with the smallest arguments the tool's schema accepts
+(:func:`agentnb.emulator._instance.minimal_instance`, which refuses, naming the field, what it cannot make up).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import ModelTurn, TextPart, ToolCallPart
+from ._instance import minimal_instance
 
 
 def honour_tool_choice(turn: ModelTurn, choice: str | dict[str, str] | None, tools: Sequence[Any]) -> ModelTurn:
@@ -35,42 +37,14 @@ def honour_tool_choice(turn: ModelTurn, choice: str | dict[str, str] | None, too
             return turn
     else:
         return turn
-    args = minimal_instance(wanted.parameters)
+    try:
+        args = minimal_instance(wanted.parameters)
+    except ValueError as exc:  # the forced call cannot be made up: say which tool, and how to script it
+        raise ValueError(f"tool_choice forces a call of {wanted.name!r}, but {exc}") from None
     call = ToolCallPart(call_id=f"call_forced_{wanted.name}", name=wanted.name, arguments=args,
                         arguments_raw=json.dumps(args))
     return replace(turn, message=replace(turn.message, parts=(call,)), finish_reason="tool_calls",
                    finish_reason_raw="tool_calls")
-
-
-def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """The smallest value a JSON schema accepts (required properties only; the first enum value)."""
-    defs = defs if defs is not None else schema.get("$defs", {})
-    if "$ref" in schema:
-        return minimal_instance(defs.get(str(schema["$ref"]).split("/")[-1], {}), defs)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "const" in schema:
-        return schema["const"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return minimal_instance(schema[key][0], defs)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if str(k).lower() != "null"), "null")
-    kind = str(kind).lower() if kind is not None else None  # Gemini's schemas say STRING, OBJECT, ...
-    if kind == "object" or "properties" in schema:
-        props = schema.get("properties", {})
-        return {k: minimal_instance(props.get(k, {}), defs) for k in schema.get("required", [])}
-    if kind == "array":
-        return [minimal_instance(schema.get("items", {}), defs) for _ in range(int(schema.get("minItems", 0)))]
-    if kind == "string":
-        return "x" * int(schema.get("minLength", 1))
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        return int(low) + (1 if "exclusiveMinimum" in schema else 0) if kind == "integer" else float(low)
-    if kind == "boolean":
-        return False
-    return None
 
 
 def enforce_strict(turn: ModelTurn, strict: dict[str, dict[str, Any]]) -> ModelTurn:
@@ -92,14 +66,18 @@ def enforce_strict(turn: ModelTurn, strict: dict[str, dict[str, Any]]) -> ModelT
         if isinstance(p, ToolCallPart) and schema is not None:
             args = p.arguments if isinstance(p.arguments, dict) else {}
             if not jsonschema.Draft202012Validator(schema).is_valid(args):
-                fixed = conform(args, schema, schema.get("$defs", {}), jsonschema)
+                try:
+                    fixed = conform(args, schema, schema.get("$defs", {}), jsonschema)
+                except ValueError as exc:  # strict decoding would always fit: say what cannot be made up
+                    raise ValueError(f"the scripted call of strict tool {p.name!r} does not fit its schema, and {exc}"
+                                     ) from None
                 p = replace(p, arguments=fixed, arguments_raw=json.dumps(fixed))
                 changed = True
         parts.append(p)
     return replace(turn, message=replace(turn.message, parts=tuple(parts))) if changed else turn
 
 
-def conform(value: Any, schema: dict[str, Any], defs: dict[str, Any], jsonschema: Any) -> Any:
+def conform(value: Any, schema: dict[str, Any], defs: dict[str, Any], jsonschema: Any, where: str = "$") -> Any:
     """``value`` made to fit ``schema``: what fits is kept, the rest replaced by the smallest fitting value."""
     if "$ref" in schema:
         schema = defs.get(str(schema["$ref"]).split("/")[-1], {})
@@ -110,7 +88,7 @@ def conform(value: Any, schema: dict[str, Any], defs: dict[str, Any], jsonschema
     kinds = kind if isinstance(kind, list) else [kind]
     if "object" in kinds and isinstance(value, dict):
         props = schema.get("properties", {})
-        return {k: conform(value.get(k), props[k], defs, jsonschema) for k in props}
+        return {k: conform(value.get(k), props[k], defs, jsonschema, f"{where}.{k}") for k in props}
     if "null" in kinds or any(isinstance(a, dict) and a.get("type") == "null" for a in schema.get("anyOf", [])):
         return None
-    return minimal_instance(schema, defs)
+    return minimal_instance(schema, defs, where)

@@ -34,6 +34,18 @@ READ_TIMEOUT = 30.0
 """Seconds a connection may stay silent while the emulator reads a request (then it is closed)."""
 LOG_SIZE = 1000
 """How many requests :attr:`Emulator.requests` keeps (the oldest are dropped first)."""
+LISTEN_BACKLOG = 1024
+"""Connections the kernel queues before the emulator accepts them (the kernel caps it at ``somaxconn``).
+
+The standard library's ``socketserver`` listens with a backlog of 5: 64 clients connecting at once overflow it,
+and the kernel drops their handshakes (the client tries again a second later) or resets them."""
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server: a thread per connection, daemon threads, a listen backlog of :data:`LISTEN_BACKLOG`."""
+
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
 
 
 class RequestLog(list["Logged"]):
@@ -158,7 +170,7 @@ class Emulator:
         self.require_thought_signatures = require_thought_signatures
         self.verify_signatures = verify_signatures
         self._port = port
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
@@ -177,8 +189,7 @@ class Emulator:
         if self._server is not None:
             return self
         handler = type("Handler", (_Handler,), {"emulator": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", self._port), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="agentnb-emulator",
                                         daemon=True)
         self._thread.start()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import TextPart, ToolCallPart
-from ._base import History
+from ._base import History, dumps
 from .wire import Imported
 
 _ROLES = {"human": "user", "HumanMessageChunk": "user", "ai": "assistant", "AIMessageChunk": "assistant",
@@ -20,24 +20,28 @@ _ROLES = {"human": "user", "HumanMessageChunk": "user", "ai": "assistant", "AIMe
           "function": "tool", "developer": "system"}
 
 
-def _as_dicts(history: Any) -> list[Any]:
-    items = list(history)
-    if items and not isinstance(items[0], Mapping):
-        from langchain_core.messages import messages_to_dict
-
-        return list(messages_to_dict(items))
-    return items
+def _dump(item: Any) -> Any:
+    """A LangChain message object as ``messages_to_dict`` writes it (anything else is refused)."""
+    try:
+        from langchain_core.messages import BaseMessage, message_to_dict
+    except ImportError:  # without LangChain there are no LangChain objects: this is something else
+        raise TypeError("not a LangChain message") from None
+    if not isinstance(item, BaseMessage):
+        raise TypeError("not a LangChain BaseMessage")
+    return message_to_dict(item)
 
 
 def _text(h: History, content: Any, i: int) -> str:
+    content = h.content(content, i, f"[{i}].data.content")
     if isinstance(content, str):
         return content
     out = []
-    for j, block in enumerate(content or []):
+    for j, block in enumerate(content):
         if isinstance(block, str):
             out.append(block)
         elif isinstance(block, Mapping) and block.get("type") == "text":
-            out.append(str(block.get("text", "")))
+            text = block.get("text", "")
+            out.append(text if isinstance(text, str) else dumps(text))
         else:
             kind = block.get("type", "?") if isinstance(block, Mapping) else type(block).__name__
             h.find("unsupported_part", f"a {kind!r} content block is kept as a placeholder", i,
@@ -47,7 +51,7 @@ def _text(h: History, content: Any, i: int) -> str:
 
 
 def from_langchain(history: Any, *, model: str | None = None, run_id: str | None = None, ts: Any = None) -> Imported:
-    """Import a LangChain message list (``messages_to_dict`` dicts or message objects).
+    """Import a LangChain message list (``messages_to_dict`` dicts, their JSON text, or message objects).
 
     Example:
         >>> out = from_langchain([
@@ -60,30 +64,44 @@ def from_langchain(history: Any, *, model: str | None = None, run_id: str | None
         ([('user', 1), ('assistant', 1), ('tool', 1)], True)
     """
     h = History("langchain")
-    for i, item in enumerate(_as_dicts(history)):
+    for i, item in enumerate(h.items(history, _dump)):
         if not isinstance(item, Mapping):
-            h.find("not_a_message", f"item {i} is a {type(item).__name__}, not a message", i, f"[{i}]", "error")
+            if item is not None:  # None: an item the reading already reported
+                h.find("not_a_message", f"item {i} is a {type(item).__name__}, not a message", i, f"[{i}]", "error")
             continue
         data: Mapping[str, Any] = item["data"] if isinstance(item.get("data"), Mapping) else item
-        role = _ROLES.get(str(item.get("type") or data.get("type")))
+        kind = item.get("type") or data.get("type")
+        role = _ROLES.get(kind) if isinstance(kind, str) else None
         if role is None:
-            h.find("unknown_role", f"message type {item.get('type')!r} is not a LangChain role", i, f"[{i}].type",
-                   "error")
+            h.find("unknown_role", f"message type {kind!r} is not a LangChain role", i, f"[{i}].type", "error")
             continue
         text = _text(h, data.get("content"), i)
         if role == "tool":
             status = "error" if data.get("status") == "error" else "ok"
-            h.add("tool", [h.result(str(data.get("tool_call_id") or ""), text, status, data.get("name"))], i)
+            call_id = h.word(data.get("tool_call_id"), "tool_call_id", i, f"[{i}].data.tool_call_id")
+            name = h.word(data.get("name"), "name", i, f"[{i}].data.name")
+            h.add("tool", [h.result(call_id, text, status, name or None)], i)
         elif role == "assistant":
-            meta = data.get("response_metadata") or {}
-            h.model = h.model or meta.get("model_name") or meta.get("model")
-            parts: list[Any] = [TextPart(text=text)] if text else []
-            calls = [*(data.get("tool_calls") or []), *(data.get("invalid_tool_calls") or [])]
-            for j, tc in enumerate(calls):
-                index = sum(isinstance(p, ToolCallPart) for p in parts)
-                parts.append(h.call(str(tc.get("id") or f"langchain_{i}_{j}"), str(tc.get("name") or ""),
-                                    tc.get("args"), index, i, f"[{i}].data.tool_calls[{j}]"))
-            h.add("assistant", parts or [TextPart(text="")], i)
+            _assistant(h, data, text, i)
         else:
             h.add(role, [TextPart(text=text)], i)
     return h.done(model=model, run_id=run_id, ts=ts)
+
+
+def _assistant(h: History, data: Mapping[str, Any], text: str, i: int) -> None:
+    meta = h.mapping(data.get("response_metadata"), "response_metadata", i, f"[{i}].data.response_metadata") or {}
+    h.model = h.model or h.word(meta.get("model_name") or meta.get("model"), "the model name", i,
+                                f"[{i}].data.response_metadata.model_name") or None
+    parts: list[Any] = [TextPart(text=text)] if text else []
+    calls = [*h.field_list(data.get("tool_calls"), "tool_calls", i, f"[{i}].data.tool_calls"),
+             *h.field_list(data.get("invalid_tool_calls"), "invalid_tool_calls", i, f"[{i}].data.invalid_tool_calls")]
+    for j, tc in enumerate(calls):
+        path = f"[{i}].data.tool_calls[{j}]"
+        if not isinstance(tc, Mapping):
+            h.find("malformed", f"tool call {j} is a {type(tc).__name__}, not an object: left out", i, path, "error")
+            continue
+        index = sum(isinstance(p, ToolCallPart) for p in parts)
+        call_id = h.word(tc.get("id"), "the call id", i, f"{path}.id") or f"langchain_{i}_{j}"
+        parts.append(h.call(call_id, h.word(tc.get("name"), "the tool name", i, f"{path}.name"), tc.get("args"),
+                            index, i, path))
+    h.add("assistant", parts or [TextPart(text="")], i)

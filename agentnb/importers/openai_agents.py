@@ -16,12 +16,13 @@ from typing import Any
 from ..events import RunStarted
 from ..otel import _conv as c
 from ..otel.spans import SpanRecord
+from ._base import History
 from .wire import Imported, from_openai_chat, from_openai_responses
 
 
 def from_openai_agents(items: Any, *, model: str | None = None, run_id: str | None = None, ts: Any = None,
                        instructions: str | None = None) -> Imported:
-    """Import ``RunResult.to_input_list()`` (Responses items, dicts or SDK objects).
+    """Import ``RunResult.to_input_list()`` (Responses items, dicts or SDK objects, or the JSON text of them).
 
     Example:
         >>> out = from_openai_agents([
@@ -32,9 +33,11 @@ def from_openai_agents(items: Any, *, model: str | None = None, run_id: str | No
         >>> out.format, [m.role for m in out.messages]
         ('openai_agents', ['user', 'assistant', 'tool'])
     """
-    imported = from_openai_responses(list(items), instructions=instructions, model=model,
+    whole = History("openai_agents")  # what is wrong with the value as a whole (the items are the reader's)
+    imported = from_openai_responses(whole.listed(items), instructions=instructions, model=model,
                                      run_id=run_id or "imported_openai_agents", ts=ts)
     imported.format = "openai_agents"
+    imported.findings[:0] = whole.findings
     first = imported.transcript.events[0]
     assert isinstance(first, RunStarted)
     first.settings["imported_from"] = "openai_agents"  # the event was made just now, by this call

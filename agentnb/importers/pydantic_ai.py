@@ -10,7 +10,6 @@ PydanticAI). Other parts (files, native tools, capability changes) are findings 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,23 +20,23 @@ from .wire import Imported
 _OUTCOME = {"failed": "error", "retried": "error", "denied": "denied", "interrupted": "error"}
 
 
-def _as_dicts(history: Any) -> list[Any]:
-    if isinstance(history, bytes | str):
-        data = json.loads(history)
-        return list(data) if isinstance(data, list) else [data]
-    items = list(history)
-    if items and not isinstance(items[0], Mapping):  # ModelMessage objects: PydanticAI's own serializer
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-        return list(ModelMessagesTypeAdapter.dump_python(items, mode="json"))
-    return items
+def _dump(item: Any) -> Any:
+    """A PydanticAI ``ModelMessage`` as its own serializer writes it (anything else is refused)."""
+    try:
+        from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+    except ImportError:  # without PydanticAI there are no PydanticAI objects: this is something else
+        raise TypeError("not a PydanticAI message") from None
+    if not isinstance(item, ModelRequest | ModelResponse):
+        raise TypeError("not a ModelRequest or ModelResponse")
+    return ModelMessagesTypeAdapter.dump_python([item], mode="json")[0]
 
 
 def _user_text(h: History, content: Any, i: int, path: str) -> str:
+    content = h.content(content, i, path)
     if isinstance(content, str):
         return content
     out = []
-    for j, item in enumerate(content or []):
+    for j, item in enumerate(content):
         if isinstance(item, str):
             out.append(item)
         else:
@@ -47,29 +46,45 @@ def _user_text(h: History, content: Any, i: int, path: str) -> str:
     return "".join(out)
 
 
+def _parts(h: History, m: Mapping[str, Any], i: int) -> list[tuple[int, Mapping[str, Any], Any]]:
+    """``(index, part, part_kind)`` of a message's parts that are objects (the others are findings)."""
+    out = []
+    for j, p in enumerate(h.field_list(m.get("parts"), "parts", i, f"[{i}].parts")):
+        if isinstance(p, Mapping):
+            out.append((j, p, p.get("part_kind")))
+        else:
+            h.find("malformed", f"part {j} is a {type(p).__name__}, not an object: left out", i, f"[{i}].parts[{j}]",
+                   "error")
+    return out
+
+
 def _request(h: History, m: Mapping[str, Any], i: int, system_seen: bool) -> bool:
     instructions = m.get("instructions")
     if instructions and not system_seen:
-        h.add("system", [TextPart(text=str(instructions))], i)
+        text = instructions if isinstance(instructions, str) else dumps(instructions)
+        h.add("system", [TextPart(text=text)], i)
         system_seen = True
     results: list[Any] = []
     users: list[Any] = []
-    for j, p in enumerate(m.get("parts") or []):
-        kind = p.get("part_kind")
+    for j, p, kind in _parts(h, m, i):
         path = f"[{i}].parts[{j}]"
+        call_id = h.word(p.get("tool_call_id"), "tool_call_id", i, f"{path}.tool_call_id")
+        tool = h.word(p.get("tool_name"), "tool_name", i, f"{path}.tool_name")
         if kind == "system-prompt":
-            h.add("system", [TextPart(text=str(p.get("content", "")))], i)
+            content = p.get("content", "")
+            h.add("system", [TextPart(text=content if isinstance(content, str) else dumps(content))], i)
             system_seen = True
         elif kind == "user-prompt":
             users.append(TextPart(text=_user_text(h, p.get("content"), i, f"{path}.content")))
         elif kind == "tool-return":
-            status = _OUTCOME.get(str(p.get("outcome")), "ok")
-            results.append(h.result(str(p.get("tool_call_id", "")), p.get("content"), status, p.get("tool_name")))
+            outcome = p.get("outcome")
+            status = _OUTCOME.get(outcome, "ok") if isinstance(outcome, str) else "ok"
+            results.append(h.result(call_id, p.get("content"), status, tool or None))
         elif kind == "retry-prompt":
             content = p.get("content")
             text = content if isinstance(content, str) else dumps(content)
-            if p.get("tool_name"):
-                results.append(h.result(str(p.get("tool_call_id", "")), text, "error", p.get("tool_name")))
+            if tool:
+                results.append(h.result(call_id, text, "error", tool))
             else:
                 users.append(TextPart(text=text))
         else:
@@ -80,20 +95,24 @@ def _request(h: History, m: Mapping[str, Any], i: int, system_seen: bool) -> boo
 
 
 def _response(h: History, m: Mapping[str, Any], i: int) -> None:
-    h.model = h.model or m.get("model_name")
+    h.model = h.model or h.word(m.get("model_name"), "model_name", i, f"[{i}].model_name") or None
     parts: list[Any] = []
-    for j, p in enumerate(m.get("parts") or []):
-        kind = p.get("part_kind")
+    for j, p, kind in _parts(h, m, i):
+        path = f"[{i}].parts[{j}]"
         if kind == "text":
-            parts.append(TextPart(text=str(p.get("content", ""))))
+            content = p.get("content", "")
+            parts.append(TextPart(text=content if isinstance(content, str) else dumps(content)))
         elif kind == "tool-call":
             index = sum(isinstance(q, ToolCallPart) for q in parts)
-            parts.append(h.call(str(p.get("tool_call_id") or f"pydantic_ai_{i}_{j}"), str(p.get("tool_name", "")),
-                                p.get("args"), index, i, f"[{i}].parts[{j}]"))
+            call_id = h.word(p.get("tool_call_id"), "tool_call_id", i, f"{path}.tool_call_id") or f"pydantic_ai_{i}_{j}"
+            parts.append(h.call(call_id, h.word(p.get("tool_name"), "tool_name", i, f"{path}.tool_name"),
+                                p.get("args"), index, i, path))
         elif kind == "thinking":
-            parts.append(ReasoningPart(provider="pydantic_ai", text=p.get("content"), data=dict(p)))
+            content = p.get("content")
+            parts.append(ReasoningPart(provider="pydantic_ai", text=content if isinstance(content, str) else None,
+                                       data=dict(p)))
         else:
-            h.find("unsupported_part", f"a {kind!r} response part is left out", i, f"[{i}].parts[{j}]")
+            h.find("unsupported_part", f"a {kind!r} response part is left out", i, path)
     h.add("assistant", parts or [TextPart(text="")], i)
 
 
@@ -116,9 +135,10 @@ def from_pydantic_ai(history: Any, *, model: str | None = None, run_id: str | No
     """
     h = History("pydantic_ai")
     system_seen = False
-    for i, m in enumerate(_as_dicts(history)):
+    for i, m in enumerate(h.items(history, _dump)):
         if not isinstance(m, Mapping):
-            h.find("not_a_message", f"item {i} is a {type(m).__name__}, not a message", i, f"[{i}]", "error")
+            if m is not None:  # None: an item the reading already reported
+                h.find("not_a_message", f"item {i} is a {type(m).__name__}, not a message", i, f"[{i}]", "error")
         elif m.get("kind") == "request":
             system_seen = _request(h, m, i, system_seen)
         elif m.get("kind") == "response":

@@ -32,6 +32,7 @@ from ..providers.registry import WIRE_APIS
 from ..providers.wireapi import History, WireAPI
 from ..states import LoopState
 from ..transcript import Transcript
+from ..values import MAX_DEPTH, fits
 
 
 @dataclass(slots=True)
@@ -108,14 +109,31 @@ def read(api: WireAPI, history: Any, system: Any = None, *, model: str | None = 
         'Hi'
     """
     items = [_plain(it) for it in history] if isinstance(history, list | tuple) else history
+    deep = _too_deep(api, items)
     body: dict[str, Any] = {api.list_key: items}
     if system and api.system_key:
-        body[api.system_key] = system
+        body[api.system_key] = system if fits(system) else None
     found, clean = _validate(api.name, body, None)
     parsed = api.parse_history(clean)
-    findings = [*parsed.findings, *(_pending(f, parsed) for f in found)]
+    findings = [*deep, *parsed.findings, *(_pending(f, parsed) for f in found)]
     findings.sort(key=lambda f: (f.index, f.part if f.part is not None else -1))
     return transcript_of(parsed.messages, findings, api.name, model, run_id, ts)
+
+
+def _too_deep(api: WireAPI, items: Any) -> list[Finding]:
+    """Items nested deeper than the value boundary allows (or that contain themselves), replaced by None.
+
+    JSON text cannot nest that deep, but Python values can, and every reader of a history walks it: such an
+    item is left out (its place stays, so positions keep their meaning) with a finding that says so.
+    """
+    found = []
+    if isinstance(items, list):
+        for i, item in enumerate(items):
+            if isinstance(item, Mapping | list | tuple) and not fits(item):
+                items[i] = None
+                found.append(Finding("malformed", f"{api.list_key}[{i}]", i,
+                                     f"item {i} nests deeper than {MAX_DEPTH} levels or contains itself: left out"))
+    return found
 
 
 def from_openai_chat(messages: Sequence[Any], *, model: str | None = None, run_id: str | None = None,

@@ -11,7 +11,8 @@ properties, which is where agentnb keeps a result's ``status`` and ``name``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, get_args
 
 from ..messages import (
@@ -179,13 +180,77 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "human": "u
 
 
 def loads(value: Any) -> Any:
-    """An attribute value that holds JSON text, parsed (other values as they are)."""
+    """An attribute value that holds JSON text, parsed (other values, and text that is not JSON, as they are)."""
     if isinstance(value, str | bytes):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
             return value
     return value
+
+
+# -- attribute values, checked: a trace may hold anything under any name ---------------------------------------
+# Each reader returns the value when it has the type the conventions give it, and otherwise records in ``lost``
+# (what the import lists as lacking) that the attribute's values were unreadable, and returns the default.
+
+
+def text(attrs: Mapping[str, Any], key: str, lost: set[str]) -> str | None:
+    """A string attribute (a number is read as its text)."""
+    value = attrs.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    lost.add(f"{key} values that are not text (left out)")
+    return None
+
+
+def count(attrs: Mapping[str, Any], key: str, lost: set[str], default: int = 0) -> int:
+    """A non-negative integer attribute (token counts, attempts)."""
+    value = attrs.get(key)
+    if value is None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    lost.add(f"{key} values that are not counts (read as {default})")
+    return default
+
+
+def number(attrs: Mapping[str, Any], key: str, lost: set[str], default: float = 0.0) -> float:
+    """A finite number attribute."""
+    value = attrs.get(key)
+    if value is None:
+        return default
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    lost.add(f"{key} values that are not finite numbers (read as {default:g})")
+    return default
+
+
+def flag(attrs: Mapping[str, Any], key: str, lost: set[str], default: bool) -> bool:
+    """A boolean attribute."""
+    value = attrs.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    lost.add(f"{key} values that are not booleans (read as {default})")
+    return default
+
+
+def choice(attrs: Mapping[str, Any], key: str, allowed: Collection[str], lost: set[str]) -> str | None:
+    """A string attribute from a closed vocabulary (a state, a status, an outcome)."""
+    value = attrs.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str) and value in allowed:
+        return value
+    lost.add(f"{key} values that are none of {', '.join(sorted(allowed))} (left out)")
+    return None
 
 
 def _text(value: Any) -> str:
@@ -201,11 +266,21 @@ class MessageReader:
         self.lost: set[str] = set()
         self._n = 0
 
+    def _word(self, part: Mapping[str, Any], key: str, what: str) -> str:
+        """A part's ``id`` or ``name``: text (a number as its text); anything else is lost."""
+        value = part.get(key)
+        if value is None or isinstance(value, str):
+            return value or ""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        self.lost.add(f"{what} that are not text (left out)")
+        return ""
+
     def call(self, part: Mapping[str, Any], index: int) -> ToolCallPart:
         """A ``tool_call`` part (arguments as an object, or as JSON text)."""
         self._n += 1
-        call_id = str(part.get("id") or f"otel_call_{self._n}")
-        name = str(part.get("name") or "")
+        call_id = self._word(part, "id", "call ids") or f"otel_call_{self._n}"
+        name = self._word(part, "name", "tool names")
         args = loads(part.get("arguments"))
         parsed: dict[str, Any] | None
         if isinstance(args, dict):
@@ -218,20 +293,28 @@ class MessageReader:
 
     def result(self, part: Mapping[str, Any]) -> ToolResultPart:
         """A ``tool_call_response`` part (``response`` in the schema; some emitters write ``result``)."""
-        call_id = str(part.get("id") or "")
+        call_id = self._word(part, "id", "call ids")
         value = part["response"] if "response" in part else part.get("result")
-        status: ResultStatus = part["status"] if part.get("status") in _STATUSES else "ok"
-        return ToolResultPart(call_id=call_id, name=str(part.get("name") or self.names.get(call_id, "")),
-                              status=status, content=_text(value),
+        said = part.get("status")
+        status: ResultStatus = said if isinstance(said, str) and said in _STATUSES else "ok"  # type: ignore[assignment]
+        name = self._word(part, "name", "tool names") or self.names.get(call_id, "")
+        return ToolResultPart(call_id=call_id, name=name, status=status, content=_text(value),
                               audit=None if isinstance(value, str) else value)
 
-    def parts(self, parts: Sequence[Any]) -> tuple[list[Any], list[ToolResultPart]]:
+    def parts(self, parts: Any) -> tuple[list[Any], list[ToolResultPart]]:
         """``(parts, results)`` of one message: results are told apart, as they form tool messages."""
         out: list[Any] = []
         results: list[ToolResultPart] = []
+        if isinstance(parts, str):  # a message whose parts are one text
+            parts = [parts]
+        elif not isinstance(parts, list):
+            self.lost.add("message parts that are not a list (left out)")
+            parts = []
         for raw in parts:
-            p = raw if isinstance(raw, Mapping) else {"type": "text", "content": str(raw)}
+            p = raw if isinstance(raw, Mapping) else {"type": "text", "content": _text(raw)}
             kind = p.get("type")
+            if not isinstance(kind, str):
+                kind = repr(kind)
             if kind == "text":
                 out.append(TextPart(text=_text(p.get("content", ""))))
             elif kind == "tool_call":
@@ -248,17 +331,25 @@ class MessageReader:
                 out.append(TextPart(text=f"[{kind}]"))
         return out, results
 
-    def messages(self, value: Any) -> list[Message]:
+    def messages(self, value: Any, what: str = "gen_ai.input.messages") -> list[Message]:
         """Canonical messages from a ``gen_ai.input.messages``/``output.messages`` value (JSON text or a list).
 
         Tool results become tool messages, wherever they were (PydanticAI before its format 6 sends them in
         a user message); consecutive tool messages merge, as the canonical conversation has one per turn.
         """
         out: list[Message] = []
-        for m in loads(value) or []:
+        items = loads(value)
+        if isinstance(items, Mapping):
+            items = [items]
+        elif not isinstance(items, list):
+            if items is not None and items != "":
+                self.lost.add(f"{what} that are not a list of messages (left out)")
+            return out
+        for m in items:
             if not isinstance(m, Mapping):
+                self.lost.add(f"{what} items that are not messages (left out)")
                 continue
-            role = _ROLES.get(str(m.get("role", "user")), "user")
+            role = _ROLES.get(m.get("role", "user") if isinstance(m.get("role", "user"), str) else "", "user")
             parts, results = self.parts(m.get("parts") or [])
             if results:
                 if out and out[-1].role == "tool":
@@ -274,5 +365,10 @@ class MessageReader:
         parts = loads(value)
         if not parts:
             return []
-        texts = [_text(p.get("content", "")) if isinstance(p, Mapping) else str(p) for p in parts]
+        if isinstance(parts, str | Mapping):  # one instruction, as text or as one part
+            parts = [parts]
+        elif not isinstance(parts, list):
+            self.lost.add("gen_ai.system_instructions that are not a list of parts (left out)")
+            return []
+        texts = [_text(p.get("content", "")) if isinstance(p, Mapping) else _text(p) for p in parts]
         return [Message.system("\n".join(texts))]

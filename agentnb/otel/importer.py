@@ -20,12 +20,27 @@ transcript that comes back is a valid run:
 
 What a trace does not hold is not invented: it is listed in ``RunStarted.settings["lacks"]`` (message
 content, tool timings, finish reasons, the model turns left out after a turn that agentnb reads as final).
+So is what the trace holds but the import could not read: the spans and fields :mod:`agentnb.otel.spans` left
+out (a start time that is not a time, a span id given twice), parent ids that form a cycle, and attributes whose
+values have the wrong type (a token count that is a word, an unknown state), each read as absent. Whatever a
+document holds, the import gives transcripts or a :class:`~agentnb.TranscriptError` naming what was wrong.
+
+Cost. Everything is linear in the number of spans: tool spans are found by time with a binary search, and
+calls without ids are matched to tool spans by name through an index. The reader never builds the document as
+one tree of JSON objects (see :mod:`agentnb.otel._otlp`), and the cyclic garbage collector is paused while
+the records and events are made: they are millions of young objects that form no cycle, and its passes over
+them cost more than the import itself on large traces.
 """
 
 from __future__ import annotations
 
+import gc
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from ..engine import Emit, EngineConfig, RunState, arguments_digest, classify, decide
 from ..events import (
@@ -39,6 +54,7 @@ from ..events import (
     GuardTripped,
     ModelRequested,
     ModelRetried,
+    RejectReason,
     ResultsBound,
     RunFinished,
     RunStarted,
@@ -48,28 +64,57 @@ from ..events import (
     TurnCompleted,
 )
 from ..exceptions import TranscriptError
-from ..messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart, Usage
+from ..messages import Message, ModelTurn, ResultStatus, TextPart, ToolCallPart, ToolResultPart, Usage
 from ..states import TERMINAL, TRANSITIONS, LoopState
 from ..tools import as_registry
 from ..transcript import Transcript
 from . import _conv as c
-from .spans import SpanRecord, read_spans
+from ._otlp import Notes
+from .spans import SpanRecord, read
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONFIG = EngineConfig(registry=as_registry([]))
 """Enough configuration for the engine to judge a final turn (it reads no tool there)."""
 
 
+_STATES = frozenset(s.value for s in LoopState)
+_STATUSES = frozenset(get_args(ResultStatus))
+_REJECTS = frozenset(get_args(RejectReason))
+_DECISIONS = frozenset({"approved", "denied", "submitted"})
+_KINDS = frozenset({"approval", "client_result", "outcome_unknown", "escalation"})
+_ACTIONS = frozenset({"finalize", "stop", "escalate", "note"})
+
+
 def _ts(ns: int) -> datetime:
     return _EPOCH + timedelta(microseconds=ns // 1000)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Automatic garbage collection off for the duration (see the module docstring), as it was after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def import_trace(source: Any) -> list[Transcript]:
     """Transcripts from GenAI-convention spans, one per agent invocation, in the order they started.
 
+    What a trace does not hold, and what it holds that cannot be read (a span whose start is not a time, an
+    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``.
+
     Args:
         source: finished SDK spans (or the ``InMemorySpanExporter`` holding them), an OTLP/JSON document or
             its text, or the path of a file of them (see :func:`agentnb.otel.spans.read_spans`).
+
+    Raises:
+        TranscriptError: nothing in ``source`` can be read as spans: empty text, text that is not UTF-8 or
+            not JSON, JSON nested too deeply, a file that does not exist, or a document none of whose spans can
+            be read (the message names why).
 
     Example:
         >>> import agentnb as anb
@@ -84,69 +129,118 @@ def import_trace(source: Any) -> list[Transcript]:
         >>> t.state, t.frames.calls()["tool"].tolist()
         (<LoopState.COMPLETED: 'COMPLETED'>, ['get_weather'])
     """
-    spans = read_spans(source)
-    by_id = {s.span_id: s for s in spans}
-    groups: dict[str, tuple[SpanRecord | None, list[SpanRecord]]] = {}
-    for s in sorted(spans, key=lambda s: s.start_ns):
-        if s.operation == "invoke_agent":
-            groups.setdefault(s.span_id, (s, []))
-    for s in spans:
-        op = s.operation
-        if op not in c.CHAT_OPERATIONS and op != "execute_tool":
-            continue
-        owner = _owner(s, by_id)
-        key = owner.span_id if owner is not None else f"trace:{s.trace_id}"
-        groups.setdefault(key, (owner, []))[1].append(s)
-    out = [_Rebuild(agent, members).run() for agent, members in groups.values()]
+    with _collector_paused():
+        reading = read(source)
+        spans, notes = reading.spans, reading.notes
+        del reading
+        owners = _Owners(spans, notes)
+        groups: dict[str, tuple[SpanRecord | None, list[SpanRecord]]] = {}
+        for s in sorted(spans, key=lambda s: s.start_ns):
+            if s.operation == "invoke_agent":
+                groups.setdefault(s.span_id, (s, []))
+        for s in spans:
+            op = s.operation
+            if op not in c.CHAT_OPERATIONS and op != "execute_tool":
+                continue
+            owner = owners.of(s)
+            key = owner.span_id if owner is not None else f"trace:{s.trace_id}"
+            groups.setdefault(key, (owner, []))[1].append(s)
+        del spans, owners
+        out = []
+        for key in list(groups):  # each group's records are let go once its transcript is made
+            agent, members = groups.pop(key)
+            out.append(_Rebuild(agent, members, notes).run())
     return sorted(out, key=lambda t: t.events[0].ts if t.events else _EPOCH)
 
 
-def _owner(span: SpanRecord, by_id: dict[str, SpanRecord]) -> SpanRecord | None:
-    seen = 0
-    parent = by_id.get(span.parent_id or "")
-    while parent is not None and seen < 1000:
-        if parent.operation == "invoke_agent":
-            return parent
-        parent = by_id.get(parent.parent_id or "")
-        seen += 1
-    return None
+class _Owners:
+    """The agent span each span descends from, remembered along the way; a cycle of parent ids is noted."""
+
+    def __init__(self, spans: list[SpanRecord], notes: Notes) -> None:
+        self.by_id = {s.span_id: s for s in spans}
+        self.notes = notes
+        self.known: dict[str, SpanRecord | None] = {}
+
+    def of(self, span: SpanRecord) -> SpanRecord | None:
+        """The nearest ``invoke_agent`` above ``span``, or None."""
+        path: list[str] = []
+        seen: set[str] = {span.span_id}
+        parent = self.by_id.get(span.parent_id or "")
+        owner: SpanRecord | None = None
+        while parent is not None:
+            if parent.span_id in self.known:
+                owner = self.known[parent.span_id]
+                break
+            if parent.operation == "invoke_agent":
+                owner = parent
+                break
+            if parent.span_id in seen:
+                self.notes.add(f"the parent ids of span {span.span_id} ({span.name!r}) form a cycle through span "
+                               f"{parent.span_id}: read as having no agent above it", span.trace_id)
+                break
+            seen.add(parent.span_id)
+            path.append(parent.span_id)
+            parent = self.by_id.get(parent.parent_id or "")
+        for sid in path:
+            self.known[sid] = owner
+        return owner
 
 
 class _Rebuild:
     """Rebuilds one agent invocation's events (see the module docstring)."""
 
-    def __init__(self, agent: SpanRecord | None, members: list[SpanRecord]) -> None:
+    def __init__(self, agent: SpanRecord | None, members: list[SpanRecord], notes: Notes) -> None:
         self.agent = agent
         self.a = agent.attributes if agent is not None else {}
         self.chats = sorted((s for s in members if s.operation in c.CHAT_OPERATIONS), key=lambda s: s.start_ns)
-        tools = sorted((s for s in members if s.operation == "execute_tool"), key=lambda s: s.start_ns)
-        self.tool_spans = {str(s.attributes.get(c.TOOL_CALL_ID) or s.span_id): s for s in tools}
-        self.tools_unmatched = tools
-        self.anonymous = [s for s in tools if not s.attributes.get(c.TOOL_CALL_ID)]
-        """Tool spans with no call id (the Agents SDK writes none): matched to calls by name, in order."""
         first = self.chats[0].attributes if self.chats else {}
-        self.provider = str(self.a.get(c.PROVIDER) or self.a.get(c.SYSTEM) or first.get(c.PROVIDER)
-                            or first.get(c.SYSTEM) or "otel")
-        self.reader = c.MessageReader(self.provider)
-        self.lacks: list[str] = []
-        trace = agent.trace_id if agent is not None else (self.chats[0].trace_id if self.chats else "")
+        self.reader = c.MessageReader("otel")
+        self.lost = self.reader.lost
+        """What could not be read, in the reader's words (attributes of the wrong type included)."""
+        tools = sorted((s for s in members if s.operation == "execute_tool"), key=lambda s: s.start_ns)
+        self.tools = tools
+        self.tool_starts = [s.start_ns for s in tools]
+        self.tool_spans: dict[str, SpanRecord] = {}
+        self.anonymous: dict[str, list[SpanRecord]] = {}
+        """Tool spans with no call id (the Agents SDK writes none), by tool name: matched to calls in order."""
+        self.matched: set[str] = set()
+        for s in tools:
+            call_id = c.text(s.attributes, c.TOOL_CALL_ID, self.lost)
+            self.tool_spans[call_id or s.span_id] = s
+            if not call_id:
+                self.anonymous.setdefault(c.text(s.attributes, c.TOOL_NAME, self.lost) or "", []).append(s)
+        self.provider = (self._text(c.PROVIDER) or self._text(c.SYSTEM) or c.text(first, c.PROVIDER, self.lost)
+                         or c.text(first, c.SYSTEM, self.lost) or "otel")
+        self.reader.provider = self.provider
+        self.trace = agent.trace_id if agent is not None else (self.chats[0].trace_id if self.chats else "")
+        self.lacks: list[str] = notes.about(self.trace)
         span = agent.span_id if agent is not None else "none"
-        self.run_id = str(self.a.get(c.A_RUN_ID) or f"otel_{trace[:8]}_{span}")
+        self.run_id = self._text(c.A_RUN_ID) or f"otel_{self.trace[:8]}_{span}"
         self.rs = RunState()
         self.events: list[BaseEvent] = []
         self.inputs: dict[str, list[Message]] = {}
-        self.guards = sorted((e for e in agent.events if e[0] == "agentnb.guard_tripped"), key=lambda e: e[1]) if (
-            agent is not None) else []
+        self.guards = deque(sorted((e for e in agent.events if e[0] == "agentnb.guard_tripped"),
+                                   key=lambda e: e[1])) if agent is not None else deque()
+
+    def _text(self, key: str) -> str | None:
+        """An attribute of the agent span, as text."""
+        return c.text(self.a, key, self.lost)
+
+    def _state(self) -> LoopState | None:
+        """The state agentnb recorded on the agent span (None when absent or not a state)."""
+        recorded = c.choice(self.a, c.A_STATE, _STATES, self.lost)
+        return LoopState(recorded) if recorded is not None else None
 
     # -- the log ---------------------------------------------------------------------------------------
 
     def add(self, cls: type[BaseEvent], state: LoopState, ns: int, **fields: Any) -> None:
         while self.guards and self.guards[0][1] <= ns and cls is not GuardTripped:
-            _, at, g = self.guards.pop(0)
+            _, at, g = self.guards.popleft()
             if "GuardTripped" in TRANSITIONS[self.rs.state]:
-                self.add(GuardTripped, self.rs.state, at, guard=str(g.get("guard", "")),
-                         limit=float(g.get("limit", 0)), value=float(g.get("value", 0)),
-                         action=g.get("action", "note"), message=str(g.get("message", "")))
+                self.add(GuardTripped, self.rs.state, at, guard=c.text(g, "guard", self.lost) or "",
+                         limit=c.number(g, "limit", self.lost), value=c.number(g, "value", self.lost),
+                         action=c.choice(g, "action", _ACTIONS, self.lost) or "note",
+                         message=c.text(g, "message", self.lost) or "")
         turn = self.rs.turn + 1 if cls is ModelRequested else self.rs.turn
         event = cls(seq=len(self.events), ts=_ts(ns), run_id=self.run_id, turn=turn, state=state, **fields)
         self.rs.apply(event)
@@ -170,7 +264,7 @@ class _Rebuild:
             self._finish()
         except (TranscriptError, ValueError, KeyError) as exc:
             self.lack(f"the trace breaks off: {exc}")
-        self.lacks.extend(sorted(self.reader.lost))
+        self.lacks.extend(sorted(self.lost))
         settings["lacks"] = self.lacks
         return Transcript(self.events)
 
@@ -181,24 +275,43 @@ class _Rebuild:
         if inputs is None and not system:
             self.lack("message content (export with content capture on)")
         defs = c.loads(self.a.get(c.TOOL_DEFINITIONS) or first.get(c.TOOL_DEFINITIONS)) or []
-        tools = [ToolInfo(name=str(d.get("name", "")), description=str(d.get("description") or ""),
-                          parameters=d.get("parameters") or {}) for d in defs if isinstance(d, dict)]
+        if not isinstance(defs, list):
+            self.lost.add("gen_ai.tool.definitions that are not a list (left out)")
+            defs = []
+        tools = [self._tool(d) for d in defs if isinstance(d, dict)]
+        if len(tools) < len(defs):
+            self.lost.add("gen_ai.tool.definitions items that are not objects (left out)")
         if not tools:
-            names = dict.fromkeys(str(s.attributes.get(c.TOOL_NAME, "")) for s in self.tools_unmatched)
+            names = dict.fromkeys(c.text(s.attributes, c.TOOL_NAME, self.lost) or "" for s in self.tools)
             tools = [ToolInfo(name=n, description="", parameters={}) for n in names if n]
-        model = self.a.get(c.A_MODEL) or (
-            f"{self.provider}:{self.a.get(c.REQUEST_MODEL) or first.get(c.REQUEST_MODEL) or 'unknown'}")
+        model = self._text(c.A_MODEL) or (
+            f"{self.provider}:{self._text(c.REQUEST_MODEL) or c.text(first, c.REQUEST_MODEL, self.lost) or 'unknown'}")
         if self.agent is not None:
             settings["trace_id"] = self.agent.trace_id
-            settings["agent"] = self.a.get(c.AGENT_NAME)
-        settings["operation_id"] = self.a.get(c.CONVERSATION_ID) or first.get(c.CONVERSATION_ID)
+            settings["agent"] = self._text(c.AGENT_NAME)
+        settings["operation_id"] = self._text(c.CONVERSATION_ID) or c.text(first, c.CONVERSATION_ID, self.lost)
         start = self.agent.start_ns if self.agent is not None else (self.chats[0].start_ns if self.chats else 0)
         self.add(RunStarted, LoopState.READY, start, messages=system + self.reader.messages(inputs), model=model,
                  tools=tools, settings=settings)
 
+    def _tool(self, d: dict[str, Any]) -> ToolInfo:
+        """One tool definition; a name or description that is not text, or parameters that are no object, are lost."""
+        parameters = d.get("parameters") or {}
+        if not isinstance(parameters, dict):
+            self.lost.add("tool parameters that are not a JSON schema object (left out)")
+            parameters = {}
+        return ToolInfo(name=c.text(d, "name", self.lost) or "", description=c.text(d, "description", self.lost) or "",
+                        parameters=parameters)
+
     def _inputs(self, chat: SpanRecord) -> list[Message]:
-        """A request's input messages, read once (a turn's results are looked up in the next request)."""
+        """A request's input messages, read once (a turn's results are looked up in the next request).
+
+        Only the last two requests' are kept: each holds the whole conversation so far, so keeping them all
+        would grow with the square of a long run's turns.
+        """
         if chat.span_id not in self.inputs:
+            if len(self.inputs) >= 2:
+                del self.inputs[next(iter(self.inputs))]
             self.inputs[chat.span_id] = self.reader.messages(chat.attributes.get(c.INPUT_MESSAGES))
         return self.inputs[chat.span_id]
 
@@ -210,7 +323,7 @@ class _Rebuild:
                 system = [self.rs.messages[0]]
             full = system + self._inputs(chat)
             cur = self.rs.messages
-            if len(full) >= len(cur) and [m.role for m in full[: len(cur)]] == [m.role for m in cur]:
+            if len(full) >= len(cur) and all(m.role == n.role for m, n in zip(full, cur, strict=False)):
                 new = full[len(cur):]
             else:
                 self.add(CompressionApplied, self.rs.state, chat.start_ns, tier=0, tokens_before=0,
@@ -219,43 +332,61 @@ class _Rebuild:
                 new = []
         else:
             new = []
-        finalize = bool(a.get(c.A_FINALIZE, False))
+        finalize = c.flag(a, c.A_FINALIZE, self.lost, False)
         settings = {k: a[attr] for k, attr in c.REQUEST_SETTINGS.items() if attr in a}
         self.add(ModelRequested, LoopState.MODEL_REQUESTED, chat.start_ns,
                  message_count=len(self.rs.messages) + len(new), new_messages=new,
                  tools=[] if finalize else list(self.rs.tool_names), settings=settings, finalize=finalize)
         for name, at, attrs in chat.events:
             if name == "agentnb.model_retried":
-                self.add(ModelRetried, LoopState.MODEL_REQUESTED, at, attempt=int(attrs.get("attempt", 1)),
-                         status=int(attrs["status"]) or None if "status" in attrs else None,
-                         error=str(attrs.get("error", "")), delay_s=float(attrs.get("delay_s", 0.0)))
+                status = c.count(attrs, "status", self.lost)
+                self.add(ModelRetried, LoopState.MODEL_REQUESTED, at,
+                         attempt=c.count(attrs, "attempt", self.lost, default=1), status=status or None,
+                         error=c.text(attrs, "error", self.lost) or "", delay_s=c.number(attrs, "delay_s", self.lost))
+
+    def _untold_calls(self, chat: SpanRecord, nxt: SpanRecord | None) -> list[SpanRecord]:
+        """The tool spans that started between a turn's end and the next request (or the agent's end)."""
+        end = nxt.start_ns if nxt is not None else (self.agent.end_ns if self.agent else chat.end_ns + 1)
+        return self.tools[bisect_left(self.tool_starts, chat.end_ns):bisect_right(self.tool_starts, end)]
 
     def _response(self, chat: SpanRecord, nxt: SpanRecord | None) -> ModelTurn:
         a = chat.attributes
-        message = next((m for m in self.reader.messages(a.get(c.OUTPUT_MESSAGES)) if m.role == "assistant"), None)
+        message = next((m for m in self.reader.messages(a.get(c.OUTPUT_MESSAGES), c.OUTPUT_MESSAGES)
+                        if m.role == "assistant"), None)
         if message is None:
             self.lack("the model's answers (no gen_ai.output.messages): calls rebuilt from execute_tool spans")
-            end = nxt.start_ns if nxt is not None else (self.agent.end_ns if self.agent else chat.end_ns + 1)
-            calls = [s for s in self.tools_unmatched if chat.end_ns <= s.start_ns <= end]
-            parts = [self.reader.call({"id": s.attributes.get(c.TOOL_CALL_ID) or s.span_id,
-                                       "name": s.attributes.get(c.TOOL_NAME, ""),
+            parts = [self.reader.call({"id": c.text(s.attributes, c.TOOL_CALL_ID, self.lost) or s.span_id,
+                                       "name": c.text(s.attributes, c.TOOL_NAME, self.lost) or "",
                                        "arguments": s.attributes.get(c.TOOL_ARGUMENTS)}, i)
-                     for i, s in enumerate(calls)]
+                     for i, s in enumerate(self._untold_calls(chat, nxt))]
             message = Message(role="assistant", parts=tuple(parts) or (TextPart(text=""),))
         reasons = a.get(c.FINISH_REASONS) or []
         spec = str(reasons[0]) if isinstance(reasons, list | tuple) and reasons else (
             str(reasons) if isinstance(reasons, str) and reasons else None)
         if spec is None:
             self.lack("finish reasons (inferred from the calls)")
-        complete = bool(a.get(c.A_COMPLETE, True))
         return ModelTurn(
-            message=message, provider=str(a.get(c.A_WIRE) or self.provider),
-            model=str(a.get(c.RESPONSE_MODEL) or a.get(c.REQUEST_MODEL) or "unknown"),
-            response_id=a.get(c.RESPONSE_ID), finish_reason_raw=a.get(c.A_FINISH_RAW) or spec,
-            finish_reason=c.finish_from_spec(spec, bool(message.tool_calls)),
-            usage=Usage(input_tokens=int(a.get(c.INPUT_TOKENS) or 0), output_tokens=int(a.get(c.OUTPUT_TOKENS) or 0)),
-            complete=complete, incomplete_reason=a.get(c.A_INCOMPLETE),
+            message=message, provider=c.text(a, c.A_WIRE, self.lost) or self.provider,
+            model=c.text(a, c.RESPONSE_MODEL, self.lost) or c.text(a, c.REQUEST_MODEL, self.lost) or "unknown",
+            response_id=c.text(a, c.RESPONSE_ID, self.lost), finish_reason_raw=c.text(a, c.A_FINISH_RAW, self.lost)
+            or spec, finish_reason=c.finish_from_spec(spec, bool(message.tool_calls)),
+            usage=Usage(input_tokens=c.count(a, c.INPUT_TOKENS, self.lost),
+                        output_tokens=c.count(a, c.OUTPUT_TOKENS, self.lost)),
+            complete=c.flag(a, c.A_COMPLETE, self.lost, True), incomplete_reason=c.text(a, c.A_INCOMPLETE, self.lost),
         )
+
+    def _anonymous(self, p: ToolCallPart, after: int) -> SpanRecord | None:
+        """The first tool span of ``p``'s tool with no call id, not matched yet, that started at ``after`` or later."""
+        spans = self.anonymous.get(p.name)
+        if not spans:
+            return None
+        i = bisect_left(spans, after, key=lambda s: s.start_ns)
+        while i < len(spans) and spans[i].span_id in self.matched:
+            i += 1
+        if i == len(spans):
+            return None
+        self.matched.add(spans[i].span_id)
+        return spans[i]
 
     def _turn(self, chat: SpanRecord, nxt: SpanRecord | None) -> None:
         self._request(chat)
@@ -272,18 +403,16 @@ class _Rebuild:
             return
         for p in calls:
             if p.call_id not in self.tool_spans:
-                span = next((s for s in self.anonymous if s.attributes.get(c.TOOL_NAME) == p.name
-                             and s.start_ns >= chat.end_ns), None)
+                span = self._anonymous(p, chat.end_ns)
                 if span is not None:
-                    self.anonymous.remove(span)
                     self.tool_spans[p.call_id] = span
         later: dict[str, ToolResultPart] = {}
         if nxt is not None:
             for m in self._inputs(nxt):
                 later.update((r.call_id, r) for r in m.tool_results)
-        recorded = self.a.get(c.A_STATE)
-        if nxt is None and recorded is not None and not LoopState(recorded).is_terminal:
-            self.lack(f"the rest of the run: it had not finished when exported (it was {recorded})")
+        recorded = self._state()
+        if nxt is None and recorded is not None and not recorded.is_terminal:
+            self.lack(f"the rest of the run: it had not finished when exported (it was {recorded.value})")
             return
         if nxt is None and any(p.call_id not in self.tool_spans for p in calls):
             # the trace ends on calls it never answers (an output tool, a crash): end the run at the turn
@@ -305,17 +434,18 @@ class _Rebuild:
         for i, p in enumerate(calls):
             span = self.tool_spans.get(p.call_id)
             sa = span.attributes if span is not None else {}
-            outcome = sa.get(c.A_OUTCOME)
+            outcome = c.text(sa, c.A_OUTCOME, self.lost)
             if outcome == "rejected" and span is not None:
                 self.add(CallRejected, LoopState.VALIDATING, span.start_ns, call_id=p.call_id, name=p.name,
-                         reason=sa.get(c.A_REJECT, "schema"), message=str(sa.get(c.TOOL_RESULT, "")))
+                         reason=c.choice(sa, c.A_REJECT, _REJECTS, self.lost) or "schema",
+                         message=c.text(sa, c.TOOL_RESULT, self.lost) or "")
                 continue
             if span is None and p.call_id not in later:
                 self.lack("results of calls the trace does not answer (marked skipped)")
                 self.add(CallRejected, LoopState.VALIDATING, at, call_id=p.call_id, name=p.name, reason="skipped",
                          message="(the trace holds no result for this call)")
                 continue
-            approval = sa.get(c.A_DECISION) is not None
+            approval = c.choice(sa, c.A_DECISION, _DECISIONS, self.lost) is not None
             self.add(CallValidated, LoopState.VALIDATING, at, call_id=p.call_id, name=p.name,
                      arguments=p.arguments or {}, needs_approval=approval)
             if span is None:
@@ -334,17 +464,18 @@ class _Rebuild:
     def _start(self, p: ToolCallPart, ns: int) -> None:
         span = self.tool_spans.get(p.call_id)
         sa = span.attributes if span is not None else {}
-        decision = sa.get(c.A_DECISION)
+        decision = c.choice(sa, c.A_DECISION, _DECISIONS, self.lost)
         if decision is not None:
             self.add(ApprovalRequested, LoopState.WAITING_APPROVAL, ns, approval_id=f"apr_{self.run_id}_{p.call_id}",
                      call_id=p.call_id, name=p.name, arguments=p.arguments or {},
                      arguments_digest=arguments_digest(p.name, p.arguments), risk="read",
-                     kind=sa.get(c.A_KIND) or "approval")
+                     kind=c.choice(sa, c.A_KIND, _KINDS, self.lost) or "approval")
         if decision in ("denied", "submitted") and span is not None:
             return  # the answer comes with the span's end
         if decision is not None:
             self.add(ApprovalResolved, LoopState.EXECUTING, ns, approval_id=f"apr_{self.run_id}_{p.call_id}",
-                     call_id=p.call_id, decision="approved", by=sa.get(c.A_BY), note=sa.get(c.A_NOTE))
+                     call_id=p.call_id, decision="approved", by=c.text(sa, c.A_BY, self.lost),
+                     note=c.text(sa, c.A_NOTE, self.lost))
         self.add(ToolStarted, LoopState.EXECUTING, ns, call_id=p.call_id, name=p.name)
 
     def _end(self, p: ToolCallPart, span: SpanRecord | None, result: ToolResultPart | None, ns: int) -> None:
@@ -354,7 +485,7 @@ class _Rebuild:
                      content=result.content, value=result.audit, duration_s=0.0)
             return
         sa = span.attributes
-        decision = sa.get(c.A_DECISION)
+        decision = c.choice(sa, c.A_DECISION, _DECISIONS, self.lost)
         raw = sa.get(c.TOOL_RESULT)
         if raw is None and span.status == "ERROR":  # a failed tool: its error is what the model was told
             raw = span.status_message or next((str(e[2].get("exception.message", "")) for e in span.events
@@ -366,26 +497,27 @@ class _Rebuild:
             others = any(cs.status == "awaiting_approval" and cs.call_id != p.call_id for cs in self.rs.calls.values())
             self.add(ApprovalResolved, LoopState.WAITING_APPROVAL if others else LoopState.EXECUTING, ns,
                      approval_id=f"apr_{self.run_id}_{p.call_id}", call_id=p.call_id, decision=decision,
-                     by=sa.get(c.A_BY), note=sa.get(c.A_NOTE),
+                     by=c.text(sa, c.A_BY, self.lost), note=c.text(sa, c.A_NOTE, self.lost),
                      content=content if decision == "submitted" else None,
                      value=c.loads(content) if decision == "submitted" else None)
             return
-        status = sa.get(c.A_STATUS) or ("error" if span.status == "ERROR" or c.ERROR_TYPE in sa else "ok")
+        status = c.choice(sa, c.A_STATUS, _STATUSES, self.lost) or (
+            "error" if span.status == "ERROR" or c.ERROR_TYPE in sa else "ok")
         self.add(ToolFinished, LoopState.EXECUTING, ns, call_id=p.call_id, name=p.name, status=status,
                  content=content, value=c.loads(raw), duration_s=max(0, span.end_ns - span.start_ns) / 1e9,
-                 error_type=sa.get(c.ERROR_TYPE) if status != "ok" else None,
+                 error_type=c.text(sa, c.ERROR_TYPE, self.lost) if status != "ok" else None,
                  error_message=span.status_message if status != "ok" else None)
 
     def _finish(self, verdict: dict[str, Any] | None = None) -> None:
         state = self.rs.state
         if state in TERMINAL or state is LoopState.NEW:
             return
-        recorded = self.a.get(c.A_STATE)
+        recorded = self._state()
         allowed = TRANSITIONS[state].get("RunFinished", frozenset())
         end = self.agent.end_ns if self.agent is not None else (self.chats[-1].end_ns if self.chats else 0)
-        if recorded is not None and LoopState(recorded) in allowed:
-            self.add(RunFinished, LoopState(recorded), end, final=LoopState(recorded),
-                     reason=str(self.a.get(c.A_REASON) or ""), output=self.a.get(c.A_OUTPUT))
+        if recorded is not None and recorded in allowed:
+            self.add(RunFinished, recorded, end, final=recorded, reason=self._text(c.A_REASON) or "",
+                     output=self.a.get(c.A_OUTPUT))
         elif verdict is not None and verdict["final"] in allowed:
             output = verdict.get("output")
             self.add(RunFinished, verdict["final"], end, final=verdict["final"], reason=verdict["reason"],

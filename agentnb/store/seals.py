@@ -43,23 +43,47 @@ def _checked_key(raw: bytes, source: str) -> bytes:
     return key
 
 
+_INSTEAD = "or set AGENTNB_CHECKPOINT_KEY to the key"
+"""What a user can always do instead of a key file."""
+
+
 def _read_key_file(path: Path) -> bytes | None:
-    if path.is_dir():
-        raise CheckpointError(f"the checkpoint key file {path} is a directory; give the path of a file")
-    if not path.exists():
-        return None
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise CheckpointError(f"checkpoint key file {path} is readable by others (mode {mode:o}); chmod 600 it")
-    return _checked_key(path.read_bytes(), f"key file {path}")
+    try:
+        if path.is_dir():
+            raise CheckpointError(f"the checkpoint key file {path} is a directory; give the path of a file")
+        if not path.exists():
+            if path.is_symlink():  # exists() follows the link: a link to nothing is not "no key file"
+                raise CheckpointError(f"the checkpoint key file {path} is a link to {os.readlink(path)}, which does "
+                                      f"not exist; restore the file it points to, remove the link, {_INSTEAD}")
+            return None
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            raise CheckpointError(f"checkpoint key file {path} is readable by others (mode {mode:o}); chmod 600 it")
+        return _checked_key(path.read_bytes(), f"key file {path}")
+    except OSError as exc:  # no permission to look, an I/O error
+        raise CheckpointError(f"cannot read the checkpoint key file {path}: {exc.strerror or exc}; make it readable "
+                              f"by this user, give key_file= another path, {_INSTEAD}") from exc
 
 
 def _new_key_file(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(secrets.token_hex(32).encode())
-    return path.read_bytes()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a directory belongs, a directory that cannot be made or written
+        raise CheckpointError(
+            f"cannot create the directory {path.parent} for the checkpoint key file {path}: {exc.strerror or exc}; "
+            f"create the directory, give key_file= a path in a directory you can write, {_INSTEAD}"
+        ) from exc
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_hex(32).encode())
+        return path.read_bytes()
+    except FileExistsError as exc:  # made by another process since it was looked for: use neither, say so
+        raise CheckpointError(f"the checkpoint key file {path} appeared while this store was making it (another "
+                              "process made one at the same time); open the store again to use it") from exc
+    except OSError as exc:  # no permission, a read-only file system, a full disk
+        raise CheckpointError(f"cannot create the checkpoint key file {path}: {exc.strerror or exc}; give key_file= "
+                              f"a path you can write, {_INSTEAD}") from exc
 
 
 def load_key(key: bytes | str | None, key_file: str | Path | None, *, where: str, recorded: str | None,
@@ -71,7 +95,8 @@ def load_key(key: bytes | str | None, key_file: str | Path | None, *, where: str
 
     Raises:
         CheckpointError: the key file is missing for a store sealed with a key, the key is too short, the key file
-            is a directory or readable by others, or there is no key and none may be made.
+            is a directory, a link to nothing or readable by others, it (or its directory) cannot be read or made
+            (the message names the path and what to do), or there is no key and none may be made.
     """
     if key is not None:
         raw, source = (key.encode() if isinstance(key, str) else key), "the key argument"

@@ -114,7 +114,7 @@ def _build_tool(
     except Exception as exc:  # unresolved forward references and the like
         raise ToolDefinitionError(f"cannot read the type hints of {tool_name!r}: {exc}") from exc
     secrets = {secret} if isinstance(secret, str) else set(secret)
-    fields, renamed, context_param = _fields_of(fn, tool_name, hints, doc_params, secrets)
+    fields, renamed, context_param = _fields_of(fn, tool_name, hints, doc_params, secrets, strict)
     named = {renamed.get(f, f) for f in fields}
     if secrets - named:
         raise ToolDefinitionError(f"tool {tool_name!r}: secret={sorted(secrets)} names no parameter "
@@ -175,8 +175,13 @@ def _free_name(name: str, taken: Any) -> str:
 
 def _fields_of(
     fn: Callable[..., Any], tool_name: str, hints: dict[str, Any], doc_params: dict[str, str], secrets: set[str],
+    strict: bool = False,
 ) -> tuple[dict[str, Any], dict[str, str], str | None]:
-    """The arguments model's fields (by field name), the renamed ones (field name -> user's name), the context."""
+    """The arguments model's fields (by field name), the renamed ones (field name -> user's name), the context.
+
+    ``strict``: a parameter of no type (no annotation, or ``Any``) is refused, naming it (strict mode constrains
+    every value to a type: see :mod:`agentnb.strict`).
+    """
     fields: dict[str, Any] = {}
     renamed: dict[str, str] = {}
     context_param: str | None = None
@@ -192,6 +197,13 @@ def _fields_of(
         if annotation is ToolContext:
             context_param = pname
             continue
+        if strict and (pname not in hints or _untyped(annotation)):
+            how = "has no type annotation" if pname not in hints else f"is annotated {_named(annotation)}"
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: parameter {pname!r} {how}, and strict=True needs a type for every parameter "
+                f"(strict mode constrains each value to its type, and 'any value' is none): annotate it, for "
+                f"example `{pname}: str` or `{pname}: int | None = None`, or leave strict off"
+            )
         field_name = pname
         if _clashes(pname):
             field_name = _free_name(pname, params)
@@ -201,6 +213,18 @@ def _fields_of(
             kind = Annotated[kind, Field(json_schema_extra=_WRITE_ONLY)]
         fields[field_name] = (kind, info)
     return fields, renamed, context_param
+
+
+def _untyped(annotation: Any) -> bool:
+    """``Any`` or ``object``, possibly inside ``Annotated[...]``: a parameter that takes any value."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation is Any or annotation is object
+
+
+def _named(annotation: Any) -> str:
+    base = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    return "Any" if base is Any else "object"
 
 
 def _masked_model(

@@ -42,6 +42,36 @@ def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
         return "max_tokens: Field required", None
     if isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"], int):
         return "max_tokens: Input should be a valid integer", None
+    return _check_tool_choice(body.get("tool_choice"))
+
+
+_CHOICE_TYPES = ("auto", "any", "tool", "none")
+
+
+def _check_tool_choice(choice: Any) -> tuple[str, str | None] | None:
+    """The 400 for a malformed ``tool_choice`` (None: well formed, or absent).
+
+    An object tagged ``auto``, ``any``, ``tool`` (with a ``name``) or ``none``, whose ``disable_parallel_tool_use``
+    is a boolean (https://docs.anthropic.com/en/api/messages).
+    """
+    if choice is None:
+        return None
+    if not isinstance(choice, dict):
+        return "tool_choice: Input should be a valid dictionary or object to extract fields from", None
+    kind = choice.get("type")
+    if kind not in _CHOICE_TYPES or not isinstance(kind, str):
+        tags = ", ".join(repr(t) for t in _CHOICE_TYPES)
+        if "type" not in choice:
+            return f"tool_choice: Unable to extract tag using discriminator 'type' (expected one of {tags})", None
+        return (f"tool_choice: Input tag {kind!r} found using 'type' does not match any of the expected tags: "
+                f"{tags}"), None
+    if kind == "tool" and "name" not in choice:
+        return "tool_choice.tool.name: Field required", None
+    if kind == "tool" and not isinstance(choice["name"], str):
+        return "tool_choice.tool.name: Input should be a valid string", None
+    parallel = choice.get("disable_parallel_tool_use")
+    if parallel is not None and not isinstance(parallel, bool):
+        return f"tool_choice.{kind}.disable_parallel_tool_use: Input should be a valid boolean", None
     return None
 
 

@@ -88,5 +88,6 @@ def requested_choice(body: dict[str, Any]) -> str | dict[str, str] | None:
         return None
     kind = choice.get("type")
     if kind == "tool":
-        return {"name": str(choice.get("name"))}
+        name = choice.get("name")
+        return {"name": name} if isinstance(name, str) and name else None
     return {"any": "required", "none": "none", "auto": "auto"}.get(str(kind))

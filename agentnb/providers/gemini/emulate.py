@@ -5,6 +5,7 @@ Google's error body is ``{"error": {"code", "message", "status"}}`` (https://ai.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..wireapi import Endpoint, RouteMatch
@@ -30,6 +31,44 @@ def default_message(status: int) -> str:
     return "An internal error has occurred." if status >= 500 else "Invalid request."
 
 
+_TYPES = "type.googleapis.com/google.ai.generativelanguage.v1beta"
+_MODES = ("MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED")
+
+
+def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The 400 for a malformed ``toolConfig`` (None: well formed, or absent).
+
+    An object whose ``functionCallingConfig`` is an object with a ``mode`` of the enum (its name, or its number as
+    protobuf's JSON allows) and ``allowedFunctionNames`` a list of strings (https://ai.google.dev/api/caching#ToolConfig).
+    """
+    key = "toolConfig" if "toolConfig" in body else "tool_config"
+    config = body.get(key)
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return f"Invalid value at 'tool_config' ({_TYPES}.ToolConfig), {_shown(config)}", None
+    fcc_key = "functionCallingConfig" if "functionCallingConfig" in config else "function_calling_config"
+    fcc = config.get(fcc_key)
+    if fcc is None:
+        return None
+    where = "tool_config.function_calling_config"
+    if not isinstance(fcc, dict):
+        return f"Invalid value at '{where}' ({_TYPES}.FunctionCallingConfig), {_shown(fcc)}", None
+    mode = fcc.get("mode")
+    if mode is not None and not (isinstance(mode, str) and mode.upper() in _MODES) and not (
+            isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode < len(_MODES)):
+        return f"Invalid value at '{where}.mode' ({_TYPES}.FunctionCallingConfig.Mode), {_shown(mode)}", None
+    names = fcc.get("allowedFunctionNames", fcc.get("allowed_function_names"))
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        return f"Invalid value at '{where}.allowed_function_names' (TYPE_STRING), {_shown(names)}", None
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value as Google's messages quote it (JSON)."""
+    return json.dumps(value)
+
+
 def _route(path: str) -> RouteMatch | None:
     """``/gemini/v1beta/models/{model}:generateContent`` or ``:streamGenerateContent`` (``stream`` unread)."""
     if path.startswith("/gemini/") and "/models/" in path and ":" in path:
@@ -47,4 +86,4 @@ def client(base_url: str, async_: bool = False) -> Any:
 
 
 ENDPOINT = Endpoint(mount="/gemini", url_names=("gemini", "google"), route=_route, encode=encode,
-                    error_body=error_body, default_message=default_message, client=client)
+                    error_body=error_body, default_message=default_message, check_request=_check, client=client)

@@ -107,10 +107,13 @@ def parse_history(body: dict[str, Any]) -> History:
 
 def requested_choice(body: dict[str, Any]) -> str | dict[str, str] | None:
     """``toolConfig.functionCallingConfig`` in canonical form (``ANY`` with one allowed name forces it)."""
-    config = body.get("toolConfig") or body.get("tool_config") or {}
-    fcc = config.get("functionCallingConfig") or config.get("function_calling_config") or {}
+    config = body.get("toolConfig") or body.get("tool_config")
+    config = config if isinstance(config, dict) else {}  # a malformed one is the emulator's 400, read as absent
+    fcc = config.get("functionCallingConfig") or config.get("function_calling_config")
+    fcc = fcc if isinstance(fcc, dict) else {}
     mode = str(fcc.get("mode", "AUTO")).upper()
-    names = fcc.get("allowedFunctionNames") or fcc.get("allowed_function_names") or []
+    names = fcc.get("allowedFunctionNames") or fcc.get("allowed_function_names")
+    names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
     if mode == "NONE":
         return "none"
     if mode in ("ANY", "VALIDATED") and len(names) == 1:

@@ -11,7 +11,7 @@ from typing import Any
 from ..wireapi import Endpoint, RouteMatch
 from .encode import encode
 
-__all__ = ["ENDPOINT", "client", "default_message", "error_body", "check_model"]
+__all__ = ["ENDPOINT", "check_model", "check_tool_choice", "client", "default_message", "error_body"]
 
 MOUNT = "/openai/v1"
 
@@ -44,11 +44,94 @@ def check_model(body: dict[str, Any]) -> tuple[str, str | None] | None:
     return None
 
 
-def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
+Problem = tuple[str, str | None]
+"""A 400's message and its ``param``."""
+
+
+def _got(value: Any) -> str:
+    """A JSON value's type as OpenAI's type errors name it (``but got a decimal number instead``)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else "null"
+
+
+def _invalid_type(param: str, expected: str, value: Any) -> Problem:
+    return f"Invalid type for '{param}': expected {expected}, but got {_got(value)} instead.", param
+
+
+def _word(obj: dict[str, Any], key: str, param: str) -> Problem | None:
+    """The 400 for a required string field of a ``tool_choice`` object that is missing or not a string."""
+    if key not in obj or obj[key] is None:
+        return f"Missing required parameter: '{param}'.", param
+    return None if isinstance(obj[key], str) else _invalid_type(param, "a string", obj[key])
+
+
+def _allowed_tools(spec: Any, param: str) -> Problem | None:
+    """``{"mode": "auto" | "required", "tools": [...]}`` (Chat nests it under ``allowed_tools``)."""
+    if not isinstance(spec, dict):
+        return _invalid_type(param, "an object", spec)
+    if spec.get("mode") not in ("auto", "required"):
+        return (f"Invalid value: {spec.get('mode')!r}. Supported values are: 'auto' and 'required'.",
+                f"{param}.mode")
+    if not isinstance(spec.get("tools"), list):
+        return _invalid_type(f"{param}.tools", "an array", spec.get("tools"))
+    return None
+
+
+def check_tool_choice(body: dict[str, Any], *, nested: bool = True,
+                      hosted: tuple[str, ...] = ()) -> Problem | None:
+    """The 400 OpenAI answers for a malformed ``tool_choice`` (None: it is well formed, or absent).
+
+    A string is ``none``, ``auto`` or ``required``; an object has a ``type``: ``function`` (the name under
+    ``function`` in Chat Completions, ``nested``, and beside ``type`` in the Responses API), ``allowed_tools``,
+    ``custom``, or one of the ``hosted`` tool types the Responses API names by type alone.
+    (https://platform.openai.com/docs/api-reference/chat/create#chat-create-tool_choice)
+    """
+    choice = body.get("tool_choice")
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        if choice in ("none", "auto", "required"):
+            return None
+        return f"Invalid value: {choice!r}. Supported values are: 'none', 'auto', and 'required'.", "tool_choice"
+    if not isinstance(choice, dict):
+        return _invalid_type("tool_choice", "one of a string or an object", choice)
+    kind = choice.get("type")
+    if kind is None:
+        return "Missing required parameter: 'tool_choice.type'.", "tool_choice.type"
+    if kind in ("function", "custom") and nested:
+        inner = choice.get(kind)
+        if inner is None:
+            return f"Missing required parameter: 'tool_choice.{kind}'.", f"tool_choice.{kind}"
+        if not isinstance(inner, dict):
+            return _invalid_type(f"tool_choice.{kind}", "an object", inner)
+        return _word(inner, "name", f"tool_choice.{kind}.name")
+    if kind in ("function", "custom"):
+        return _word(choice, "name", "tool_choice.name")
+    if kind == "allowed_tools":
+        return _allowed_tools(choice.get("allowed_tools") if nested else choice, "tool_choice.allowed_tools"
+                              if nested else "tool_choice")
+    if kind == "mcp" and hosted:
+        return _word(choice, "server_label", "tool_choice.server_label")
+    if isinstance(kind, str) and kind in hosted:
+        return None
+    supported = ", ".join(repr(k) for k in ("function", "allowed_tools", "custom", *hosted))
+    if not isinstance(kind, str):
+        return _invalid_type("tool_choice.type", "a string", kind)
+    return f"Invalid value: {kind!r}. Supported values are: {supported}.", "tool_choice.type"
+
+
+def _check(body: dict[str, Any]) -> Problem | None:
     found = check_model(body)
     if found is None and not isinstance(body.get("messages"), list):
         return "Missing required parameter: 'messages'.", "messages"
-    return found
+    return found or check_tool_choice(body)
 
 
 def _route(path: str) -> RouteMatch | None:

@@ -75,8 +75,9 @@ def requested_choice(body: dict[str, Any]) -> str | dict[str, str] | None:
         return {"any": "required"}.get(choice, choice)
     if not isinstance(choice, dict):
         return None
-    name = choice.get("name") or (choice.get("function") or {}).get("name")
-    return {"name": str(name)} if choice.get("type") == "function" and name else None
+    fn = choice.get("function")
+    name = choice.get("name") or (fn.get("name") if isinstance(fn, dict) else None)
+    return {"name": name} if choice.get("type") == "function" and isinstance(name, str) and name else None
 
 
 def strict_tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
