@@ -1,19 +1,6 @@
 """The wire APIs' histories into transcripts: ``from_<api>`` and :func:`read` (see :mod:`agentnb.importers`).
 
-Example:
-    >>> from agentnb.importers import from_openai_chat
-    >>> imported = from_openai_chat([
-    ...     {"role": "user", "content": "Weather in Paris?"},
-    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-    ...         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-    ...     {"role": "tool", "tool_call_id": "c1", "content": '{"temp_c": 18}'},
-    ...     {"role": "tool", "tool_call_id": "c9", "content": "?"},
-    ... ], run_id="imported")
-    >>> [(f.code, f.position) for f in imported.findings]
-    [('orphan_result', 'messages[3]')]
-    >>> imported.transcript.frames.calls()[["tool", "status", "origin"]]
-              tool status   origin
-    0  get_weather     ok  history
+The package docstring shows one in use (an orphan result found, the transcript's calls as a frame).
 """
 
 from __future__ import annotations
