@@ -110,10 +110,6 @@ ANTHROPIC_CASES: dict[str, tuple[list[dict[str, Any]], list[Any] | None, str]] =
     "missing_signature": ([{"role": "user", "content": "hi"},
                            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, TOOL_USE]},
                            {"role": "user", "content": [RESULT]}], A_TOOLS, "thinking.signature: Field required"),
-    "forged_signature": ([{"role": "user", "content": "hi"},
-                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm",
-                                                             "signature": "Zm9yZ2Vk"}, TOOL_USE]},
-                          {"role": "user", "content": [RESULT]}], A_TOOLS, "Invalid `signature` in `thinking` block"),
     "system_role": ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], A_TOOLS,
                     "role 'system' is not supported on this model"),
 }
@@ -128,6 +124,21 @@ def test_anthropic_rejects(clients: dict[str, Any], case: str) -> None:
     body = info.value.body
     assert isinstance(body, dict) and body["type"] == "error"
     assert body["error"]["type"] == "invalid_request_error" and message in body["error"]["message"]
+
+
+def test_anthropic_a_foreign_signature_is_refused_only_when_strict() -> None:
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "Zm9yZ2Vk"},
+                                                  TOOL_USE]},
+                {"role": "user", "content": [RESULT]}]
+    with Emulator([{"text": "ok"}]) as lenient:  # the default: a signature it did not issue may be a real one
+        ok = lenient.client("anthropic").messages.create(model="claude-sonnet-4-6", max_tokens=100,
+                                                         messages=messages, tools=A_TOOLS)
+        assert ok.content[0].text == "ok"
+    with Emulator([{"text": "ok"}], strict_signatures=True) as strict, pytest.raises(
+            anthropic.BadRequestError, match="Invalid `signature` in `thinking` block"):
+        strict.client("anthropic").messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=messages,
+                                                   tools=A_TOOLS)
 
 
 def test_anthropic_thinking_must_lead_the_last_tool_turn(clients: dict[str, Any]) -> None:
