@@ -111,6 +111,24 @@ def test_responses_outputs_may_answer_calls_held_by_the_service(emu: Emulator, s
     assert errors(unanswered, "openai_responses") == ["unanswered_call"]  # what the input shows is still checked
 
 
+_SEARCH = {"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts", "execution": "client",
+           "status": "completed", "arguments": {"query": "refund policy"}}
+
+
+def test_responses_outputs_may_answer_call_items_of_other_types(emu: Emulator) -> None:
+    call = _SEARCH  # a client-executed tool search, answered by the client
+    output = {"type": "function_call_output", "call_id": "call_ts", "output": "[]"}
+    server = {**_SEARCH, "id": "ts_2", "call_id": None, "execution": "server"}  # run by the service: no output
+    body = {"input": [{"role": "user", "content": "refund for order 7?"}, server, call, output]}
+    assert errors(body, "openai_responses") == []
+    assert status(emu, "openai_responses", body) == 200
+    unanswered = {"input": [{"role": "user", "content": "hi"}, call]}
+    assert errors(unanswered, "openai_responses") == []  # who runs it decides whether an output is owed
+    early = {"input": [{"role": "user", "content": "hi"}, output, call]}
+    assert errors(early, "openai_responses") == ["result_before_call"]  # its place is still checked
+    assert errors({"input": [{"role": "user", "content": "hi"}, output]}, "openai_responses") == ["orphan_result"]
+
+
 # -- the reasoning item and its following item --------------------------------------------------------------
 
 
