@@ -215,3 +215,20 @@ def test_a_script_that_raises_is_answered_once_not_retried_and_does_not_move_the
             anthropic_client.messages.create(model="claude-sonnet-4-6", max_tokens=10,
                                              messages=[{"role": "user", "content": "hi"}])
         assert [r.status for r in e.requests][-1] == 500 and len(e.requests) == 3
+
+
+def test_gemini_a_placeholder_signature_sent_as_bytes_is_accepted_even_when_strict() -> None:
+    # The SDK's thought_signature is bytes, sent base64-encoded: the placeholder arrives in that form.
+    from google.genai import types
+
+    call = types.Part(function_call=types.FunctionCall(name="add", args={}),
+                      thought_signature=b"skip_thought_signature_validator")
+    contents = [types.Content(role="user", parts=[types.Part(text="hi")]), types.Content(role="model", parts=[call]),
+                types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+                    name="add", response={"output": 1}))])]
+    with Emulator([{"text": "ok"}], strict_signatures=True) as strict:
+        client = strict.client("gemini")  # held: the SDK closes its transport when the client is collected
+        answer = client.models.generate_content(model="gemini-3-pro-preview", contents=contents)
+        assert answer.text == "ok"
+        sent = strict.requests[-1].body["contents"][1]["parts"][0]["thoughtSignature"]
+        assert sent == "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="
