@@ -125,10 +125,13 @@ class _Pairing:
     def results(self, u: Unit, in_slot: bool) -> None:
         open_keys = {k: c for c, k in self.waiting if k not in self.answered} if in_slot else {}
         by_names: dict[str, list[str]] = {}
+        by_ids: dict[str, str] = {}  # a reused call id is waiting under its own key (see calls())
         for k, c in open_keys.items():
             by_names.setdefault(c[1], []).append(k)
+            if c[0]:
+                by_ids.setdefault(c[0], k)
         for rid, rname, j, at in u.results:
-            key = rid or f"name:{rname}"
+            key = by_ids.get(rid, rid) if rid else f"name:{rname}"
             if key not in open_keys and self.by_name and by_names.get(rname):
                 key = by_names[rname].pop(0)
             if key in open_keys and key not in self.answered:
@@ -145,7 +148,13 @@ class _Pairing:
             self.flush()
         for n, c in enumerate(u.calls):
             if c[0] and c[0] in self.seen_calls:
+                # Reported once, as the reuse it is. An id reused from an earlier message (a replay from a
+                # provider that numbers calls per turn) still waits for its own result, so the result right
+                # after it is not also reported as a second answer to the first call; twice in one message,
+                # no result can tell the two apart.
                 self.out.append(Raw("duplicate_call_id", c[3], c[2], c[0], c[1]))
+                if all(c[0] != other[0] for other in u.calls[:n]):
+                    self.waiting.append((c, f"{c[0]}#{u.index}.{n}"))
                 continue
             if c[0]:
                 self.seen_calls.add(c[0])
@@ -206,6 +215,7 @@ def check(messages: Sequence[Message], sources: Sequence[Sequence[int]] | None =
             if isinstance(p, ToolCallPart):
                 if p.call_id in calls:
                     out.append(Finding("duplicate_call_id", at, pos, f"call id {p.call_id!r} is used twice"))
+                    answered.discard(p.call_id)  # the next result with that id answers this call, not the first
                 calls[p.call_id] = (k, pos)
             elif isinstance(p, ToolResultPart):
                 found = _result_problem(p.call_id, answered, all_calls, calls)

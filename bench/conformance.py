@@ -4,7 +4,8 @@ Prints, per wire API: accepted requests linted clean / total, refused requests f
 emulator's agreement (2xx for accepted, 4xx for refused in scope) and its 5xx count, and responses whose calls
 parse as the raw body holds. ``--show`` lists every disagreement. The emulator runs with
 ``verify_signatures=False``: thinking signatures, thought signatures and encrypted reasoning issued by the real
-services can only be verified by them.
+services can only be verified by them (today's emulator accepts those by default too; the option keeps the
+figures comparable with emulators from before that).
 
     PYTHONPATH=$PWD python bench/conformance.py [--show]
 """

@@ -21,8 +21,9 @@ ITEMS = {api: load(api) for api in APIS}
 @pytest.fixture(scope="module")
 def emu() -> Iterator[Emulator]:
     # Signatures and encrypted reasoning in the recordings were issued by the real services: only they can
-    # verify them, so the emulator accepts any here (its own are verified in test_emulator.py).
-    with Emulator(verify_signatures=False) as e:
+    # verify them, and the emulator's defaults accept what it did not issue (its own are verified in
+    # test_emulator.py; strict_signatures=True refuses the others).
+    with Emulator() as e:
         yield e
 
 

@@ -116,10 +116,6 @@ ANTHROPIC_CASES: dict[str, tuple[list[dict[str, Any]], list[Any] | None, str]] =
     "missing_signature": ([{"role": "user", "content": "hi"},
                            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, TOOL_USE]},
                            {"role": "user", "content": [RESULT]}], A_TOOLS, "thinking.signature: Field required"),
-    "forged_signature": ([{"role": "user", "content": "hi"},
-                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm",
-                                                             "signature": "Zm9yZ2Vk"}, TOOL_USE]},
-                          {"role": "user", "content": [RESULT]}], A_TOOLS, "Invalid `signature` in `thinking` block"),
     "system_role": ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], A_TOOLS,
                     "role 'system' is not supported on this model"),
 }
@@ -134,6 +130,21 @@ def test_anthropic_rejects(clients: dict[str, Any], case: str) -> None:
     body = info.value.body
     assert isinstance(body, dict) and body["type"] == "error"
     assert body["error"]["type"] == "invalid_request_error" and message in body["error"]["message"]
+
+
+def test_anthropic_a_foreign_signature_is_refused_only_when_strict() -> None:
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "Zm9yZ2Vk"},
+                                                  TOOL_USE]},
+                {"role": "user", "content": [RESULT]}]
+    with Emulator([{"text": "ok"}]) as lenient:  # the default: a signature it did not issue may be a real one
+        ok = lenient.client("anthropic").messages.create(model="claude-sonnet-4-6", max_tokens=100,
+                                                         messages=messages, tools=A_TOOLS)
+        assert ok.content[0].text == "ok"
+    with Emulator([{"text": "ok"}], strict_signatures=True) as strict, pytest.raises(
+            anthropic.BadRequestError, match="Invalid `signature` in `thinking` block"):
+        strict.client("anthropic").messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=messages,
+                                                   tools=A_TOOLS)
 
 
 def test_anthropic_thinking_must_lead_the_last_tool_turn(clients: dict[str, Any]) -> None:
@@ -370,3 +381,20 @@ def test_well_formed_tool_choices_are_still_answered(emu: Emulator) -> None:
                 assert answer.status == 200, choice
         except urllib.error.HTTPError as exc:  # pragma: no cover - the failure this test reports
             raise AssertionError((choice, exc.read())) from exc
+
+
+def test_gemini_a_placeholder_signature_sent_as_bytes_is_accepted_even_when_strict() -> None:
+    # The SDK's thought_signature is bytes, sent base64-encoded: the placeholder arrives in that form.
+    from google.genai import types
+
+    call = types.Part(function_call=types.FunctionCall(name="add", args={}),
+                      thought_signature=b"skip_thought_signature_validator")
+    contents = [types.Content(role="user", parts=[types.Part(text="hi")]), types.Content(role="model", parts=[call]),
+                types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+                    name="add", response={"output": 1}))])]
+    with Emulator([{"text": "ok"}], strict_signatures=True) as strict:
+        client = strict.client("gemini")  # held: the SDK closes its transport when the client is collected
+        answer = client.models.generate_content(model="gemini-3-pro-preview", contents=contents)
+        assert answer.text == "ok"
+        sent = strict.requests[-1].body["contents"][1]["parts"][0]["thoughtSignature"]
+        assert sent == "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="

@@ -7,6 +7,7 @@ linter and the emulator cannot drift apart.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,6 +111,24 @@ def test_responses_outputs_may_answer_calls_held_by_the_service(emu: Emulator, s
     assert errors(unanswered, "openai_responses") == ["unanswered_call"]  # what the input shows is still checked
 
 
+_SEARCH = {"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts", "execution": "client",
+           "status": "completed", "arguments": {"query": "refund policy"}}
+
+
+def test_responses_outputs_may_answer_call_items_of_other_types(emu: Emulator) -> None:
+    call = _SEARCH  # a client-executed tool search, answered by the client
+    output = {"type": "function_call_output", "call_id": "call_ts", "output": "[]"}
+    server = {**_SEARCH, "id": "ts_2", "call_id": None, "execution": "server"}  # run by the service: no output
+    body = {"input": [{"role": "user", "content": "refund for order 7?"}, server, call, output]}
+    assert errors(body, "openai_responses") == []
+    assert status(emu, "openai_responses", body) == 200
+    unanswered = {"input": [{"role": "user", "content": "hi"}, call]}
+    assert errors(unanswered, "openai_responses") == []  # who runs it decides whether an output is owed
+    early = {"input": [{"role": "user", "content": "hi"}, output, call]}
+    assert errors(early, "openai_responses") == ["result_before_call"]  # its place is still checked
+    assert errors({"input": [{"role": "user", "content": "hi"}, output]}, "openai_responses") == ["orphan_result"]
+
+
 # -- the reasoning item and its following item --------------------------------------------------------------
 
 
@@ -150,10 +169,18 @@ def test_a_reasoning_item_needs_its_following_item_at_every_position(
 # -- Gemini's placeholder thought signatures ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("placeholder", sorted(GEMINI_PLACEHOLDER_SIGNATURES))
-def test_gemini_placeholder_signatures_are_accepted_where_real_ones_are_verified(
-    emu: Emulator, placeholder: str
-) -> None:
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("placeholder", sorted(GEMINI_PLACEHOLDER_SIGNATURES) + [
+    _b64(p) for p in sorted(GEMINI_PLACEHOLDER_SIGNATURES)])  # as the SDK sends ``thought_signature=b"..."``
+def test_gemini_placeholder_signatures_are_accepted_where_real_ones_are_verified(placeholder: str) -> None:
+    with Emulator(strict_signatures=True) as strict:
+        _placeholder_case(strict, placeholder)
+
+
+def _placeholder_case(emu: Emulator, placeholder: str) -> None:
     call = {"functionCall": {"name": "add", "args": {}}}
     history = [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [
         {**call, "thoughtSignature": placeholder}]}, {"role": "user", "parts": [
@@ -162,7 +189,34 @@ def test_gemini_placeholder_signatures_are_accepted_where_real_ones_are_verified
     assert status(emu, "gemini", body, "gemini-3-pro-preview") == 200
     forged = {"contents": [history[0], {"role": "model", "parts": [{**call, "thoughtSignature": "Zm9yZ2Vk"}]},
                            history[2]]}
-    assert status(emu, "gemini", forged, "gemini-3-pro-preview") == 400  # a real-looking one is still checked
+    assert status(emu, "gemini", forged, "gemini-3-pro-preview") == 400  # strict: a real-looking one is checked
+
+
+# -- signatures and encrypted reasoning the emulator did not issue -------------------------------------------
+
+_THOUGHT_CALL = {"functionCall": {"name": "add", "args": {}}, "thoughtSignature": "Zm9yZ2Vk"}
+FOREIGN: dict[str, dict[str, Any]] = {
+    "anthropic": {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hmm", "signature": "RXFvYWJj"},
+        {"type": "redacted_thinking", "data": "RXFvYWJjZGVm"}, USE]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1"}]}],
+        "tools": [{"name": "add", "input_schema": {"type": "object"}}]},
+    "openai_responses": {"store": False, "input": [{"role": "user", "content": "hi"}, {
+        "type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABforeign"},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"}]},
+    "gemini": {"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [_THOUGHT_CALL]},
+                            {"role": "user", "parts": [{"functionResponse": {"name": "add", "response": {}}}]}]},
+}
+
+
+@pytest.mark.parametrize("provider", sorted(FOREIGN))
+def test_signatures_it_did_not_issue_are_accepted_unless_strict(emu: Emulator, provider: str) -> None:
+    body, model = FOREIGN[provider], "gemini-3-pro-preview" if provider == "gemini" else "m"
+    assert errors(body, provider) == []
+    assert status(emu, provider, body, model) == 200  # the default: they may be the real service's
+    with Emulator(strict_signatures=True) as strict:
+        assert status(strict, provider, body, model) == 400
 
 
 def test_gemini_tools_as_one_object_and_snake_case_are_tolerated(emu: Emulator) -> None:

@@ -34,8 +34,11 @@ from each API's ``check_request``); an invalid ``Content-Length`` is a 400; a bo
 (32 MiB) is a 413 sent before reading it, and the connection is closed; a client silent for
 ``READ_TIMEOUT`` seconds is answered 408 (or dropped, before its request line); a wrong path is a 404 and
 a wrong method a 405. The shapes the services tolerate are accepted (Gemini's ``tools`` as one object,
-snake_case or camelCase names, unknown fields). ``Emulator(verify_signatures=False)`` accepts continuation
-data it did not issue, to replay traffic recorded from the real services (see ``tests/test_conformance.py``).
+snake_case or camelCase names, unknown fields). Continuation data it did not issue (a real
+service's signatures and encrypted reasoning, which only that service can verify) is accepted, so traffic
+recorded from the real services replays (see ``tests/test_conformance.py``); what it issued is verified
+against the content it was issued for. ``Emulator(strict_signatures=True)`` refuses what it did not issue
+too (Gemini's placeholders excepted); ``verify_signatures=False`` checks nothing.
 
 Use it as a context manager (or :meth:`~Emulator.start` / :meth:`~Emulator.stop`), from a script, a test
 or a notebook cell; :attr:`Emulator.requests` logs what came in and what went out (the last ``log_size``

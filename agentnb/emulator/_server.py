@@ -150,9 +150,13 @@ class Emulator:
         port: a port to listen on (default: a free one).
         require_thought_signatures: Gemini: require signatures on function calls (default: for
             ``gemini-3*`` models, as the service does).
-        verify_signatures: check that thinking signatures, thought signatures and encrypted reasoning are
-            the ones this emulator issued (False: accept any, e.g. to replay traffic recorded from the real
-            services, whose signatures only they can verify).
+        verify_signatures: check the thinking signatures, thought signatures and encrypted reasoning this
+            emulator issued: one it issued must come back with the content it was issued for (an edited
+            thinking block is refused). False: accept any, even an edited one.
+        strict_signatures: also refuse the ones it did not issue. By default they are accepted, as a
+            history recorded from the real services carries theirs, which only they can verify, and
+            Gemini's documented placeholders are accepted in either mode (plain or base64, as the SDK
+            sends them).
         log_size: how many requests :attr:`requests` keeps.
 
     Example:
@@ -163,12 +167,13 @@ class Emulator:
 
     def __init__(self, script: Sequence[ScriptStep] | ScriptedModel = (), *, chunk_size: int = 8, port: int = 0,
                  require_thought_signatures: bool | None = None, verify_signatures: bool = True,
-                 log_size: int = LOG_SIZE) -> None:
+                 strict_signatures: bool = False, log_size: int = LOG_SIZE) -> None:
         self.chunk_size = chunk_size
         self.requests: RequestLog = RequestLog(log_size)
         """The requests answered, in order (the last ``log_size`` of them)."""
         self.require_thought_signatures = require_thought_signatures
         self.verify_signatures = verify_signatures
+        self.strict_signatures = strict_signatures
         self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -176,6 +181,7 @@ class Emulator:
         self._faults: list[Fault] = []
         self._secret = secrets.token_bytes(32)
         self._issued_thoughts: set[bytes] = set()
+        self._issued: set[bytes] = set()  # thinking signatures and encrypted reasoning, to tell ours from others'
         self._reasoning_for: dict[str, str] = {}
         self._reasoning_content_for: set[str] = set()
         self._counter = 0
@@ -271,13 +277,18 @@ class Emulator:
         if kind == "thought":
             mac = hmac.new(self._secret, f"thought:{self._id('')}".encode(), hashlib.sha256).digest()
             self._issued_thoughts.add(mac)
+        self._issued.add(mac)
         return base64.b64encode(mac).decode()
 
     def _verify(self, kind: str, value: str, content: str) -> bool:
+        # Only what this emulator issued can be checked: anything else came from a real service (or a
+        # placeholder) and is refused only on request (``strict_signatures``).
         try:
             raw = base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4))
         except ValueError:
-            return False
+            return not self.strict_signatures
+        if raw not in self._issued:
+            return not self.strict_signatures
         if kind == "thought":
             return raw in self._issued_thoughts
         return hmac.compare_digest(raw, hmac.new(self._secret, f"{kind}:{content}".encode(), hashlib.sha256).digest())

@@ -12,6 +12,7 @@ the service's own.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
@@ -25,6 +26,19 @@ GEMINI_PLACEHOLDER_SIGNATURES = frozenset({"skip_thought_signature_validator", "
 """The values Google documents for a client that has no real thought signature to send (histories from
 another model, or edited by hand): the service then skips the validation
 (https://ai.google.dev/gemini-api/docs/thought-signatures, "FAQs")."""
+
+
+def _placeholder_forms() -> frozenset[str]:
+    # ``thoughtSignature`` is bytes on the wire: the SDKs send ``thought_signature=b"skip_..."`` base64-encoded
+    # (standard or URL-safe alphabet, padded or not), and the service accepts those as the placeholder too.
+    forms = set(GEMINI_PLACEHOLDER_SIGNATURES)
+    for p in GEMINI_PLACEHOLDER_SIGNATURES:
+        for encoded in (base64.b64encode(p.encode()).decode(), base64.urlsafe_b64encode(p.encode()).decode()):
+            forms.update((encoded, encoded.rstrip("=")))
+    return frozenset(forms)
+
+
+_PLACEHOLDERS = _placeholder_forms()
 
 _COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
           "parts of the function call turn.")
@@ -178,7 +192,7 @@ def _signatures(v: GeminiView) -> Iterator[Finding]:
             if calls and j == calls[0] and required and i >= start and not p.get("thoughtSignature"):
                 yield _unsigned(i, j, (p["functionCall"] or {}).get("name"))
             sig = p.get("thoughtSignature")
-            if sig and not (sig in GEMINI_PLACEHOLDER_SIGNATURES or verify is None or verify("thought", sig, "")):
+            if sig and not (sig in _PLACEHOLDERS or verify is None or verify("thought", sig, "")):
                 yield Finding("invalid_signature", f"contents[{i}].parts[{j}]", i,
                               "this thoughtSignature was not issued for this conversation",
                               "Corrupted thought signature.", part=j)

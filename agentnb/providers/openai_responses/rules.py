@@ -62,13 +62,24 @@ class ResponsesView(View):
             it.get("type") == "item_reference" for it in self.items)
 
     @cached_property
+    def other_calls(self) -> dict[str, str]:
+        """The call ids of call items other than ``function_call``, and their types.
+
+        ``tool_search_call``, ``custom_tool_call``, ``computer_call``, ``shell_call`` and the like carry a
+        ``call_id`` too: an output that answers one answers a call the input holds, not an orphan. Whether
+        they need an output depends on who ran them (a server-side search needs none), so none is required.
+        """
+        return {str(it["call_id"]): str(kind_of(it)) for it in self.items
+                if str(kind_of(it)).endswith("_call") and kind_of(it) != "function_call" and it.get("call_id")}
+
+    @cached_property
     def raws(self) -> list[Raw]:
         """The pairing problems under the ``anywhere`` placement rule."""
         units = []
         for i, it in enumerate(self.items):
             kind = kind_of(it)
             u = Unit(i, str(it.get("role") or kind))
-            if kind == "function_call":
+            if kind == "function_call" or (str(kind).endswith("_call") and it.get("call_id")):
                 u.calls.append((it.get("call_id") or "", it.get("name") or "", None, i))
             elif kind == "function_call_output":
                 u.results.append((it.get("call_id") or "", "", None, i))
@@ -168,7 +179,7 @@ def _pairing(v: ResponsesView) -> Iterator[Finding]:
             yield Finding(r.code, pos, r.unit, f"the output for {r.call_id!r} {_STRAY[r.code]}",
                           f"No tool call found for function call output with call_id {r.call_id}.",
                           "warning" if r.code == "duplicate_result" else "error", r.call_id, "input")
-        elif r.code == "unanswered_call":
+        elif r.code == "unanswered_call" and r.call_id not in v.other_calls:
             yield Finding(r.code, pos, r.unit, f"call {r.call_id!r} ({r.name}) has no function_call_output",
                           f"No tool output found for function call {r.call_id}.", call_id=r.call_id, param="input")
         elif r.code == "duplicate_call_id" and r.unit not in duplicates:
