@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -422,6 +423,7 @@ def test_validating_the_dict_a_validation_made_answers_from_it_unless_it_changed
     assert data == {"order": "o1", "cents": 5}
     assert pay.validate(data) is first  # the tool port validates what the log recorded: no second pydantic pass
     assert pay.validate(dict(data)) is not first  # an equal dict that is another object is validated again
+    assert dataclasses.replace(pay, description="Pay now.").validate(data) is not first  # a copy keeps no memo
     data["cents"] = "x"  # changed in place after the dump: validated again, and refused
     with pytest.raises(ValidationError):
         pay.validate(data)

@@ -87,7 +87,8 @@ class Tool:
     _field_names: tuple[str, ...] = field(default=())
     _renamed: tuple[tuple[str, str], ...] = field(default=())
     """``(field name, parameter name)`` for parameters whose names clash with pydantic (see :func:`tool`)."""
-    _dumped: tuple[dict[str, Any], dict[str, Any], BaseModel] | None = field(default=None, compare=False, repr=False)
+    _dumped: tuple[dict[str, Any], dict[str, Any], BaseModel] | None = field(default=None, init=False, compare=False,
+                                                                              repr=False)
     """The last :meth:`dump` (the dict, a copy of it, the object it was made from): validating that very dict
     again, unchanged, returns the object."""
 
