@@ -252,6 +252,8 @@ class Run:
             self._stop.reason = reason
             return None
         try:
+            if self._unsure is not None:
+                self._reconcile()  # the run's end may have been stored though its reply was lost
             if self.done:
                 return None
             if self._rs.state is S.NEW:

@@ -235,3 +235,13 @@ def test_postgres_a_commit_whose_reply_was_lost_does_not_wedge_the_run(pg_dsn: s
     finally:
         store.close()
         proxy.close()
+
+
+def test_cancelling_a_run_whose_end_was_kept_though_its_reply_was_lost_changes_nothing(tmp_path: Path) -> None:
+    cls = lost_reply(SqliteStore, on="RunFinished")
+    store = cls(tmp_path / "r.db", key=KEY)
+    run = anb.Loop(model=anb.ScriptedModel(SCRIPT), tools=tools(Downstream()), store=store).start("charge o1")
+    with pytest.raises(CheckpointError):
+        run.run()
+    assert run.cancel() is None  # the stored end is adopted: the run is over, nothing more is written
+    assert run.state is S.COMPLETED and [e.type for e in store.load(run.run_id)][-1] == "RunFinished"
