@@ -58,11 +58,14 @@ def test_the_valid_document_imports_with_nothing_said_about_reading() -> None:
     assert not [line for line in lacks(t) if "left out" in line or "read as" in line], lacks(t)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if isinstance(c.outcome, Imports)], ids=lambda c: c.name)
+_NOT_AS_TEXT = ("gigantic strings", "attribute nested 5000 deep")
+"""Cases json.dumps cannot write back as text (the text form is its own case there)."""
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if isinstance(c.outcome, Imports) and c.name not in _NOT_AS_TEXT
+                                  and isinstance(build(c), dict)], ids=lambda c: c.name)
 def test_the_text_and_its_objects_read_alike(case: Case) -> None:
     doc = build(case)
-    if not isinstance(doc, dict) or case.name in ("gigantic strings", "attribute nested 5000 deep"):
-        pytest.skip("a document given as text, or one json.dumps cannot write")
     as_text, as_objects = read(json.dumps(doc)), read(doc)
     assert as_text.spans == as_objects.spans
     assert as_text.notes.items == as_objects.notes.items
