@@ -427,7 +427,7 @@ def test_cancel_lets_go_of_a_call_in_flight_only_when_its_tool_says_it_can() -> 
         await asyncio.sleep(0.5)
         return "rested"
 
-    hung = Cancellable(**{f.name: getattr(wait_for_ever, f.name) for f in dataclasses.fields(wait_for_ever)})
+    hung = Cancellable(**{f.name: getattr(wait_for_ever, f.name) for f in dataclasses.fields(wait_for_ever) if f.init})
     for tool, name, status in [(hung, "wait_for_ever", "error"), (nap, "nap", "ok")]:
         run = anb.Loop(model=anb.ScriptedModel([{"tool_calls": [{"name": name, "arguments": {}}]}, {"text": "x"}]),
                        tools=[tool]).start("go")

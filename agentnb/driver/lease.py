@@ -106,32 +106,34 @@ class Heartbeat:
         """The keepers of the runs whose drivers wait on I/O, by id."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._sleeping = False
+        self._pace = float("inf")
+        """The shortest lease among the busy runs when the thread last looked (inf: idle)."""
         self._thread: threading.Thread | None = None
 
     def enter(self, keeper: LeaseKeeper) -> None:
         """``keeper``'s run waits on I/O now (leaving is ``busy.pop``: one dict operation, thread-safe)."""
         self.busy[id(keeper)] = keeper
-        if self._sleeping:
-            self._wake.set()
         if self._thread is None:
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat", daemon=True)
                     self._thread.start()
+        if keeper.ttl < self._pace:
+            self._wake.set()  # it needs a shorter beat than the thread keeps (or the thread is idle)
 
     def _loop(self) -> None:
         while True:
             keepers = list(self.busy.values())
             if not keepers:
-                self._sleeping = True
-                self._wake.wait(1.0)  # woken by the next busy run (or a second later, to look again)
+                self._pace = float("inf")  # idle: the next busy run wakes it
+                self._wake.wait(1.0)
                 self._wake.clear()
-                self._sleeping = False
                 continue
             for keeper in keepers:
                 keeper.beat()
-            time.sleep(max(0.01, min(k.ttl for k in keepers) / 8))
+            self._pace = min(k.ttl for k in keepers)
+            self._wake.wait(max(0.01, self._pace / 8))  # a lease is renewed once half spent: eight looks a lease
+            self._wake.clear()
 
 
 HEARTBEAT = Heartbeat()
@@ -141,6 +143,7 @@ HEARTBEAT = Heartbeat()
 def _forked() -> None:
     """A forked child has none of its parent's threads: its first busy run starts its own heartbeat."""
     HEARTBEAT._thread = None
+    HEARTBEAT._pace = float("inf")
     HEARTBEAT.busy.clear()
 
 
