@@ -59,16 +59,48 @@ class EffectDone:
     result_status: str
 
 
+SHOWN_ERRORS = 20
+"""Bad fields a model reads by name in one rejection; the rest are counted (a schema of thousands stays short)."""
+KEPT_ERRORS = 100
+"""Structured errors an event keeps; the rest are counted in a last entry."""
+_MSG_CHARS = 300
+
+
 def describe_errors(tool_name: str, exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
-    """A model-readable message naming each bad field, plus the structured errors."""
+    """A model-readable message naming each bad field (the first :data:`SHOWN_ERRORS`), plus the structured errors.
+
+    A server's schema can fail in thousands of places at once; the message stays a few lines long and says how
+    many more there are, each error's text is cut to a few hundred characters, and the structured list keeps
+    the first :data:`KEPT_ERRORS` with a last entry counting the rest.
+
+    Example:
+        >>> from pydantic import create_model
+        >>> Wide = create_model("Wide", **{f"f{i}": (int, ...) for i in range(30)})
+        >>> try:
+        ...     Wide.model_validate({})
+        ... except ValidationError as exc:
+        ...     message, errors = describe_errors("wide", exc)
+        >>> message.splitlines()[-1], len(errors)
+        ('- ... and 10 more (30 fields in all)', 30)
+    """
     errors: list[dict[str, Any]] = []
-    lines = []
-    for err in exc.errors(include_url=False):
+    lines: list[str] = []
+    found = exc.errors(include_url=False)
+    for err in found:
         loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
-        msg = err["msg"]
-        errors.append({"loc": loc, "msg": msg, "type": err["type"]})
-        lines.append(f"- {loc}: {msg}")
+        msg = str(err["msg"])
+        if len(msg) > _MSG_CHARS:
+            msg = msg[:_MSG_CHARS] + f"... ({len(msg) - _MSG_CHARS:,} more characters)"
+        if len(errors) < KEPT_ERRORS:
+            errors.append({"loc": loc, "msg": msg, "type": err["type"]})
+        if len(lines) < SHOWN_ERRORS:
+            lines.append(f"- {loc}: {msg}")
+    if len(found) > SHOWN_ERRORS:
+        lines.append(f"- ... and {len(found) - SHOWN_ERRORS:,} more ({len(found):,} fields in all)")
+    if len(found) > KEPT_ERRORS:
+        errors.append({"loc": "(more)", "msg": f"{len(found) - KEPT_ERRORS:,} more errors not kept",
+                       "type": "truncated"})
     return f"Invalid arguments for tool '{tool_name}':\n" + "\n".join(lines), errors
 
 
-__all__ = ["Effect", "EffectDone", "EffectStatus", "Outcome", "describe_errors"]
+__all__ = ["KEPT_ERRORS", "SHOWN_ERRORS", "Effect", "EffectDone", "EffectStatus", "Outcome", "describe_errors"]

@@ -427,3 +427,31 @@ def test_validating_the_dict_a_validation_made_answers_from_it_unless_it_changed
     data["cents"] = "x"  # changed in place after the dump: validated again, and refused
     with pytest.raises(ValidationError):
         pay.validate(data)
+
+
+def test_a_rejection_of_thousands_of_bad_fields_stays_short_and_counts_them() -> None:
+    """An MCP server's schema can fail in 4,999 places at once; the model reads a few lines, not 119,000 characters."""
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    from agentnb.outcomes import KEPT_ERRORS, SHOWN_ERRORS, describe_errors
+
+    details = [InitErrorDetails(type=PydanticCustomError("missing", "Field required " + "x" * 1000), loc=(f"f{i}",),
+                                input={}) for i in range(4999)]
+    exc = ValidationError.from_exception_data("Wide", details)
+    message, errors = describe_errors("wide", exc)
+    assert len(message) < 12_000 and message.count("\n") == SHOWN_ERRORS + 1
+    assert message.endswith("- ... and 4,979 more (4,999 fields in all)")
+    assert len(errors) == KEPT_ERRORS + 1 and errors[-1]["msg"] == "4,899 more errors not kept"
+    assert all(len(e["msg"]) < 400 for e in errors)
+
+
+def test_a_local_tool_with_many_missing_arguments_is_rejected_in_a_few_lines() -> None:
+    params = ", ".join(f"f{i}: int" for i in range(60))
+    namespace: dict[str, Any] = {}
+    exec(f"def wide_tool({params}) -> str:\n    \"\"\"Take many.\"\"\"\n    return 'x'", namespace)  # noqa: S102
+    wide_tool = anb.tool(namespace["wide_tool"])
+    script = [{"tool_calls": [{"name": "wide_tool", "arguments": {}}]}, {"text": "ok"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[wide_tool]).start("go").run()
+    rejected = next(e for e in run.events if e.type == "CallRejected")
+    assert "40 more (60 fields in all)" in rejected.message, rejected.message
+    assert rejected.message.count("\n") == 21 and len(rejected.errors) == 60
