@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -107,8 +105,6 @@ class CallState:
     approval_id: str | None = None
     decision: str | None = None
     result: ToolResultPart | None = None
-    validated: BaseModel | None = None
-    """The validated arguments object (a cache; rebuilt from ``arguments`` when absent)."""
     kind: str = "approval"
     """What the pending request asks: ``approval``, ``client_result`` or ``outcome_unknown``."""
     idempotency_key: str | None = None
@@ -499,7 +495,6 @@ def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
         c.retry_confirmed = True
     if ev.arguments is not None:
         c.arguments = ev.arguments
-        c.validated = None
         if c.kind != "outcome_unknown":  # new arguments, new intent: the key is made again when it starts
             c.idempotency_key = None
 
@@ -520,7 +515,6 @@ def _f_tool_finished(rs: RunState, ev: ToolFinished) -> None:
     if c.status != "running":
         raise refused(ev, f"a result for call {ev.call_id!r}, which has not started (it is {c.status}; "
                           "a ToolStarted comes first)")
-    c.validated = None
     if ev.call_binding_sha256:  # a missing half reads as "" and fails the check, as a wrong one does
         c.binding = (ev.request_sha256 or "", ev.result_sha256 or "", ev.call_binding_sha256)
     _answer(rs, c, ev)
