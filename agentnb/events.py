@@ -41,6 +41,9 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 from .messages import Message, ModelTurn, ResultStatus
 from .states import LoopState
 
+EffectMark = Literal["happened", "inherited", "reused", "simulated", "rerun"]
+"""What happened to a call's effect (``ToolFinished.effect``)."""
+
 
 @dataclass(slots=True, kw_only=True)
 class BaseEvent:
@@ -212,9 +215,10 @@ class ApprovalRequested(BaseEvent):
     arguments: dict[str, Any]
     arguments_digest: str
     risk: str
-    kind: Literal["approval", "client_result", "outcome_unknown", "escalation"] = "approval"
+    kind: Literal["approval", "client_result", "outcome_unknown", "escalation", "fork_effect"] = "approval"
     """``approval``: may this call run? ``client_result``: the client runs the tool and submits the result.
     ``outcome_unknown``: the process stopped while a side-effecting call ran; a person reconciles it.
+    ``fork_effect``: a fork (``effects="ask"``) wants a write its parent never made; may it run in this fork?
     ``escalation``: a guard ran out (``call_id`` is ``guard:<name>``); approving grants one more allowance."""
     ttl_s: float | None = None
     """Seconds the request stays valid after ``ts`` (None: no expiry)."""
@@ -287,6 +291,15 @@ class ToolFinished(BaseEvent):
     """For ``status="duplicate"``: the call that did the effect (this call's effect was not repeated)."""
     truncated: int = 0
     """Characters cut from ``content`` by the result size cap (``value`` keeps the whole result)."""
+    effect: EffectMark | None = None
+    """For a side-effecting call (and a read a fork reused): what happened to its effect -- ``happened`` (it
+    ran in this run), ``inherited`` (an earlier run of the operation did it; not run again), ``reused`` (a
+    fork's read answered from its parent), ``simulated`` (a fork ran the tool's simulator, or refused the
+    write for want of one) or ``rerun`` (a fork explicitly allowed to repeat it ran it again)."""
+    effect_run: str | None = None
+    """For ``inherited``/``reused``: the run that did it."""
+    effect_call: str | None = None
+    """For ``inherited``/``reused``: the call of that run that did it."""
     request_sha256: str | None = None
     result_sha256: str | None = None
     call_binding_sha256: str | None = None

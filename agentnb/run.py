@@ -20,12 +20,13 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .driver.fork import plan_fork
+from .driver.admit import admit
+from .driver.fork import ParentReads, lineage, plan_fork
 from .driver.history import budget_settings, complete_history, summarize, summary_history
 from .driver.lease import LeaseKeeper
 from .driver.listeners import listener_failed
@@ -35,12 +36,20 @@ from .driver.reconcile import kept
 from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
-from .engine import AwaitFirst, CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
+from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
 from .engine.calls import owed_approval
-from .engine.effects import call_limit, ledger_key
+from .engine.effects import call_limit, ledger_key, looks_first
 from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
-from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, Summary, ToolReturned, ToolStopped
+from .engine.results import (
+    Cancelled,
+    Decision,
+    DuplicateDone,
+    ModelLost,
+    Summary,
+    ToolReturned,
+    ToolStopped,
+)
 from .engine.view import RunView
 from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
 from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
@@ -98,6 +107,10 @@ class Run:
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
+        self._lineage: dict[str, Any] | None = None
+        """A fork's lineage and effect policy (``Run.fork``), stored in its ``RunStarted``."""
+        self._reads = ParentReads(self.store, "", None)
+        """A fork's parent's reads (``reads="reuse"``), read from the store when a resumed fork needs them."""
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -188,7 +201,7 @@ class Run:
         return self._write(Emit(run_started(self.run_id, self._initial, model, loop.tool_infos, {
             "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
             "request": cfg.settings, "operation_id": self.operation_id, "policy_revision": loop.policy_revision,
-            "headless": cfg.headless})))
+            "headless": cfg.headless, **({"fork": self._lineage} if self._lineage else {})})))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
         if self._unsure is not None:
@@ -273,12 +286,20 @@ class Run:
         return self._receive(Cancelled(reason))
 
     def fork(self, at: int | None = None, *, results: dict[str, Any] | None = None,
-             arguments: dict[str, dict[str, Any]] | None = None) -> Run:
+             arguments: dict[str, dict[str, Any]] | None = None, effects: str = "ask", reads: str = "rerun",
+             rerun: Collection[str] = ()) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
         ``at``: the event to fork after (default: the last one; with ``results`` only, where they were bound).
         ``results``: tool results replaced by call id; ``arguments``: call arguments replaced by call id (that
         call's turn is replayed with them). Where the fork cuts and how its model goes on: :mod:`agentnb.driver.fork`.
+
+        A fork belongs to this run's operation and store, so a write this run (or any run of the operation) made
+        is never made again: it is answered from the effect ledger, marked ``inherited``. ``effects`` says what
+        a write nobody made yet does: ``"ask"`` pauses for a person, ``"simulate"`` runs the tool's simulator
+        (``@tool(simulate=...)``; without one the write is refused as an error result), ``"run"`` runs it.
+        ``reads="reuse"`` answers a read from this run's result of the same read (``reused``); ``rerun``
+        names tools whose effects the fork does again (marked ``rerun``). The lineage is stored with the fork.
 
         Example:
             >>> import agentnb as anb
@@ -289,8 +310,11 @@ class Run:
             >>> other.state.value, run.events[-1].type
             ('COMPLETED', 'RunFinished')
         """
-        plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments)
-        forked: Run = plan.loop.start(plan.history)
+        plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
+                         lineage=lineage(self.run_id, effects, reads, rerun))
+        forked: Run = plan.loop.start(plan.history, operation_id=self.operation_id, store=self.store)
+        forked._lineage = plan.lineage
+        forked._reads = ParentReads(self.store, self.run_id, self.events if reads == "reuse" else None)
         model = plan.loop.model
         if isinstance(model, Seekable):
             model.seek(forked.run_id, plan.seek)
@@ -385,7 +409,7 @@ class Run:
     def _execute(self, calls: list[CallState]) -> BaseEvent:
         """Claim, run and answer ``calls`` (results in the model's order; a pause for a person last)."""
         rs, cfg, tools = self._rs, self.loop.config, self._tools
-        if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None:  # the common case: one call, no claim
+        if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None and not looks_first(rs, cfg, calls[0]):
             c = calls[0]
             tool = self.loop.registry.get(c.name)
             assert tool is not None
@@ -398,24 +422,7 @@ class Run:
             if interrupted:
                 raise KeyboardInterrupt
             return event
-        batch = frozenset(c.call_id for c in calls)
-        answers: dict[str, Any] = {}
-        firsts: dict[str, str] = {}
-        jobs: list[Job] = []
-        for c in calls:
-            tool = self.loop.registry.get(c.name)
-            assert tool is not None
-            key = ledger_key(rs, cfg, c)
-            claim = tools.claim(key, c, tool.idempotent, batch) if key is not None else None
-            verdict = receive(rs, cfg, claim) if claim is not None else None
-            if isinstance(verdict, Emit):
-                answers[c.call_id] = claim
-            elif isinstance(verdict, AwaitFirst):
-                firsts[c.call_id] = verdict.first
-            else:
-                if verdict is not None and verdict.retry:
-                    tools.reclaim(key or "", c)
-                jobs.append(Job(c, tool, *call_limit(rs, cfg, c), claim=key is not None, turn=rs.turn))
+        answers, firsts, jobs = admit(rs, cfg, tools, calls, self._reads)
         self._leases.waiting(rs.seq)  # a long tool keeps the run's lease alive
         try:
             ran, interrupted = tools.run(jobs)

@@ -19,6 +19,8 @@ from agentnb.engine import (
     Emit,
     EngineConfig,
     LedgerAnswered,
+    LedgerPeeked,
+    ParentRead,
     ModelFailed,
     ModelLost,
     Proceed,
@@ -35,7 +37,8 @@ from agentnb.engine import (
 )
 from agentnb.events import ApprovalRequested, CompressionApplied, ModelRetried, RunFinished, ToolFinished, TurnCompleted
 from agentnb.messages import Message, ModelTurn, ToolCallPart
-from agentnb.outcomes import Effect, Outcome
+from agentnb.engine.build import UNSTAMPED
+from agentnb.outcomes import Effect, EffectDone, Outcome
 from agentnb.request import ArgumentsDelta, TextDelta
 from agentnb.states import S
 from agentnb.tools import ToolRegistry
@@ -166,7 +169,59 @@ def test_ledger_verdicts() -> None:
     assert isinstance(dup, ToolFinished) and dup.status == "duplicate" and "outcome is not known yet" in dup.content
     elsewhere = Effect(key="k", run_id="run_z", call_id="c9", tool="ship", status="done", content="ok")
     dup = _event(receive(rs, CFG, LedgerAnswered("c1", elsewhere, False)))
-    assert isinstance(dup, ToolFinished) and dup.duplicate_of == "c9" and dup.content.endswith("with the result: ok")
+    assert isinstance(dup, ToolFinished) and dup.duplicate_of == "c9" and dup.content.endswith("Its result: ok")
+    assert (dup.status, dup.effect, dup.effect_run, dup.effect_call) == ("duplicate", "inherited", "run_z", "c9")
+    assert "Already done in run run_z by call c9" in dup.content
+
+
+def _fork_state(c: CallState, **policy: object) -> RunState:
+    rs = _state(c)
+    rs.settings = {"fork": {"parent": "run_p", "effects": "ask", "reads": "rerun", "rerun": [], **policy}}
+    return rs
+
+
+def test_a_forks_write_follows_its_effect_policy_before_any_claim() -> None:
+    c = _running("c1", "ship", "k", order="o1")
+    ask = _event(receive(_fork_state(c), CFG, LedgerPeeked("c1", None)))  # nobody made it: a person decides
+    assert isinstance(ask, ApprovalRequested) and ask.kind == "fork_effect" and ask.state is S.WAITING_APPROVAL
+    assert ask.note is not None and "fork of run_p" in ask.note and "never made" in ask.note
+    assert receive(_fork_state(c, effects="run"), CFG, LedgerPeeked("c1", None)) == Proceed(claim=True)
+    refused = _event(receive(_fork_state(c, effects="simulate"), CFG, LedgerPeeked("c1", None)))
+    assert isinstance(refused, ToolFinished) and refused.status == "error" and refused.effect == "simulated"
+    assert "has no simulator" in refused.content and "Nothing happened" in refused.content
+    fake = anb.tool(risk="write", approval=False, simulate=lambda order: f"would ship {order}")(ship.fn)
+    assert receive(_fork_state(c, effects="simulate"), EngineConfig(registry=ToolRegistry([fake])),
+                   LedgerPeeked("c1", None)) == Proceed(simulate=True)
+    found = Effect(key="k", run_id="run_p", call_id="c0", tool="ship", status="done", content="shipped")
+    for effects in ("ask", "simulate", "run"):  # an effect that exists is claimed, so its claim says inherited
+        assert receive(_fork_state(c, effects=effects), CFG, LedgerPeeked("c1", found)) == Proceed(claim=True)
+    assert receive(_fork_state(c, rerun=["ship"]), CFG, LedgerPeeked("c1", None)) == Proceed(claim=True)
+    c.fork_confirmed = True  # a person approved it
+    assert receive(_fork_state(c), CFG, LedgerPeeked("c1", None)) == Proceed(claim=True)
+
+
+def test_a_forks_outcomes_are_marked() -> None:
+    c = _running("c1", "ship", "k", order="o1")
+    done = EffectDone("k", "shipped", "shipped", "ok")
+    ran = _event(receive(_fork_state(c), CFG, ToolReturned("c1", Outcome("ok", "shipped"), done)))
+    assert isinstance(ran, ToolFinished) and ran.effect == "happened"
+    again = _event(receive(_fork_state(c, rerun=["ship"]), CFG, ToolReturned("c1", Outcome("ok", "shipped"), done)))
+    assert isinstance(again, ToolFinished) and again.effect == "rerun"
+    sim = _event(receive(_fork_state(c), CFG, ToolReturned("c1", Outcome("ok", "fake"), None, simulated=True)))
+    assert isinstance(sim, ToolFinished) and sim.effect == "simulated"
+    read = _running("r1", "lookup", q="x")
+    assert _event(receive(_state(read), CFG, ToolReturned("r1", Outcome("ok", "x")))).effect is None  # type: ignore[attr-defined]
+
+
+def test_a_forks_read_is_answered_from_its_parent_when_it_reuses_reads() -> None:
+    read = _running("r1", "lookup", q="x")
+    rs = _fork_state(read, reads="reuse")
+    assert receive(rs, CFG, ParentRead("r1", None)) == Proceed()
+    parent = ToolFinished(seq=4, ts=UNSTAMPED, run_id="run_p", turn=1, state=S.EXECUTING, call_id="p1",
+                          name="lookup", status="ok", content="from the parent", value="v", duration_s=0.1)
+    ev = _event(receive(rs, CFG, ParentRead("r1", parent)))
+    assert isinstance(ev, ToolFinished) and ev.content == "from the parent" and ev.call_id == "r1"
+    assert (ev.effect, ev.effect_run, ev.effect_call) == ("reused", "run_p", "p1")
 
 
 def test_a_batch_duplicate_says_what_the_first_call_did() -> None:

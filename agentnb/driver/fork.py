@@ -13,6 +13,11 @@ These are functions of the events and the fork point; ``Run.fork`` starts the ru
 Forking with edited *arguments* replays the turn that made those calls, with the edits (validated against
 the tools' schemas), as the fork's first answer (:class:`ReplayFirst`), then hands over to the loop's model.
 The original run is never touched.
+
+A fork belongs to its parent's operation and store; its lineage and effect policy (:func:`lineage`) go into
+its ``RunStarted``, so the engine answers its writes by that policy (:mod:`agentnb.engine.effects`) and a fork
+resumed in another process keeps it. A fork that reuses reads finds its parent's results here
+(:class:`ParentReads`).
 """
 
 from __future__ import annotations
@@ -22,8 +27,19 @@ import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..engine import RunState
-from ..events import BaseEvent, ModelRequested, ModelRetried, ResultsBound, RunStarted, TurnCompleted
+from ..engine import CallState, RunState
+from ..engine.calls import arguments_digest
+from ..events import (
+    ApprovalResolved,
+    BaseEvent,
+    CallValidated,
+    ModelRequested,
+    ModelRetried,
+    ResultsBound,
+    RunStarted,
+    ToolFinished,
+    TurnCompleted,
+)
 from ..exceptions import AgentnbError
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..providers.base import Seekable
@@ -31,9 +47,67 @@ from ..request import ModelRequest, StreamItem
 from ..tools import jsonable, render_value
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Collection, Iterator
 
+    from ..store import Store
     from .loopspec import LoopSpec
+
+EFFECTS = ("ask", "simulate", "run")
+"""What a fork does with a write its parent never made: ask a person, run the tool's simulator, or run it."""
+READS = ("rerun", "reuse")
+"""What a fork does with a read: run it again, or answer it from the parent's result of the same read."""
+
+
+def lineage(parent: str, effects: str, reads: str, rerun: Collection[str]) -> dict[str, Any]:
+    """A fork's lineage and effect policy, as stored in its ``RunStarted.settings["fork"]`` (``at`` added later).
+
+    Raises:
+        AgentnbError: an effect or read policy that does not exist, or ``rerun`` that is not tool names.
+    """
+    if effects not in EFFECTS:
+        raise AgentnbError(f"effects={effects!r}: a fork's effect policy is one of {', '.join(EFFECTS)}")
+    if reads not in READS:
+        raise AgentnbError(f"reads={reads!r}: a fork's read policy is one of {', '.join(READS)}")
+    if isinstance(rerun, str) or not all(isinstance(t, str) and t for t in rerun):
+        raise AgentnbError(f"rerun={rerun!r}: give a list of tool names whose effects the fork does again")
+    return {"parent": parent, "effects": effects, "reads": reads, "rerun": sorted(set(rerun))}
+
+
+def read_key(name: str, arguments: dict[str, Any] | None) -> tuple[str, str]:
+    """What makes two reads the same read: the tool and its canonical arguments."""
+    return name, arguments_digest(name, arguments)
+
+
+def parent_reads(events: list[BaseEvent]) -> dict[tuple[str, str], ToolFinished]:
+    """A run's results by :func:`read_key` (the first of each; the arguments a call ran with, edits included)."""
+    args: dict[str, dict[str, Any]] = {}
+    out: dict[tuple[str, str], ToolFinished] = {}
+    for e in events:
+        if isinstance(e, CallValidated):
+            args[e.call_id] = e.arguments
+        elif isinstance(e, ApprovalResolved) and e.arguments is not None:
+            args[e.call_id] = e.arguments
+        elif isinstance(e, ToolFinished) and e.call_id in args:
+            out.setdefault(read_key(e.name, args[e.call_id]), e)
+    return out
+
+
+class ParentReads:
+    """A fork's parent's reads, from the parent's events (a fork made here) or its store (a fork resumed)."""
+
+    def __init__(self, store: Store, parent: str, events: list[BaseEvent] | None) -> None:
+        self.store, self.parent = store, parent
+        self._index = parent_reads(events) if events is not None else None
+
+    def get(self, rs: RunState, c: CallState) -> ToolFinished | None:
+        """The parent's result of the same read as ``c`` (None: it made none, or cannot be read)."""
+        if self._index is None:
+            parent = self.parent or str((rs.settings.get("fork") or {}).get("parent", ""))
+            try:
+                self._index = parent_reads(self.store.load(parent))
+            except Exception:  # the parent is not in this store: its reads cannot be reused, so they run again
+                self._index = {}
+        return self._index.get(read_key(c.name, c.arguments))
 
 
 class ReplayFirst:
@@ -111,19 +185,24 @@ def seek_position(events: list[BaseEvent], prompt: list[Message], history: list[
 
 @dataclass(frozen=True)
 class ForkPlan:
-    """How a fork starts: the loop to start it with, the history, and the request a seekable model seeks to."""
+    """How a fork starts: the loop, the history, the request a seekable model seeks to, and the lineage.
+
+    The lineage is :func:`lineage`'s, with the event the fork cuts after (``at``) and what it replaced.
+    """
 
     loop: LoopSpec
     history: list[Message]
     seek: int
+    lineage: dict[str, Any]
 
 
 def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
-              at: int | None = None, *,
-              results: dict[str, Any] | None = None, arguments: dict[str, dict[str, Any]] | None = None) -> ForkPlan:
+              at: int | None = None, *, results: dict[str, Any] | None = None,
+              arguments: dict[str, dict[str, Any]] | None = None, lineage: dict[str, Any] | None = None) -> ForkPlan:
     """How a fork of the run with ``events`` starts (see ``Run.fork``, which documents the arguments)."""
+    lineage = dict(lineage or {})
     if arguments:
-        return _plan_with_arguments(events, initial, prompt, loop, arguments)
+        return _plan_with_arguments(events, initial, prompt, loop, arguments, lineage)
     if at is None and results:
         wanted = set(results)
         bound = [e.seq for e in events if isinstance(e, ResultsBound) and wanted & set(e.call_ids)]
@@ -133,11 +212,12 @@ def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Mess
     history = complete_point(messages_at(events, at, initial))
     if results:
         history = replace_results(history, results)
-    return ForkPlan(loop, history[1:] if loop.system else history, seek_position(events, prompt, history, 0))
+    lineage.update(at=at, results=sorted(results or ()))
+    return ForkPlan(loop, history[1:] if loop.system else history, seek_position(events, prompt, history, 0), lineage)
 
 
 def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
-                         arguments: dict[str, dict[str, Any]]) -> ForkPlan:
+                         arguments: dict[str, dict[str, Any]], lineage: dict[str, Any]) -> ForkPlan:
     turn_ev = next((e for e in events if isinstance(e, TurnCompleted) and
                     set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)
     if turn_ev is None:
@@ -157,4 +237,6 @@ def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt
     history = complete_point(messages_at(events, turn_ev.seq - 1, initial))
     replay = copy.copy(loop)  # the same loop, answering the first request with the edited turn
     replay.model = ReplayFirst(edited, loop.model)
-    return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1))
+    lineage.update(at=turn_ev.seq - 1, arguments=sorted(arguments))
+    return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1),
+                    lineage)

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..engine import CallState
-from ..engine.results import LedgerAnswered, ToolReturned, ToolStopped
+from ..engine.results import LedgerAnswered, LedgerPeeked, ToolReturned, ToolStopped
 from ..exceptions import CheckpointError
 from ..outcomes import EffectDone, Outcome, describe_errors
 from ..redact import RunSecrets, redact_outcome, redact_text
@@ -64,6 +64,8 @@ class Job:
     """The run's deadline (epoch seconds), if any."""
     claim: bool
     turn: int
+    simulate: bool = False
+    """Run the tool's simulator instead of the tool (a fork with ``effects="simulate"``)."""
 
 
 class _Slot:
@@ -140,6 +142,10 @@ class ToolPort:
         self._unanswered.discard((key, call.call_id))
         return LedgerAnswered(call.call_id, existing, idempotent, batch, unrun=unrun)
 
+    def peek(self, key: str, call: CallState) -> LedgerPeeked:
+        """What the ledger holds for ``key``, without claiming it (a fork decides by its policy first)."""
+        return LedgerPeeked(call.call_id, self.store.effect(key))
+
     def reclaim(self, key: str, call: CallState) -> None:
         """Record that ``call`` runs again with its key (a confirmed retry, an idempotent tool)."""
         self.store.retry_effect(key, self.run_id, call.call_id)
@@ -174,7 +180,7 @@ class ToolPort:
         except KeyboardInterrupt:
             results[cid] = ToolStopped(cid, "interrupted", started=True, raised=True)
             raise
-        results[cid] = ToolReturned(cid, out, self._done(job, out))
+        results[cid] = ToolReturned(cid, out, self._done(job, out), simulated=job.simulate)
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool_ is None:
@@ -239,7 +245,7 @@ class ToolPort:
         if isinstance(slot.future.exception(), KeyboardInterrupt):
             return ToolStopped(cid, "interrupted", started=True, raised=True)
         out = slot.future.result()
-        return ToolReturned(cid, out, self._done(slot.job, out))
+        return ToolReturned(cid, out, self._done(slot.job, out), simulated=slot.job.simulate)
 
     def _expire(self, slot: _Slot) -> ToolStopped:
         """A call ran past its limit: the driver stops waiting for it (the engine says what that means)."""
@@ -288,7 +294,7 @@ class ToolPort:
             ctx = ToolContext(run_id=self.run_id, call_id=call.call_id, tool_name=tool.name, turn=job.turn,
                               idempotency_key=call.idempotency_key)
         # results and errors alike are masked before they are cut (a cut can halve a key), hashed, stored or shown
-        return redact_outcome(self.registry.run(tool, validated, ctx, on_loop))
+        return redact_outcome(self.registry.run(tool, validated, ctx, on_loop, simulated=job.simulate))
 
     @staticmethod
     def _done(job: Job, out: Outcome) -> EffectDone | None:

@@ -116,6 +116,10 @@ class ToolSpec(Protocol):
         """The parameter that receives a :class:`~agentnb.tools.ToolContext`, if any."""
 
     @property
+    def simulate(self) -> Any:
+        """The tool's fake for forks that simulate writes (None: it has none)."""
+
+    @property
     def key_fn(self) -> Any:
         """The tool's own idempotency-key function, if any."""
 

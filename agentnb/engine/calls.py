@@ -80,6 +80,11 @@ def call_key(rs: RunState, cfg: EngineConfig, c: CallState, arguments: dict[str,
     if tool is None or not (tool.side_effects or tool.context_param or tool.key_fn):
         return None
     arguments = c.arguments if arguments is None else arguments
+    fork = rs.settings.get("fork")
+    if isinstance(fork, dict) and c.name in fork.get("rerun", ()):  # a fork told to do this tool's effects again
+        if tool.key_fn is not None:
+            return f"{tool.key_for(dict(isolated(arguments or {})))}~rerun~{rs.run_id}"
+        return binding.idempotency_key(f"{operation_id(rs)}~rerun~{rs.run_id}", c.name, arguments)
     if tool.key_fn is not None:
         return tool.key_for(dict(isolated(arguments or {})))
     if tool.idempotency == "call":  # identical calls are distinct effects: the call is the intent
@@ -329,7 +334,8 @@ def resolution(
 def resolve_headless(rs: RunState, c: CallState) -> Emit:
     """Nobody can answer (``headless=True``): the waiting call is denied, saying why."""
     what = {"client_result": "nobody is available to run this client-side tool",
-            "outcome_unknown": "nobody is available to reconcile this call's unknown outcome"}.get(
+            "outcome_unknown": "nobody is available to reconcile this call's unknown outcome",
+            "fork_effect": "nobody is available to approve a new effect in this fork"}.get(
         c.kind, "nobody is available to approve it")
     if c.approval_note:
         what = f"{what} ({c.approval_note})"

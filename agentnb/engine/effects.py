@@ -10,8 +10,18 @@ stopped (:class:`~agentnb.engine.results.ToolStopped`) -- becomes a ``ToolFinish
 (``timeout``, an error, ``skipped``); a write that may have happened -- past its limit, interrupted, or let go
 of in flight by a cancelled run -- is never answered as if it had not.
 
-Every text a model reads about a call's execution is written here once: duplicates, skips, interrupts,
-timeouts, the cut of a long result. Nothing here performs I/O, reads a clock or touches a store.
+**Forks** (a run started by ``Run.fork``; its lineage is in ``RunStarted.settings["fork"]``) belong to their
+parent's operation, so their intent keys are the parent's: a write the parent (or any run of the operation)
+made is answered from the ledger -- marked ``inherited``, never run again. A write nobody made yet follows the
+fork's effect policy, decided *before* anything is claimed (:func:`peeked`): ``ask`` pauses it for a person
+(``ApprovalRequested`` of kind ``fork_effect``), ``simulate`` runs the tool's simulator (or answers with an
+error saying there is none), ``run`` claims and runs it; tools the fork names in ``rerun`` get keys of the
+fork's own, so their effects run again, marked ``rerun``. A fork with ``reads="reuse"`` answers a read from
+its parent's result of the same read (:func:`parent_read`), marked ``reused``.
+
+Every text a model reads about a call's execution is written here once: duplicates, inherited effects,
+simulations, skips, interrupts, timeouts, the cut of a long result. Nothing here performs I/O, reads a clock or
+touches a store.
 """
 
 from __future__ import annotations
@@ -20,14 +30,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..events import ApprovalRequested, ToolFinished
+from ..events import ApprovalRequested, EffectMark, ToolFinished
 from ..outcomes import Effect, Outcome
 from ..states import S
 from .actions import Emit, EngineConfig
 from .build import UNSTAMPED
 from .calls import arguments_digest, bound_hashes, request_hash
 from .fold import CallState, RunState
-from .results import AwaitFirst, DuplicateDone, LedgerAnswered, Proceed, ToolReturned, ToolStopped, Verdict
+from .results import (
+    AwaitFirst,
+    DuplicateDone,
+    LedgerAnswered,
+    LedgerPeeked,
+    ParentRead,
+    Proceed,
+    ToolReturned,
+    ToolStopped,
+    Verdict,
+)
 
 # -- texts the model reads ---------------------------------------------------------------------------------
 
@@ -68,6 +88,22 @@ def duplicate(c: CallState, first_call: str, content: str | None) -> Outcome:
     return Outcome(status="duplicate", content=text, value={"duplicate_of": first_call, "result": content})
 
 
+def inherited(c: CallState, effect: Effect) -> Outcome:
+    """A call whose effect an earlier run of the operation did: answered from the ledger, not run again."""
+    text = (f"Already done in run {effect.run_id} by call {effect.call_id}, so it was not run again here (the same "
+            f"effect: idempotency key {c.idempotency_key}). Its result: {effect.content or ''}")
+    return Outcome(status="duplicate", content=text, value={"inherited_from": {"run": effect.run_id,
+                                                                                "call": effect.call_id},
+                                                             "result": effect.content})
+
+
+def no_simulator(name: str, parent: str) -> Outcome:
+    """A fork that simulates writes met a tool without a simulator: the write is refused, not run."""
+    text = (f"Not run: this run is a fork of {parent} that simulates new effects (effects='simulate'), and tool "
+            f"'{name}' has no simulator, so this write was refused. Nothing happened.")
+    return Outcome(status="error", content=text, error_type="NotSimulated", error_message=text)
+
+
 def cap(out: Outcome, limit: int) -> Outcome:
     """Cut a long result for the model with a visible marker; the audit value keeps everything."""
     if len(out.content) <= limit:
@@ -88,6 +124,23 @@ def from_effect(effect: Effect) -> Outcome:
 
 
 # -- rules -------------------------------------------------------------------------------------------------
+
+
+def fork_of(rs: RunState) -> dict[str, Any] | None:
+    """A fork's lineage and effect policy (``parent``, ``at``, ``effects``, ``reads``, ``rerun``); None: no fork."""
+    fork = rs.settings.get("fork")
+    return fork if isinstance(fork, dict) else None
+
+
+def looks_first(rs: RunState, cfg: EngineConfig, c: CallState) -> bool:
+    """Whether a call is looked up before it may run: a fork's write (the ledger) or reused read (its parent)."""
+    fork = fork_of(rs)
+    if fork is None:
+        return False
+    tool = cfg.registry.get(c.name)
+    if tool is None:
+        return False
+    return tool.side_effects or fork.get("reads") == "reuse"
 
 
 def ledger_key(rs: RunState, cfg: EngineConfig, c: CallState) -> str | None:
@@ -118,7 +171,8 @@ def call_limit(rs: RunState, cfg: EngineConfig, c: CallState) -> tuple[float | N
 
 
 def tool_finished(rs: RunState, cfg: EngineConfig, c: CallState, out: Outcome, *, reused: bool = False,
-                  duplicate_of: str | None = None) -> ToolFinished:
+                  duplicate_of: str | None = None, effect: EffectMark | None = None,
+                  origin: tuple[str, str] | None = None) -> ToolFinished:
     """A call's outcome as an event, bound to the call.
 
     It carries the request hash (made when the call started), the result hash, and the binding of the two
@@ -132,8 +186,9 @@ def tool_finished(rs: RunState, cfg: EngineConfig, c: CallState, out: Outcome, *
         state=S.EXECUTING, call_id=call_id, name=c.name, status=out.status, content=out.content,
         value=out.value, error_type=out.error_type, error_message=out.error_message,
         duration_s=round(out.duration_s, 6), idempotency_key=c.idempotency_key, reused=reused,
-        duplicate_of=duplicate_of, truncated=out.truncated, request_sha256=request, result_sha256=result,
-        call_binding_sha256=bound,
+        duplicate_of=duplicate_of, truncated=out.truncated, effect=effect,
+        effect_run=origin[0] if origin else None, effect_call=origin[1] if origin else None,
+        request_sha256=request, result_sha256=result, call_binding_sha256=bound,
     )
 
 
@@ -173,7 +228,7 @@ def judge(rs: RunState, cfg: EngineConfig, r: LedgerAnswered) -> Emit | Verdict:
         return Proceed()
     if existing.run_id == rs.run_id and existing.call_id == c.call_id:  # this call, again (resume or retry)
         if existing.status == "done":
-            return Emit(tool_finished(rs, cfg, c, from_effect(existing), reused=True))
+            return Emit(tool_finished(rs, cfg, c, from_effect(existing), reused=True, effect="happened"))
         if r.unrun:
             return Proceed()  # claimed here, its reply lost before the tool started: it never ran
         if r.idempotent or c.retry_confirmed:
@@ -183,15 +238,64 @@ def judge(rs: RunState, cfg: EngineConfig, r: LedgerAnswered) -> Emit | Verdict:
                                                 "its outcome was written)"))
     if existing.status != "done" and existing.run_id == rs.run_id and existing.call_id in r.batch:
         return AwaitFirst(existing.call_id)  # the same effect runs now for another call of this batch
+    if existing.status == "done" and existing.run_id != rs.run_id:  # an earlier run of the operation did it
+        return Emit(tool_finished(rs, cfg, c, inherited(c, existing), duplicate_of=existing.call_id,
+                                  effect="inherited", origin=(existing.run_id, existing.call_id)))
     content = existing.content or "" if existing.status == "done" else None
     return Emit(tool_finished(rs, cfg, c, duplicate(c, existing.call_id, content), duplicate_of=existing.call_id))
+
+
+def peeked(rs: RunState, cfg: EngineConfig, r: LedgerPeeked) -> Emit | Verdict:
+    """A fork's write, by its effect policy (see the module docstring): claim it, simulate it, or ask a person."""
+    c = rs.calls[r.call_id]
+    fork = fork_of(rs) or {}
+    if r.existing is not None or c.fork_confirmed or fork.get("effects") == "run" or c.name in fork.get("rerun", ()):
+        return Proceed(claim=True)  # an effect found is judged by its claim (inherited, duplicate, this call's own)
+    parent = str(fork.get("parent", "?"))
+    if fork.get("effects") == "simulate":
+        tool = cfg.registry.get(c.name)
+        if tool is not None and tool.simulate is not None:
+            return Proceed(simulate=True)
+        return Emit(tool_finished(rs, cfg, c, no_simulator(c.name, parent), effect="simulated"))
+    return Emit(fork_request(rs, cfg, c, parent))
+
+
+def fork_request(rs: RunState, cfg: EngineConfig, c: CallState, parent: str) -> ApprovalRequested:
+    """A fork (``effects="ask"``) asks a person before a write its parent never made."""
+    tool = cfg.registry.get(c.name)
+    return ApprovalRequested(
+        seq=-1, ts=UNSTAMPED, run_id="", turn=0,
+        state=S.WAITING_APPROVAL, approval_id=f"frk_{rs.run_id}_{c.call_id}", call_id=c.call_id,
+        name=c.name, arguments=c.arguments or {}, arguments_digest=arguments_digest(c.name, c.arguments),
+        risk=tool.risk if tool else "write", kind="fork_effect", ttl_s=cfg.approval_ttl,
+        idempotency_key=c.idempotency_key,
+        note=(f"this run is a fork of {parent} (effects='ask'), and its parent never made this {c.name}: it would "
+              "be a new effect. Approve to run it in this fork; deny to answer it as not run."),
+    )
+
+
+def parent_read(rs: RunState, cfg: EngineConfig, r: ParentRead) -> Emit | Verdict:
+    """A fork's read answered from its parent's result of the same read (``reads="reuse"``), else run."""
+    found = r.found
+    if found is None:
+        return Proceed()
+    c = rs.calls[r.call_id]
+    out = Outcome(status=found.status, content=found.content, value=found.value, error_type=found.error_type,
+                  error_message=found.error_message)
+    return Emit(tool_finished(rs, cfg, c, out, effect="reused", origin=(found.run_id, found.call_id)))
 
 
 def returned(rs: RunState, cfg: EngineConfig, r: ToolReturned) -> Emit:
     """A call's outcome (cut to the loop's result size, with its ledger outcome when it holds a claim)."""
     c = rs.calls[r.call_id]
     out = cap(r.outcome, cfg.budget.max_result_chars)
-    return Emit(tool_finished(rs, cfg, c, out, reused=r.reused), r.effect)
+    mark: EffectMark | None = None
+    if r.simulated:
+        mark = "simulated"
+    elif r.effect is not None:
+        fork = fork_of(rs)
+        mark = "rerun" if fork is not None and c.name in fork.get("rerun", ()) else "happened"
+    return Emit(tool_finished(rs, cfg, c, out, reused=r.reused, effect=mark), r.effect)
 
 
 def stopped(rs: RunState, cfg: EngineConfig, r: ToolStopped) -> Emit:
@@ -233,11 +337,14 @@ def duplicate_done(rs: RunState, cfg: EngineConfig, r: DuplicateDone) -> Emit:
 
 TOOL_RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdict]] = {
     LedgerAnswered: judge,
+    LedgerPeeked: peeked,
+    ParentRead: parent_read,
     ToolReturned: returned,
     ToolStopped: stopped,
     DuplicateDone: duplicate_done,
 }
 """The rules of the tool port's results, by class (part of :data:`~agentnb.engine.receive.RULES`)."""
 
-__all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "from_effect", "interrupted",
-           "judge", "ledger_key", "outcome_unknown", "skipped", "stopped", "timed_out", "tool_finished"]
+__all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "fork_of", "fork_request",
+           "from_effect", "inherited", "interrupted", "judge", "ledger_key", "looks_first", "no_simulator",
+           "outcome_unknown", "parent_read", "peeked", "returned", "skipped", "stopped", "timed_out", "tool_finished"]

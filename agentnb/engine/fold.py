@@ -106,10 +106,12 @@ class CallState:
     decision: str | None = None
     result: ToolResultPart | None = None
     kind: str = "approval"
-    """What the pending request asks: ``approval``, ``client_result`` or ``outcome_unknown``."""
+    """What the pending request asks: ``approval``, ``client_result``, ``outcome_unknown`` or ``fork_effect``."""
     idempotency_key: str | None = None
     retry_confirmed: bool = False
     """A person approved re-running a call whose outcome was unknown."""
+    fork_confirmed: bool = False
+    """A person approved a fork's write its parent never made (``effects="ask"``)."""
     binding: tuple[str, str, str] | None = None
     """(request, result, binding) hashes recorded when the tool finished."""
     expected_request: str | None = None
@@ -493,6 +495,8 @@ def _f_approval_resolved(rs: RunState, ev: ApprovalResolved) -> None:
     c.status = "approved"
     if c.kind == "outcome_unknown":
         c.retry_confirmed = True
+    elif c.kind == "fork_effect":
+        c.fork_confirmed = True
     if ev.arguments is not None:
         c.arguments = ev.arguments
         if c.kind != "outcome_unknown":  # new arguments, new intent: the key is made again when it starts

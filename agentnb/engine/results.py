@@ -109,11 +109,39 @@ class LedgerAnswered:
     """This process made the claim found, and knows the tool never ran: the claim's reply was lost."""
 
 
+@dataclass(slots=True)
+class LedgerPeeked:
+    """What the effect ledger holds for a fork's write, read *before* any claim (``existing``: None, nothing).
+
+    A fork decides by its effect policy what to do with a write nobody made yet (ask, simulate, run), and a
+    claim would already make it; so the ledger is only looked at first. An effect found is claimed as usual
+    (the claim's answer makes it ``inherited``).
+    """
+
+    call_id: str
+    existing: Effect | None
+
+
+@dataclass(slots=True)
+class ParentRead:
+    """For a fork that reuses reads (``reads="reuse"``): the parent's result of the same read, if it made one."""
+
+    call_id: str
+    found: Any
+    """The parent's ``ToolFinished`` for the same tool and canonical arguments (None: the parent made no such read)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Proceed:
-    """Verdict: run the call (``retry``: it started before and runs again with its key)."""
+    """Verdict: run the call.
+
+    ``retry``: it started before and runs again with its key; ``simulate``: run the tool's simulator, without a
+    claim; ``claim``: a fork's write may run: claim it first, then judge the claim.
+    """
 
     retry: bool = False
+    simulate: bool = False
+    claim: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +162,8 @@ class ToolReturned:
     """The ledger outcome to record with the event (a call that holds a ledger claim)."""
     reused: bool = False
     """The outcome comes from the ledger: this very call finished before (a resume)."""
+    simulated: bool = False
+    """The tool's simulator ran, not the tool (a fork with ``effects="simulate"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,12 +239,13 @@ class Summary:
 
 
 Result = (TurnReceived | ModelFailed | StreamEnded | StreamBroke | ModelRaised | NotAnItem | ModelLost
-          | LedgerAnswered | ToolReturned | ToolStopped | DuplicateDone | Decision | Cancelled | Summary)
+          | LedgerAnswered | LedgerPeeked | ParentRead | ToolReturned | ToolStopped | DuplicateDone | Decision
+          | Cancelled | Summary)
 """Every I/O result (the stream's fragments aside, which are the model's own items)."""
 
 Verdict = Proceed | AwaitFirst
 """What a ledger claim means when it is not an event already (see :func:`~agentnb.engine.receive`)."""
 
-__all__ = ["AwaitFirst", "Cancelled", "Decision", "DuplicateDone", "LedgerAnswered", "ModelFailed", "ModelLost",
-           "ModelRaised", "NotAnItem", "Proceed", "Result", "StreamBroke", "StreamEnded", "Summary", "ToolReturned",
-           "ToolStopped", "TurnReceived", "Verdict"]
+__all__ = ["AwaitFirst", "Cancelled", "Decision", "DuplicateDone", "LedgerAnswered", "LedgerPeeked", "ModelFailed",
+           "ModelLost", "ModelRaised", "NotAnItem", "ParentRead", "Proceed", "Result", "StreamBroke", "StreamEnded",
+           "Summary", "ToolReturned", "ToolStopped", "TurnReceived", "Verdict"]

@@ -117,13 +117,17 @@ class MCPTool(Tool):
         return dict(cast(SchemaArguments, validated).arguments)
 
     def invoke(self, validated: BaseModel, context: ToolContext | None = None,
-               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None) -> Any:
+               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None,
+               *, simulated: bool = False) -> Any:
         """Call the server and wait in this thread; ``on_loop`` receives a task whose cancelling cancels the call.
+
+        An MCP tool has no simulator (``simulated`` is never asked of it: a fork refuses its writes instead).
 
         Raises:
             MCPToolError: the tool answered ``isError``.
             MCPServerError: the server could not be reached, lost the connection, or answered a protocol error.
         """
+        assert not simulated, "an MCP tool has no simulator"
         arguments = self.dump(validated)
         key = context.idempotency_key if context else None
         meta = {IDEMPOTENCY_META_KEY: key} if key else None

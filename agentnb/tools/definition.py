@@ -82,6 +82,8 @@ class Tool:
     strict: bool = False
     """The schema follows strict mode's rules (see :mod:`agentnb.strict`), and wire APIs that have a strict flag
     get it for this tool."""
+    simulate: Callable[..., Any] | None = None
+    """A fake a fork with ``effects="simulate"`` runs instead of the tool (same arguments; see ``@tool``)."""
     nullable: tuple[str, ...] = ()
     """For a strict tool: parameters that were optional, where the model's ``null`` means "use the default"."""
     _field_names: tuple[str, ...] = field(default=())
@@ -199,20 +201,28 @@ class Tool:
         return out
 
     def invoke(self, validated: BaseModel, context: ToolContext | None = None,
-               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None) -> Any:
+               on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None,
+               *, simulated: bool = False) -> Any:
         """Run the tool on validated arguments in the calling thread (timeouts are the caller's: see ``Run``).
 
         An async tool runs on an event loop of its own in this thread, so a tool that blocks its loop cannot
         hold up any other tool; ``on_loop(loop, task)`` receives the loop and task so the caller can cancel it.
+        ``simulated``: run the tool's simulator instead (``@tool(simulate=...)``), with the same arguments.
         """
+        fn = self.fn
         kwargs = validated.__dict__  # exactly the declared fields (extra="forbid"), nested models kept as models
-        if self.context_param is not None:
+        if simulated:
+            assert self.simulate is not None
+            fn = self.simulate
+            if self.context_param is not None and _takes_param(fn, self.context_param):
+                kwargs = {**kwargs, self.context_param: context}
+        elif self.context_param is not None:
             kwargs = {**kwargs, self.context_param: context}
-        if not self.is_async:
-            return self.fn(**kwargs)
+        if not (inspect.iscoroutinefunction(fn) if simulated else self.is_async):
+            return fn(**kwargs)
         loop = asyncio.new_event_loop()
         try:
-            task = loop.create_task(self.fn(**kwargs))
+            task = loop.create_task(fn(**kwargs))
             if on_loop is not None:
                 on_loop(loop, task)
             return loop.run_until_complete(task)
@@ -246,6 +256,15 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
         return len(inspect.signature(fn).parameters) >= 2
     except (TypeError, ValueError):  # a builtin or a C callable: call it with the arguments only
         return False
+
+
+def _takes_param(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` has a parameter ``name`` (or takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

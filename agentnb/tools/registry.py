@@ -87,15 +87,17 @@ class ToolRegistry:
     def run(
         self, t: Tool, validated: BaseModel, context: ToolContext | None,
         on_loop: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = None,
+        *, simulated: bool = False,
     ) -> Outcome:
         """Run one validated call in this thread and turn whatever happens into an :class:`Outcome`.
 
         ``KeyboardInterrupt`` propagates (the driver pauses the run cleanly); any other exception, ``SystemExit``
-        and ``CancelledError`` included, is an error result for this call.
+        and ``CancelledError`` included, is an error result for this call. ``simulated``: the tool's simulator
+        runs instead (see ``@tool(simulate=...)``).
         """
         start = time.perf_counter()
         try:
-            value = t.invoke(validated, context, on_loop)
+            value = t.invoke(validated, context, on_loop, simulated=simulated)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # the tool's own failure is data for the model

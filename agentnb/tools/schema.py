@@ -93,6 +93,7 @@ def _build_tool(
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
     strict: bool = False,
+    simulate: Callable[..., Any] | None = None,
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}")
@@ -103,6 +104,9 @@ def _build_tool(
                                   "two different ways")
     if risk not in ("read", "write", "dangerous"):
         raise ToolDefinitionError(f"risk must be 'read', 'write' or 'dangerous', got {risk!r}")
+    if simulate is not None and not callable(simulate):
+        raise ToolDefinitionError(f"simulate= needs a function (the tool's fake for forks), got "
+                                  f"{type(simulate).__name__}")
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", tool_name):
         raise ToolDefinitionError(
@@ -133,6 +137,7 @@ def _build_tool(
         schema, nullable = strict_schema(tool_name, schema)
     if renamed:
         fn = _renaming(fn, renamed)
+        simulate = _renaming(simulate, renamed) if simulate is not None else None
     return Tool(
         name=tool_name,
         description=(description if description is not None else doc_desc) or tool_name,
@@ -157,6 +162,7 @@ def _build_tool(
         _renamed=tuple(renamed.items()),
         secret=tuple(sorted(secrets | secret_names(schema))),
         masked_model=masked_model,
+        simulate=simulate,
     )
 
 
@@ -298,6 +304,7 @@ def tool(
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
     strict: bool = False,
+    simulate: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -316,6 +323,7 @@ def tool(
     idempotency: Literal["intent", "call"] = "intent",
     secret: Iterable[str] = (),
     strict: bool = False,
+    simulate: Callable[..., Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a tool; use bare or with options.
 
@@ -342,6 +350,9 @@ def tool(
         strict: make the schema follow strict mode's rules (every property required, optional ones nullable,
             no free keys; see :mod:`agentnb.strict`) and ask wire APIs that have a strict flag to enforce it; a
             signature that cannot be strict is a ``ToolDefinitionError`` naming the field.
+        simulate: a fake of a side-effecting tool, called with the same arguments, that a fork with
+            ``effects="simulate"`` runs instead of the tool (``run.fork``): what it returns is the call's result,
+            marked ``simulated``. Without one, such a fork answers the write with an error result saying so.
 
     Example:
         >>> @tool
@@ -358,7 +369,7 @@ def tool(
         return _build_tool(
             f, name=name, description=description, approval=approval, risk=risk, timeout=timeout, client=client,
             idempotent=idempotent, idempotency_key=idempotency_key, idempotency=idempotency, secret=secret,
-            strict=strict,
+            strict=strict, simulate=simulate,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,59 @@
+"""Which of a turn's calls run: each side-effecting call's claim on the effect ledger, and a fork's policy first.
+
+Theory of operation. Before a batch of calls runs, every call that needs it is looked up -- a fork's write in
+the ledger without claiming it (its effect policy decides first), a fork's read in its parent's results
+(``reads="reuse"``) -- and every write claims its idempotency key. Each lookup is an I/O result the engine's
+:func:`~agentnb.engine.receive` judges: the event that answers the call at once (an inherited, duplicate or
+reused result, a pause for a person), or a verdict to run it (and how). What may run becomes a
+:class:`~agentnb.driver.tool_port.Job`. Nothing here decides: it performs the lookups in order and collects
+the engine's verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import AwaitFirst, CallState, Emit, RunState, receive
+from ..engine.actions import EngineConfig
+from ..engine.effects import call_limit, ledger_key, looks_first
+from ..engine.results import ParentRead
+from .fork import ParentReads
+from .tool_port import Job, ToolPort
+
+
+def admit(rs: RunState, cfg: EngineConfig, tools: ToolPort, calls: list[CallState],
+          reads: ParentReads) -> tuple[dict[str, Any], dict[str, str], list[Job]]:
+    """The I/O results that answer calls now (by call id), the calls waiting on another's effect, the jobs to run."""
+    batch = frozenset(c.call_id for c in calls)
+    answers: dict[str, Any] = {}
+    firsts: dict[str, str] = {}
+    jobs: list[Job] = []
+    for c in calls:
+        tool = tools.registry.get(c.name)
+        assert tool is not None
+        key = ledger_key(rs, cfg, c)
+        verdict: Any = None
+        if looks_first(rs, cfg, c):  # a fork: its policy first, before anything is claimed
+            found: Any = tools.peek(key, c) if key is not None else ParentRead(c.call_id, reads.get(rs, c))
+            verdict = receive(rs, cfg, found)
+            if isinstance(verdict, Emit):
+                answers[c.call_id] = found
+                continue
+        if key is not None and (verdict is None or verdict.claim):
+            claim = tools.claim(key, c, tool.idempotent, batch)
+            verdict = receive(rs, cfg, claim)
+            if isinstance(verdict, Emit):
+                answers[c.call_id] = claim
+                continue
+        if isinstance(verdict, AwaitFirst):
+            firsts[c.call_id] = verdict.first
+            continue
+        if verdict is not None and verdict.retry:
+            tools.reclaim(key or "", c)
+        simulate = verdict is not None and verdict.simulate
+        jobs.append(Job(c, tool, *call_limit(rs, cfg, c), claim=key is not None and not simulate, turn=rs.turn,
+                        simulate=simulate))
+    return answers, firsts, jobs
+
+
+__all__ = ["admit"]
