@@ -20,9 +20,9 @@ from agentnb.engine import (
     EngineConfig,
     LedgerAnswered,
     LedgerPeeked,
-    ParentRead,
     ModelFailed,
     ModelLost,
+    ParentRead,
     Proceed,
     Result,
     RetryPolicy,
@@ -35,9 +35,9 @@ from agentnb.engine import (
     model_failed,
     receive,
 )
+from agentnb.engine.build import UNSTAMPED
 from agentnb.events import ApprovalRequested, CompressionApplied, ModelRetried, RunFinished, ToolFinished, TurnCompleted
 from agentnb.messages import Message, ModelTurn, ToolCallPart
-from agentnb.engine.build import UNSTAMPED
 from agentnb.outcomes import Effect, EffectDone, Outcome
 from agentnb.request import ArgumentsDelta, TextDelta
 from agentnb.states import S

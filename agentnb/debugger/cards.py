@@ -183,6 +183,25 @@ def _common(ev: Any) -> list[tuple[str, str]]:
             ("state after", f"<b>{esc(ev.state.value)}</b>")]
 
 
+EFFECT_MARKS = {
+    "happened": "the effect was done in this run",
+    "inherited": "an earlier run of this operation did it, so it was answered from the effect ledger",
+    "reused": "a fork's read, answered from its parent's result of the same read",
+    "simulated": "a fork ran the tool's simulator (or refused the write for want of one): nothing happened",
+    "rerun": "a fork told to repeat this tool's effects did it again",
+}
+"""What each ``ToolFinished.effect`` mark means, in words (the card's line)."""
+
+
+def _lineage_html(ev: Any) -> str:
+    fork = ev.settings.get("fork") if isinstance(ev.settings, dict) else None
+    if not isinstance(fork, dict):
+        return ""
+    return kv([("fork of", f"run <code>{esc(fork.get('parent'))}</code> after event {esc(fork.get('at'))}"),
+               ("effects", f"new writes: <b>{esc(fork.get('effects'))}</b> · reads: {esc(fork.get('reads'))}"
+                + (f" · re-run: {esc(', '.join(fork.get('rerun') or []))}" if fork.get("rerun") else ""))])
+
+
 def _b_run_started(ev: Any, ctx: CardContext) -> str:
     if ctx.light:
         names = ", ".join(t.name for t in ev.tools) or "(none)"
@@ -193,7 +212,7 @@ def _b_run_started(ev: Any, ctx: CardContext) -> str:
         f"{json_tree(t.parameters, open_depth=1)}</details>"
         for t in ev.tools
     )
-    return kv([("model", esc(ev.model)), ("settings", json_tree(ev.settings, open_depth=1))]) + (
+    return _lineage_html(ev) + kv([("model", esc(ev.model)), ("settings", json_tree(ev.settings, open_depth=1))]) + (
         f"<div><b>tools offered</b>{tools or ' (none)'}</div><div><b>messages</b>{conversation_html(ev.messages)}</div>"
     )
 
@@ -344,9 +363,15 @@ def _b_tool_finished(ev: Any, ctx: CardContext) -> str:
     cls = "agentnb-k-ok" if ev.status == "ok" else "agentnb-k-bad"
     rows = [("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>"),
             ("status", f'<span class="{cls}">{esc(ev.status)}</span>'), ("duration", f"{ev.duration_s * 1000:.2f} ms")]
+    mark = getattr(ev, "effect", None)
+    if mark is not None:
+        rows.append(("effect mark", f"<b>{esc(mark)}</b> — {esc(EFFECT_MARKS.get(mark, ''))}"))
     if ev.reused:
         rows.append(("effect", "already done by this call (before a restart): the ledger's result was reused"))
-    if getattr(ev, "duplicate_of", None):
+    if mark in ("inherited", "reused"):
+        rows.append(("done by", f"run <code>{esc(ev.effect_run)}</code>, call <code>{esc(ev.effect_call)}</code>; "
+                                "not run again here"))
+    elif getattr(ev, "duplicate_of", None):
         rows.append(("effect", f"a duplicate: the same effect was already done by call "
                                f"<code>{esc(ev.duplicate_of)}</code>; it was not repeated"))
     if ev.error_type:
@@ -454,7 +479,11 @@ class CardSpec:
 
 
 def _tool_finished_summary(ev: ToolFinished) -> str:
-    if ev.duplicate_of:
+    if ev.effect == "inherited":
+        how = f" · inherited: done in {ev.effect_run} by {ev.effect_call}"
+    elif ev.effect in ("reused", "simulated", "rerun"):
+        how = f" · {ev.effect}"
+    elif ev.duplicate_of:
         how = f" · not repeated: done by {ev.duplicate_of}"
     else:
         how = " · reused from the ledger" if ev.reused else f" · {ev.duration_s * 1000:.1f} ms"
@@ -463,7 +492,8 @@ def _tool_finished_summary(ev: ToolFinished) -> str:
 
 CARDS: dict[type[BaseEvent], CardSpec] = {
     RunStarted: CardSpec(
-        "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages",
+        "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages"
+        + (f" · fork of {ev.settings['fork'].get('parent')}" if isinstance(ev.settings.get("fork"), dict) else ""),
         _b_run_started),
     ModelRequested: CardSpec(
         "agentnb-k-model", lambda ev: f"turn {ev.turn} · {ev.message_count} messages"

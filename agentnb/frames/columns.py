@@ -207,6 +207,13 @@ CALLS: tuple[Column, ...] = (
            "(after a restart; not re-run)"),
     Column("duplicate_of", "string", "ToolFinished.duplicate_of", "for ``duplicate`` results: the call that did the "
            "effect (this one was not run)"),
+    Column("effect", "category", "ToolFinished.effect", "what happened to the call's effect: ``happened`` (ran in "
+           "this run), ``inherited`` (an earlier run of the operation did it; not run again), ``reused`` (a fork's "
+           "read answered from its parent), ``simulated`` (a fork ran the tool's simulator, or refused the write), "
+           "``rerun`` (a fork allowed to repeat it ran it again); null for reads",
+           categories=("happened", "inherited", "reused", "simulated", "rerun")),
+    Column("effect_run", "string", "ToolFinished.effect_run", "for ``inherited``/``reused``: the run that did it"),
+    Column("effect_call", "string", "ToolFinished.effect_call", "for ``inherited``/``reused``: the call that did it"),
     Column("binding_hash", "string", "ToolFinished.call_binding_sha256", "hash binding the result to its call"),
     Column("bound_seq", "Int64", "ResultsBound.seq", "seq of the ResultsBound that sent the result back"),
 )
