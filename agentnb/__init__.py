@@ -62,6 +62,7 @@ from .providers import (
 from .providers.base import Model
 from .providers.scripted import ScriptedModel
 from .recorder import Recorder
+from .replay import Divergence, Replay, replay
 from .request import ModelRequest, RequestOptions
 from .run import Run
 from .states import TRANSITIONS, IllegalTransition, LoopState
@@ -101,6 +102,7 @@ __all__ = [
     "CheckpointError",
     "Debugger",
     "DigestMismatch",
+    "Divergence",
     "Event",
     "FallbackModel",
     "Finding",
@@ -123,6 +125,7 @@ __all__ = [
     "PostgresStore",
     "ProviderError",
     "Recorder",
+    "Replay",
     "RequestOptions",
     "ResumeError",
     "Run",
@@ -152,6 +155,7 @@ __all__ = [
     "load_transcripts",
     "model",
     "otel",
+    "replay",
     "stories",
     "tool",
     "workshop",

@@ -82,7 +82,8 @@ class Run:
     """
 
     def __init__(self, loop: LoopSpec, messages: list[Message], *, run_id: str | None = None,
-                 operation_id: str | None = None, store: Store | None = None) -> None:
+                 operation_id: str | None = None, store: Store | None = None,
+                 tool_port: type[ToolPort] = ToolPort) -> None:
         self.loop = loop
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
         self.operation_id = operation_id or self.run_id
@@ -97,7 +98,7 @@ class Run:
         self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
         self._listeners: list[Listener] = []
         self._model = ModelPort(loop.model, self._secrets, loop.config.budget)
-        self._tools = ToolPort(self.store, loop.registry, self.run_id, self._secrets, loop.config.budget.max_parallel,
+        self._tools = tool_port(self.store, loop.registry, self.run_id, self._secrets, loop.config.budget.max_parallel,
                                self._stop)
         self._held: list[Any] = []
         """I/O results whose events a store fault kept out: received and written first on the next step."""

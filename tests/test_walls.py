@@ -71,6 +71,7 @@ LAYERS: dict[str, str] = {
     "agentnb.plots": "outer",
     "agentnb.collection": "outer",
     "agentnb.batch": "outer",
+    "agentnb.replay": "outer",  # a recorded run driven again by today's loop
     "agentnb._batch_items": "outer",  # the rows of a batch, checked before it runs anything
     "agentnb.debugger": "outer",
     "agentnb.workshop": "outer",
