@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from ._batch_items import Fork
 from ._version import __version__ as __version__
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
@@ -106,6 +107,7 @@ __all__ = [
     "Event",
     "FallbackModel",
     "Finding",
+    "Fork",
     "Frames",
     "GeminiModel",
     "IllegalTransition",

@@ -14,6 +14,9 @@ row gets back. Every row is therefore checked first, and one :class:`~agentnb.Ag
 - a stored run of a row's id must have begun from the row's prompt (the loop's system prompt aside): a row
   whose id names another prompt's run is refused, since handing back that run would report a prompt that never
   ran as done.
+
+A row may also be a :class:`Fork` of a stored run instead of a prompt: a counterfactual (another result, other
+arguments, today's loop) under a fork's effect policy. Its stored run must be a fork of that same parent.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +37,65 @@ from .store import Store
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+@dataclass(frozen=True)
+class Fork:
+    """A batch row that forks a stored run instead of starting from a prompt (see ``Run.fork``).
+
+    ``at``: the event to fork after -- a seq, or a predicate of an event (the first one it holds for; None:
+    where ``results`` were bound, else the end). ``results`` / ``arguments``: by call id, or a function of the
+    parent's events that returns them (None or ``{}``: none). ``effects``, ``reads``, ``rerun``: the fork's
+    effect policy. The fork's run id is its row's operation id, so the batch run again finds it.
+
+    Example:
+        >>> import agentnb as anb
+        >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> parent = loop.start("Paris?").run()
+        >>> snow = {"city": "Paris", "temp_c": -5, "sky": "snow"}
+        >>> results = lambda events: {next(e.call_id for e in events if e.type == "ToolFinished"): snow}
+        >>> forks = anb.batch(loop, [anb.Fork(parent.run_id, results=results)], progress=False)
+        >>> forks.table[["forked_from", "state"]].values.tolist() == [[parent.run_id, "COMPLETED"]]
+        True
+    """
+
+    parent: str
+    at: int | Callable[[BaseEvent], bool] | None = None
+    results: Mapping[str, Any] | Callable[[list[BaseEvent]], Mapping[str, Any]] | None = None
+    arguments: Mapping[str, dict[str, Any]] | Callable[[list[BaseEvent]], Mapping[str, dict[str, Any]]] | None = None
+    effects: str = "ask"
+    reads: str = "rerun"
+    rerun: Sequence[str] = ()
+
+    def describe(self) -> str:
+        """A stable description of the fork (what a batch's name is a digest of)."""
+        def part(v: Any) -> str:
+            return getattr(v, "__qualname__", None) or json.dumps(v, sort_keys=True, default=repr)
+
+        return "|".join(["fork", self.parent, part(self.at), part(self.results), part(self.arguments),
+                         self.effects, self.reads, ",".join(self.rerun)])
+
+    def plan(self, events: list[BaseEvent]) -> dict[str, Any]:
+        """``Run.fork``'s arguments for the parent with ``events``.
+
+        Raises:
+            AgentnbError: ``at`` holds for no event, or a function gave no mapping.
+        """
+        at = self.at
+        if callable(at):
+            found = next((e.seq for e in events if at(e)), None)
+            if found is None:
+                raise AgentnbError(f"fork of {self.parent!r}: the at= predicate holds for none of its events")
+            at = found
+        out: dict[str, Any] = {"at": at, "effects": self.effects, "reads": self.reads, "rerun": list(self.rerun)}
+        for name in ("results", "arguments"):
+            value = getattr(self, name)
+            value = value(events) if callable(value) else value
+            if value is not None and not isinstance(value, Mapping):
+                raise AgentnbError(f"fork of {self.parent!r}: {name}= gave {type(value).__name__}, not a mapping by "
+                                   "call id")
+            out[name] = dict(value) if value else None
+        return out
 
 
 @dataclass
@@ -49,6 +111,8 @@ class Item:
     """The row's other DataFrame columns (keyword arguments of a ``loop`` function)."""
     where: str = ""
     """The row, as refusals name it: ``row 3``, or ``row 3 (index 'x')`` for a DataFrame's labelled row."""
+    fork: Fork | None = None
+    """The row forks a stored run (its prompt is then the parent's conversation, and ``prompt`` is empty)."""
 
 
 _SHOWN = 5
@@ -79,13 +143,15 @@ def read_items(prompts: Iterable[Any] | pd.DataFrame, prompt_column: str, name: 
     if name is not None and (bad := _id_problem(name)) is not None:
         raise AgentnbError(f"the batch's name {bad[0]}: it is the prefix of every run id ('<name>-<row>')")
     if name is None:
-        digest = hashlib.sha256(json.dumps([r[0] for r in rows], default=repr, sort_keys=True).encode())
+        said = [r[0].describe() if isinstance(r[0], Fork) else r[0] for r in rows]
+        digest = hashlib.sha256(json.dumps(said, default=repr, sort_keys=True).encode())
         name = f"b{digest.hexdigest()[:10]}"
     problems: list[str] = []
     items: list[Item] = []
     first: dict[str, str] = {}  # operation id -> the row that has it
     for i, (prompt, op, settings, where) in enumerate(rows):
-        messages, problem = _prompt(prompt)
+        fork = prompt if isinstance(prompt, Fork) else None
+        messages, problem = ([], _fork_problem(fork)) if fork is not None else _prompt(prompt)
         if problem is not None:
             problems.append(f"{where}: its prompt {problem}")
         if op is _NO_ID:
@@ -96,13 +162,24 @@ def read_items(prompts: Iterable[Any] | pd.DataFrame, prompt_column: str, name: 
         if op in first:
             problems.append(f"{where}: its operation_id {op!r} is also the id of {first[op]} (each run needs its own)")
         first.setdefault(op, where)
-        items.append(Item(i, op, messages, settings, where))
+        items.append(Item(i, op, messages, settings, where, fork))
     _refuse(problems)
     return items
 
 
 _NO_ID: Any = object()
 """The operation id of a row that has none to give (a list of prompts): the batch derives ``<name>-<row>``."""
+
+
+def _fork_problem(fork: Fork) -> str | None:
+    """What makes a fork row no fork (its parent id, its policies), in words; None: it is one."""
+    if (bad := _id_problem(fork.parent)) is not None:
+        return f"forks a parent whose id {bad[0]}"
+    if fork.effects not in ("ask", "simulate", "run"):
+        return f"has effects={fork.effects!r}; a fork's effect policy is ask, simulate or run"
+    if fork.reads not in ("rerun", "reuse"):
+        return f"has reads={fork.reads!r}; a fork's read policy is rerun or reuse"
+    return None
 
 
 def _id_problem(op: Any) -> tuple[str, str] | None:
@@ -190,7 +267,13 @@ def check_stored(items: list[Item], store: Store, known: Mapping[str, str]) -> d
         except Exception:  # recorded in its row when the batch gets to it; the other rows are checked
             continue
         first = events[0] if events else None
-        if isinstance(first, RunStarted):
+        if item.fork is not None:
+            lineage = first.settings.get("fork") if isinstance(first, RunStarted) else None
+            parent = lineage.get("parent") if isinstance(lineage, dict) else None
+            if parent != item.fork.parent:
+                problems.append(f"{item.where}: the store's run {item.operation_id!r} is not a fork of "
+                                f"{item.fork.parent!r} (its parent: {parent!r})")
+        elif isinstance(first, RunStarted):
             stored = _dumped(first.messages)
             if stored != _dumped(item.prompt) and (stored[:1] == [] or stored[0].get("role") != "system"
                                                     or stored[1:] != _dumped(item.prompt)):

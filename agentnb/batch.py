@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ._batch_items import Item, check_stored, read_items
 from .collection import TranscriptCollection
 from .engine.prices import cost as price_tokens
-from .events import BaseEvent
+from .events import BaseEvent, RunStarted, ToolFinished
 from .exceptions import AgentnbError
 from .loop import Loop
 from .run import Run
@@ -132,7 +132,8 @@ def batch(
     Args:
         loop: a :class:`~agentnb.Loop`, or a function returning one. A function gets the item's extra
             DataFrame columns as keyword arguments (per-row settings: ``loop(temperature=0.2)``).
-        prompts: prompts (strings, messages or message lists), or a DataFrame with a ``prompt_column``
+        prompts: prompts (strings, messages or message lists, or :class:`~agentnb.Fork` rows that fork a stored
+            run: counterfactuals under a fork's effect policy), or a DataFrame with a ``prompt_column``
             column, an optional ``operation_id`` column (a string in every row: the run's id), and any other
             columns (passed to a ``loop`` function, and kept in :attr:`BatchResult.table`).
         concurrency: runs driven at once (threads; see the module docs for async models). On a Dask
@@ -209,7 +210,11 @@ def run_item(loop: Loop, store: Store, item: Item, known: str | None,
     t0 = time.perf_counter()
     run: Run | None = None
     try:
-        if known is None:
+        if known is None and item.fork is not None:
+            parent = Run.resume(item.fork.parent, loop=loop, store=store, allow_policy_change=True)
+            run = parent.fork(**item.fork.plan(list(parent.events)), run_id=item.operation_id)
+            run.run()
+        elif known is None:
             # the store goes in at the start: the run's lease and ledger are bound to it there (a store set
             # afterwards left them on the loop's own store, which may hold an older run of this id)
             run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id, store=store)
@@ -385,13 +390,25 @@ def _result(items: list[Item], outcomes: dict[str, _Outcome], store: Store | Non
             transcripts.append(Transcript(events))
         rows.append({"operation_id": item.operation_id, "state": out.state, "action": out.action,
                      "error": out.error, "input_tokens": out.input_tokens, "output_tokens": out.output_tokens,
-                     "cost_usd": out.cost_usd, "seconds": out.seconds, **item.settings})
+                     "cost_usd": out.cost_usd, "seconds": out.seconds, **_lineage(item, events), **item.settings})
     result = BatchResult(transcripts)
     result.table = pd.DataFrame(rows)
     result._outcomes = [outcomes[item.operation_id] for item in items]
     for out in result._outcomes:
         out.events = None  # the collection holds them
     return result
+
+
+def _lineage(item: Item, events: list[BaseEvent] | None) -> dict[str, Any]:
+    """A fork row's columns: its parent, the event it forked after, and its calls' effect marks."""
+    if item.fork is None:
+        return {}
+    first = events[0] if events else None
+    lineage = first.settings.get("fork", {}) if isinstance(first, RunStarted) else {}
+    marks = [e.effect for e in events or () if isinstance(e, ToolFinished) and e.effect is not None]
+    return {"forked_from": item.fork.parent, "fork_at": lineage.get("at"), "effects": item.fork.effects,
+            "inherited": marks.count("inherited"), "new_effects": marks.count("happened") + marks.count("rerun"),
+            "simulated": marks.count("simulated")}
 
 
 __all__ = ["BatchResult", "batch"]

@@ -288,7 +288,7 @@ class Run:
 
     def fork(self, at: int | None = None, *, results: dict[str, Any] | None = None,
              arguments: dict[str, dict[str, Any]] | None = None, effects: str = "ask", reads: str = "rerun",
-             rerun: Collection[str] = ()) -> Run:
+             rerun: Collection[str] = (), run_id: str | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
         ``at``: the event to fork after (default: the last one; with ``results`` only, where they were bound).
@@ -300,7 +300,8 @@ class Run:
         a write nobody made yet does: ``"ask"`` pauses for a person, ``"simulate"`` runs the tool's simulator
         (``@tool(simulate=...)``; without one the write is refused as an error result), ``"run"`` runs it.
         ``reads="reuse"`` answers a read from this run's result of the same read (``reused``); ``rerun``
-        names tools whose effects the fork does again (marked ``rerun``). The lineage is stored with the fork.
+        names tools whose effects the fork does again (marked ``rerun``). The lineage is stored with the fork;
+        ``run_id`` names it (default: a new id).
 
         Example:
             >>> import agentnb as anb
@@ -313,7 +314,7 @@ class Run:
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
                          lineage=lineage(self.run_id, effects, reads, rerun))
-        forked: Run = plan.loop.start(plan.history, operation_id=self.operation_id, store=self.store)
+        forked: Run = plan.loop.start(plan.history, run_id=run_id, operation_id=self.operation_id, store=self.store)
         forked._lineage = plan.lineage
         forked._reads = ParentReads(self.store, self.run_id, self.events if reads == "reuse" else None)
         model = plan.loop.model
@@ -567,7 +568,8 @@ class Run:
                   run_id=run_id, operation_id=first.settings.get("operation_id"), store=store_)
         run._initial, run._rs = list(first.messages), stored.state
         run._events.extend(stored.events)
-        run._leases.take(stored.state.seq, take_over=take_over)  # the checks passed: only now take the run
+        if stored.state.state not in TERMINAL:  # a finished run is only read (a fork's parent): no lease to take
+            run._leases.take(stored.state.seq, take_over=take_over)  # the checks passed: only now take the run
         while (asked := owed_approval(run._rs, loop.config)) is not None:  # before anything runs (driver/resume.py)
             run._write(asked)
         if run.paused or run.done:

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,47 @@ def test_a_fork_killed_mid_write_is_never_run_again_by_any_fork(kind: str, tmp_p
     resumed = worker(where, str(down), "resume", killed_fork, env=env)
     assert (resumed["state"], resumed["kinds"]) == ("WAITING_APPROVAL", ["outcome_unknown"])  # a person reconciles
     assert executions(down) == [("42", 1999), ("42", 500)]
+
+
+# -- counterfactuals over many runs -------------------------------------------------------------------------
+
+
+def test_a_killed_batch_of_forks_resumes_and_runs_no_effect_twice(tmp_path: Path) -> None:
+    from tests.fork_worker import fork_rows, make_loop, open_store
+
+    n = 120
+    where, down = str(tmp_path / "f.db"), str(tmp_path / "down.db")
+    store = open_store(where)
+    loop = make_loop(store, down)
+    for i in range(n):  # the parents: one charge each
+        loop.start(f"charge order 42 (#{i})", run_id=f"parent-{i}").run()
+    assert len(executions(Path(down))) == n
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    proc = subprocess.Popen([sys.executable, str(HERE / "fork_worker.py"), where, down, "batch", str(n)], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it once some forks finished and others are in the middle
+        time.sleep(0.05)
+        states = [s for r, s in store.runs() if r.startswith("forks-")]
+        if states.count("COMPLETED") >= 10 and len(states) > states.count("COMPLETED"):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(1.1)  # the killed batch's leases expire
+    result = anb.batch(make_loop(store, down), fork_rows(n), concurrency=4, name="forks", progress=False)
+    counts = result.counts()
+    assert counts["failed"] == 0 and counts["done"] + counts["paused"] == n, result.table
+    assert set(result.table["action"]) >= {"skipped", "started"}
+    rows = executions(Path(down))
+    assert rows.count(("42", 1999)) == n  # no parent's charge was repeated by any fork
+    # each fork's new charge ran once at most: a fork killed between its claim and its outcome waits for a person
+    assert counts["done"] <= rows.count(("42", 500)) <= n
+    with sqlite3.connect(down) as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM charges")]
+    assert len(keys) == len(set(keys))  # no effect ran twice, whatever the kill interrupted
+    table = result.table.set_index("operation_id")
+    assert table["forked_from"].tolist() == [f"parent-{i}" for i in range(n)]
+    done = table[table["state"] == "COMPLETED"]
+    assert (done["new_effects"] == 1).all() and (done["inherited"] == 0).all()
+    again = anb.batch(make_loop(store, down), fork_rows(n), concurrency=4, name="forks", progress=False)
+    assert set(again.table["action"]) <= {"skipped", "paused"} and executions(Path(down)) == rows  # nothing ran
