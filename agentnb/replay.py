@@ -16,6 +16,7 @@ effect policy (``Run.fork``), so nothing the recorded run did is done again.
 from __future__ import annotations
 
 import copy
+import html
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -199,6 +200,26 @@ class Replay:
     def __repr__(self) -> str:
         verdict = "no divergence" if self.divergence is None else f"diverged: {self.divergence.what}"
         return f"<agentnb.Replay {self.compared} events compared · {verdict}>"
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the verdict, and for a divergence both sides of it, side by side (escaped text)."""
+        if self.divergence is None:
+            return (f"<div class='agentnb-replay'><b>replay</b>: {self.compared} events compared, the code does what "
+                    "the recording says, to the end</div>")
+        d = self.divergence
+
+        def side(ev: BaseEvent | None) -> str:
+            if ev is None:
+                return "<i>nothing</i>"
+            rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td><code>{html.escape(str(v))}</code></td></tr>"
+                           for k, v in signature(ev).items())
+            return f"<table>{rows}</table>"
+
+        return ("<div class='agentnb-replay'><b>replay diverged</b> at recorded event "
+                f"{d.seq} after {self.compared} events: {html.escape(d.what)}"
+                "<table><tr><th>the recording</th><th>the code now</th></tr>"
+                f"<tr><td style='vertical-align:top'>{side(d.expected)}</td>"
+                f"<td style='vertical-align:top'>{side(d.actual)}</td></tr></table></div>")
 
 
 def _events(source: Any, store: Store | str | Path | None) -> tuple[list[BaseEvent], Store | None]:

@@ -38,6 +38,7 @@ def test_every_story_replays_with_no_divergence(name: str, stream: bool) -> None
     run = story_run(name, stream=stream)
     result = anb.replay(run, loop=silent(anb.stories.tools(name)))
     assert result.ok, result.divergence
+    assert "does what the recording says" in result._repr_html_()
     assert result.compared == len([e for e in run.events if e.type not in ("TextMerged", "ArgumentsMerged")])
     assert result.run.state is run.state
 
@@ -111,6 +112,8 @@ def test_a_changed_tool_result_is_reported_at_that_result() -> None:
     result = anb.replay(run, loop=silent([refund]), results={finished.call_id: "refund failed: card expired"})
     assert result.divergence is not None and result.divergence.seq == finished.seq
     assert "content" in result.divergence.what
+    page = result._repr_html_()
+    assert "the recording" in page and "the code now" in page and "ToolFinished" in page
 
 
 def test_then_live_carries_on_as_a_fork_that_repeats_no_effect(tmp_path: Path) -> None:
