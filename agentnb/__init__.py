@@ -24,6 +24,7 @@ from ._batch_items import Fork
 from ._version import __version__ as __version__
 from .batch import BatchResult, batch
 from .collection import TranscriptCollection, load_transcripts
+from .compare import Comparison, compare
 from .driver.listeners import ListenerWarning
 from .engine import CallState, RunState
 from .engine.guards import Budget, UnpricedModelWarning
@@ -101,6 +102,7 @@ __all__ = [
     "Budget",
     "CallState",
     "CheckpointError",
+    "Comparison",
     "Debugger",
     "DigestMismatch",
     "Divergence",
@@ -150,6 +152,7 @@ __all__ = [
     "Usage",
     "ValueConversionError",
     "batch",
+    "compare",
     "emulator",
     "import_history",
     "import_trace",

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
+from .compare import compare_many
 from .events import BaseEvent, event_from_json, event_to_json
 from .exceptions import TranscriptError
 from .frames import FRAMES, Frames, build, conform, empty, events_with_payload
@@ -270,6 +271,26 @@ class TranscriptCollection:
         return out
 
     # -- SQL -----------------------------------------------------------------------------------------
+
+    def compare(self, by: Any, *, task: Any = None) -> pd.DataFrame:
+        """Runs of the same tasks compared across two groups (two models, two prompts): one row per task.
+
+        ``by``: ``"model"``, a ``RunStarted.settings`` key, or a function of a transcript giving the group;
+        ``task``: what makes two runs the same task (default: their prompt). Each row says whether the two runs
+        took the same trajectory and, if not, the step where they part and why (see :func:`agentnb.compare`);
+        ``attrs["identical_share"]`` is the share of tasks with identical trajectories.
+
+        Example:
+            >>> import agentnb as anb
+            >>> tools = anb.stories.tools("weather")
+            >>> runs = [anb.Loop(model=anb.ScriptedModel(anb.stories.script("weather"), name=n), tools=tools)
+            ...         .start(p).run()
+            ...         for n in ("a", "b") for p in ("Paris?", "Rome?")]
+            >>> table = anb.TranscriptCollection([r.transcript for r in runs]).compare(by="model")
+            >>> table.attrs["identical_share"], len(table)
+            (1.0, 2)
+        """
+        return compare_many(self, by, task)
 
     def sql(self, query: str) -> pd.DataFrame:
         """Answer a SQL query over the frames (``events``, ``turns``, ``calls`` ...) with DuckDB; a DataFrame.
