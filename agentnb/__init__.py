@@ -49,6 +49,7 @@ from .exceptions import (
 )
 from .frames import Frames
 from .importers import import_history
+from .inbox import Inbox
 from .lint import Finding, lint
 from .loop import Loop
 from .mcp import MCPServer
@@ -113,6 +114,7 @@ __all__ = [
     "Frames",
     "GeminiModel",
     "IllegalTransition",
+    "Inbox",
     "InvalidArguments",
     "ListenerWarning",
     "Loop",

@@ -276,6 +276,11 @@ class Run:
         finally:
             self._drive.release()
 
+    def release(self) -> None:
+        """Let go of the run's lease now, so another process may drive it (stepping again takes it back)."""
+        with self._drive:
+            self._leases.let_go()
+
     def _cancel_now(self, reason: str) -> BaseEvent:
         self._model.close()
         if self._unsure is not None:
