@@ -66,7 +66,8 @@ def test_every_waiting_call_of_a_store_is_one_row(tmp_path: Path) -> None:
     assert (first.tool, first.risk, first.kind, first.batch) == ("refund", "write", "approval", "support")
     assert first.arguments == {"order_id": "3", "cents": 300} and first.reasoning == "I will refund order 3."
     assert first.age_s() >= 0 and first.digest
-    assert sorted(p.run_id for p in inbox.items(where=lambda p: p.arguments["cents"] < 200)) == ["support-0", "support-1"]
+    cheap = inbox.items(where=lambda p: p.arguments["cents"] < 200)
+    assert sorted(p.run_id for p in cheap) == ["support-0", "support-1"]
     assert inbox.items(tool="lookup") == [] and len(inbox.items(tool=["refund", "lookup"], risk="write")) == 6
     table = inbox.table(batch="support")
     assert len(table) == 6 and {"run_id", "tool", "arguments", "reasoning", "age_s", "expires_at"} <= set(table)
@@ -104,7 +105,8 @@ def test_two_processes_deciding_on_one_inbox_apply_exactly_one(tmp_path: Path) -
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[3]); import agentnb as anb; "
         "from tests.test_inbox import make_loop; "
-        "store = anb.SqliteStore(sys.argv[1], key='inbox-test-key-0001'); inbox = anb.Inbox(store, loop=make_loop(store)); "
+        "store = anb.SqliteStore(sys.argv[1], key='inbox-test-key-0001'); "
+        "inbox = anb.Inbox(store, loop=make_loop(store)); "
         "items = inbox.items(); d = inbox.approve(items, by=sys.argv[2]) if sys.argv[2] == 'ana' else "
         "inbox.deny(items, by=sys.argv[2], reason='no'); "
         "print(json.dumps([[o.run_id, o.applied, o.reason] for o in d.outcomes]))"

@@ -71,9 +71,9 @@ LAYERS: dict[str, str] = {
     "agentnb.plots": "outer",
     "agentnb.collection": "outer",
     "agentnb.batch": "outer",
-    "agentnb.replay": "outer",
-    "agentnb.compare": "outer",
-    "agentnb.inbox": "outer",  # the calls waiting for a person across a store's runs  # two runs aligned step by step  # a recorded run driven again by today's loop
+    "agentnb.replay": "outer",  # a recorded run driven again by today's loop
+    "agentnb.compare": "outer",  # two runs aligned step by step
+    "agentnb.inbox": "outer",  # the calls waiting for a person across a store's runs
     "agentnb._batch_items": "outer",  # the rows of a batch, checked before it runs anything
     "agentnb.debugger": "outer",
     "agentnb.workshop": "outer",
