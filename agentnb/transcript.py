@@ -3,19 +3,27 @@
 A transcript is nothing but its events. The conversation, the calls and the final state are recovered by
 folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, which is how the debugger shows
 "the conversation as of event 812".
+
+An HTML export (:meth:`Transcript.to_html`) carries the same JSON Lines, gzip-compressed in base64 in one
+inert ``<script id="agentnb-transcript">`` element (:func:`embedded_block`), so :meth:`Transcript.load` reads
+a run back from the page a bug report attached, with the same checks as from a ``.jsonl`` file.
 """
 
 from __future__ import annotations
 
+import base64
 import codecs
+import gzip
+import io
 import json
 import os
+import re
 import secrets
 import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
 from pydantic import ValidationError
 
@@ -192,10 +200,11 @@ class Transcript:
     def load(cls, path: str | Path, *, recover: bool = False) -> Transcript:
         """Read a transcript written by :meth:`save`, checking every event against the state machine.
 
-        A UTF-8 byte order mark at the start is accepted. A file whose last line is incomplete (the usual
-        result of a crash while a line was written: no newline at its end and not a whole event) is refused
-        unless ``recover=True``; then every complete event before it is kept, :attr:`dropped` says what was
-        left out, and a warning says it too.
+        A UTF-8 byte order mark at the start is accepted, and so is an HTML export of the run (the events
+        embedded by :meth:`to_html`; its line numbers are those of the embedded lines). A file whose last
+        line is incomplete (the usual result of a crash while a line was written: no newline at its end and
+        not a whole event) is refused unless ``recover=True``; then every complete event before it is kept,
+        :attr:`dropped` says what was left out, and a warning says it too.
 
         Raises:
             TranscriptError: naming the line, when a line is not UTF-8 (and the byte) or not a valid event
@@ -217,7 +226,10 @@ class Transcript:
         """
         events: list[BaseEvent] = []
         dropped: str | None = None
-        with Path(path).open("rb") as fh:
+        with Path(path).open("rb") as file:
+            html = _is_html(file.read(512))
+            file.seek(0)
+            fh: BinaryIO = io.BytesIO(_embedded(file.read(), path)) if html else file
             offset = 0
             pending = fh.readline()
             if pending.startswith(codecs.BOM_UTF8):
@@ -251,6 +263,40 @@ class Transcript:
         if dropped is not None:
             warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
+
+
+EMBEDDED_ID = "agentnb-transcript"
+"""The id of the element of an HTML export that holds the run's events."""
+
+_EMBEDDED = re.compile(rb'<script type="application/x-ndjson" id="agentnb-transcript" data-encoding="gzip\+base64">'
+                       rb"([A-Za-z0-9+/=]*)</script>")
+
+
+def embedded_block(events: list[BaseEvent]) -> str:
+    """The ``<script>`` element an HTML export holds the events in: their JSON Lines, gzip, base64 (inert)."""
+    lines = "".join(event_to_json(ev) + "\n" for ev in events).encode("utf-8")
+    packed = base64.b64encode(gzip.compress(lines, compresslevel=6, mtime=0)).decode("ascii")
+    return (f'<script type="application/x-ndjson" id="{EMBEDDED_ID}" data-encoding="gzip+base64">{packed}'
+            "</script>\n")
+
+
+def _is_html(head: bytes) -> bool:
+    start = head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
+    return start.startswith((b"<!doctype html", b"<html"))
+
+
+def _embedded(page: bytes, path: str | Path) -> bytes:
+    """The JSON Lines an HTML export embeds (:func:`embedded_block`)."""
+    found = _EMBEDDED.findall(page)
+    if len(found) != 1:
+        what = "several transcripts" if found else "no transcript"
+        raise TranscriptError(f"{path}: an HTML file with {what} embedded (an agentnb export holds one run's "
+                              "events in <script id=\"agentnb-transcript\">; exports made before it was added "
+                              "do not)")
+    try:
+        return gzip.decompress(base64.b64decode(found[0], validate=True))
+    except (ValueError, OSError, EOFError) as exc:
+        raise TranscriptError(f"{path}: the transcript embedded in this HTML file is damaged ({exc})") from exc
 
 
 class TranscriptRecovered(UserWarning):

@@ -79,6 +79,7 @@ LAYERS: dict[str, str] = {
     "agentnb.importers": "outer",
     "agentnb.otel": "outer",
     "agentnb.mcp_demo": "outer",
+    "agentnb._cli": "outer",  # the `agentnb` command: calls the public API of the layers below, as a notebook does
     # -- the package root: the map of the public API, above everything
     "agentnb": "root",
 }
