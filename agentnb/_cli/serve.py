@@ -1,9 +1,9 @@
 """``agentnb emulator``: the local emulator of the model APIs as a foreground server.
 
 It prints each wire API's base URL and the environment variable its official SDK reads it from, then
-serves until SIGINT or SIGTERM, when it closes its port and exits 0. :func:`serve_until_signal` is the
-foreground loop ``agentnb view`` uses too: the server runs in its thread and the main thread waits for a
-signal, so a signal never lands in the middle of a request's handler.
+serves until SIGINT or SIGTERM, when it closes its port and exits 0. :class:`StopSignals` is the foreground
+loop ``agentnb view`` uses too: the signals are caught before the URLs are printed, the server runs in its
+thread and the main thread waits for a signal, so a signal never lands in the middle of a request's handler.
 """
 
 from __future__ import annotations
@@ -33,20 +33,28 @@ SDK_ENV = (
 (google/genai/_base_url.py); ollama ``OLLAMA_HOST`` (ollama/_client.py)."""
 
 
-def serve_until_signal(stop: Callable[[], None]) -> None:
-    """Wait until SIGINT or SIGTERM, then call ``stop`` (the server is already serving in its own thread)."""
-    done = threading.Event()
+class StopSignals:
+    """SIGINT and SIGTERM, caught from now on (before the URL is printed, so none can be missed)."""
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.previous = {s: signal.signal(s, self._caught) for s in (signal.SIGINT, signal.SIGTERM)}
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not done.wait(0.5):
-            pass
-    finally:
-        stop()
-        for s, handler in previous.items():
+    def _caught(self, signum: int, frame: FrameType | None) -> None:
+        self.done.set()
+
+    def wait_then(self, stop: Callable[[], None]) -> None:
+        """Wait for a signal (the server serves in its own thread), then call ``stop`` and restore the handlers."""
+        try:
+            while not self.done.wait(0.5):
+                pass
+        finally:
+            stop()
+            self.restore()
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        for s, handler in self.previous.items():
             signal.signal(s, handler)
 
 
@@ -93,9 +101,11 @@ def emulator(port: int, script: str | None, story: str | None, as_json: bool) ->
     """
     model = _model(script, story)
     emu = Emulator(model if model is not None else (), port=port)
+    signals = StopSignals()
     try:
         emu.start()
     except OSError as exc:
+        signals.restore()
         raise Failure(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
     try:
         urls = {name: emu.url(name) for name, _, _ in SDK_ENV}
@@ -111,8 +121,9 @@ def emulator(port: int, script: str | None, story: str | None, as_json: bool) ->
         sys.stdout.flush()
     except BaseException:
         emu.stop()
+        signals.restore()
         raise
-    serve_until_signal(emu.stop)
+    signals.wait_then(emu.stop)
     click.echo(f"stopped after {len(emu.requests)} request(s)", err=True)
 
 

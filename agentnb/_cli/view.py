@@ -56,7 +56,7 @@ from ._common import (
 )
 from .files import _is_trace
 from .runs import key_file_option
-from .serve import serve_until_signal
+from .serve import StopSignals
 
 COLUMNS = (("run_id", "run"), ("state", "state"), ("model", "model"), ("tokens", "tokens"), ("cost_usd", "cost"),
            ("started", "started"), ("events", "events"), ("source", "source"))
@@ -335,10 +335,12 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
                "token can read these runs (their prompts, arguments and results)")
     catalog = Catalog(paths, key_file=key_file)
     token = secrets.token_urlsafe(24)
+    signals = StopSignals()
     try:
         server = ViewServer((host, port), catalog, token, interval if follow else None)
     except OSError as exc:
         catalog.close()
+        signals.restore()
         raise Failure(f"cannot listen on {host}:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{server.server_address[1]}/?token={token}"
@@ -361,7 +363,7 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
         server.server_close()
         catalog.close()
 
-    serve_until_signal(shut)
+    signals.wait_then(shut)
 
 
 def _follow(catalog: Catalog, interval: float, stop: threading.Event) -> None:
