@@ -5,19 +5,16 @@ folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, wh
 "the conversation as of event 812".
 
 An HTML export (:meth:`Transcript.to_html`) carries the same JSON Lines, gzip-compressed in base64 in one
-inert ``<script id="agentnb-transcript">`` element (:func:`embedded_block`), so :meth:`Transcript.load` reads
-a run back from the page a bug report attached, with the same checks as from a ``.jsonl`` file.
+inert ``<script id="agentnb-transcript">`` element (:mod:`agentnb._embedded`), so :meth:`Transcript.load`
+reads a run back from the page a bug report attached, with the same checks as from a ``.jsonl`` file.
 """
 
 from __future__ import annotations
 
-import base64
 import codecs
-import gzip
 import io
 import json
 import os
-import re
 import secrets
 import shutil
 import warnings
@@ -27,6 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
 from pydantic import ValidationError
 
+from ._embedded import embedded_lines, is_html
 from .events import BaseEvent, event_from_json, event_to_json
 from .exceptions import TranscriptError
 from .messages import Message
@@ -227,9 +225,9 @@ class Transcript:
         events: list[BaseEvent] = []
         dropped: str | None = None
         with Path(path).open("rb") as file:
-            html = _is_html(file.read(512))
+            html = is_html(file.read(512))
             file.seek(0)
-            fh: BinaryIO = io.BytesIO(_embedded(file.read(), path)) if html else file
+            fh: BinaryIO = io.BytesIO(embedded_lines(file.read(), path)) if html else file
             offset = 0
             pending = fh.readline()
             if pending.startswith(codecs.BOM_UTF8):
@@ -263,40 +261,6 @@ class Transcript:
         if dropped is not None:
             warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
-
-
-EMBEDDED_ID = "agentnb-transcript"
-"""The id of the element of an HTML export that holds the run's events."""
-
-_EMBEDDED = re.compile(rb'<script type="application/x-ndjson" id="agentnb-transcript" data-encoding="gzip\+base64">'
-                       rb"([A-Za-z0-9+/=]*)</script>")
-
-
-def embedded_block(events: list[BaseEvent]) -> str:
-    """The ``<script>`` element an HTML export holds the events in: their JSON Lines, gzip, base64 (inert)."""
-    lines = "".join(event_to_json(ev) + "\n" for ev in events).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(lines, compresslevel=6, mtime=0)).decode("ascii")
-    return (f'<script type="application/x-ndjson" id="{EMBEDDED_ID}" data-encoding="gzip+base64">{packed}'
-            "</script>\n")
-
-
-def _is_html(head: bytes) -> bool:
-    start = head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
-    return start.startswith((b"<!doctype html", b"<html"))
-
-
-def _embedded(page: bytes, path: str | Path) -> bytes:
-    """The JSON Lines an HTML export embeds (:func:`embedded_block`)."""
-    found = _EMBEDDED.findall(page)
-    if len(found) != 1:
-        what = "several transcripts" if found else "no transcript"
-        raise TranscriptError(f"{path}: an HTML file with {what} embedded (an agentnb export holds one run's "
-                              "events in <script id=\"agentnb-transcript\">; exports made before it was added "
-                              "do not)")
-    try:
-        return gzip.decompress(base64.b64decode(found[0], validate=True))
-    except (ValueError, OSError, EOFError) as exc:
-        raise TranscriptError(f"{path}: the transcript embedded in this HTML file is damaged ({exc})") from exc
 
 
 class TranscriptRecovered(UserWarning):

@@ -294,6 +294,9 @@ def test_export_refuses_missing_and_tampered_transcripts(work: Path) -> None:
     start = page.index('id="agentnb-transcript"')
     (work / "broken.html").write_text(page[:start + 80] + "!!" + page[start + 82:], encoding="utf-8")
     assert "agentnb-transcript" in cli(["export", "broken.html", "-o", "b2.html"], work, code=8).stderr
+    without = page[:start].rsplit("<script", 1)[0] + page[page.index("</script>", start) + len("</script>"):]
+    (work / "old.html").write_text(without, encoding="utf-8")
+    assert "no transcript embedded" in inproc(["export", "old.html", "-o", "o2.html"], work, code=8)
     assert "no run 'nobody'" in inproc(["export", "nobody", "--store", "runs.db", "-o", "n.html"], work, code=3)
 
 

@@ -1,7 +1,7 @@
 """What every verb of the ``agentnb`` command shares: exit codes, errors as messages, stores, sources, output.
 
 Every refusal becomes one line on stderr and an exit code of :class:`Exit`, never a traceback: an
-:class:`~agentnb.AgentnbError` is mapped by :func:`failure` (most specific class first), a file that is
+:class:`~agentnb.AgentnbError` is mapped by :func:`from_error` (most specific class first), a file that is
 missing or unreadable is ``NOT_FOUND`` or ``FAILURE``, a blank argument is ``USAGE``. An error nobody
 foresaw prints its type and message and exits ``FAILURE``; ``AGENTNB_DEBUG=1`` shows its traceback too.
 """
@@ -73,12 +73,11 @@ MEANING: dict[Exit, str] = {
 EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {MEANING[code]}" for code in Exit)
 
 
-class Failure(click.ClickException):
-    """A refusal to report: its message goes to stderr, its code is the exit code."""
-
-    def __init__(self, message: str, code: Exit = Exit.FAILURE) -> None:
-        super().__init__(message)
-        self.exit_code = int(code)  # type: ignore[misc]  # click reads it per instance (ClickException.show)
+def refusal(message: str, code: Exit = Exit.FAILURE) -> click.ClickException:
+    """A refusal to report: click prints ``Error: <message>`` on stderr and exits with ``code``."""
+    exc = click.ClickException(message)
+    exc.exit_code = int(code)  # type: ignore[misc]  # click reads it per instance (ClickException.show)
+    return exc
 
 
 _CODES: tuple[tuple[type[AgentnbError], Exit], ...] = (
@@ -94,10 +93,10 @@ _CODES: tuple[tuple[type[AgentnbError], Exit], ...] = (
 )
 
 
-def failure(exc: AgentnbError) -> Failure:
+def from_error(exc: AgentnbError) -> click.ClickException:
     """The message and exit code of an agentnb error (the most specific class that matches)."""
     code = next((c for cls, c in _CODES if isinstance(exc, cls)), Exit.FAILURE)
-    return Failure(str(exc), code)
+    return refusal(str(exc), code)
 
 
 P = ParamSpec("P")
@@ -114,15 +113,15 @@ def reports(fn: Callable[P, R]) -> Callable[P, R]:
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except AgentnbError as exc:
-            raise failure(exc) from exc
+            raise from_error(exc) from exc
         except FileNotFoundError as exc:
-            raise Failure(f"{exc.filename}: no such file", Exit.NOT_FOUND) from exc
+            raise refusal(f"{exc.filename}: no such file", Exit.NOT_FOUND) from exc
         except OSError as exc:
-            raise Failure(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), Exit.FAILURE) from exc
+            raise refusal(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), Exit.FAILURE) from exc
         except Exception as exc:  # never a traceback for a user: the type and the message, and how to see more
             if os.environ.get("AGENTNB_DEBUG"):
                 traceback.print_exc()
-            raise Failure(f"unexpected {type(exc).__name__}: {exc} (AGENTNB_DEBUG=1 shows where)") from exc
+            raise refusal(f"unexpected {type(exc).__name__}: {exc} (AGENTNB_DEBUG=1 shows where)") from exc
 
     return verb
 
@@ -163,11 +162,11 @@ def is_sqlite(path: Path) -> bool:
 def _check_sqlite_store(path: Path) -> None:
     # read-only look first: opening for writing would add agentnb's tables to any SQLite file
     if not path.exists():
-        raise Failure(f"{path}: no such store (a SQLite file or a postgresql:// DSN)", Exit.NOT_FOUND)
+        raise refusal(f"{path}: no such store (a SQLite file or a postgresql:// DSN)", Exit.NOT_FOUND)
     if path.is_dir():
-        raise Failure(f"{path} is a directory, not a store file", Exit.USAGE)
+        raise refusal(f"{path} is a directory, not a store file", Exit.USAGE)
     if not is_sqlite(path):
-        raise Failure(f"{path} is not a SQLite file, so not an agentnb store", Exit.UNTRUSTED)
+        raise refusal(f"{path} is not a SQLite file, so not an agentnb store", Exit.UNTRUSTED)
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -175,9 +174,9 @@ def _check_sqlite_store(path: Path) -> None:
         finally:
             db.close()
     except sqlite3.Error as exc:
-        raise Failure(f"{path}: cannot read it as SQLite: {exc}", Exit.UNTRUSTED) from exc
+        raise refusal(f"{path}: cannot read it as SQLite: {exc}", Exit.UNTRUSTED) from exc
     if not {"runs", "events"} <= tables:
-        raise Failure(f"{path} is a SQLite file but not an agentnb store (no runs or events table)", Exit.UNTRUSTED)
+        raise refusal(f"{path} is a SQLite file but not an agentnb store (no runs or events table)", Exit.UNTRUSTED)
 
 
 def open_store(spec: str, *, key_file: str | None, readonly: bool) -> Store:
@@ -266,11 +265,11 @@ def find_runs(spec: str, *, key_file: str | None, run_ids: tuple[str, ...] = ())
     if path.is_dir():
         files = transcript_files(path)
         if not files:
-            raise Failure(f"{path}: no transcript (*.jsonl) in this directory", Exit.NOT_FOUND)
+            raise refusal(f"{path}: no transcript (*.jsonl) in this directory", Exit.NOT_FOUND)
     elif path.exists():
         files = [path]
     else:
-        raise Failure(f"{path}: no such file or directory", Exit.NOT_FOUND)
+        raise refusal(f"{path}: no such file or directory", Exit.NOT_FOUND)
     for f in files:
         yield Found(str(f), f.stem, lambda f=f: Transcript.load(f).events)  # type: ignore[misc]
 

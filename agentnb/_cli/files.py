@@ -27,12 +27,12 @@ from ..transcript import Transcript
 from ._common import (
     EXIT_CODES_HELP,
     Exit,
-    Failure,
     Found,
     emit_json,
     find_runs,
     not_blank,
     open_store,
+    refusal,
     reports,
     stderr,
 )
@@ -50,17 +50,17 @@ def file_name(run_id: str, suffix: str) -> str:
 def _read_json(path: str) -> Any:
     p = Path(path)
     if not p.exists():
-        raise Failure(f"{path}: no such file", Exit.NOT_FOUND)
+        raise refusal(f"{path}: no such file", Exit.NOT_FOUND)
     if p.is_dir():
-        raise Failure(f"{path} is a directory; give a JSON file", Exit.USAGE)
+        raise refusal(f"{path} is a directory; give a JSON file", Exit.USAGE)
     try:
         return json.loads(p.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise Failure(f"{path}: not UTF-8 text (byte {exc.start})", Exit.UNTRUSTED) from exc
+        raise refusal(f"{path}: not UTF-8 text (byte {exc.start})", Exit.UNTRUSTED) from exc
     except json.JSONDecodeError as exc:
-        raise Failure(f"{path}: not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", Exit.UNTRUSTED) from exc
+        raise refusal(f"{path}: not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", Exit.UNTRUSTED) from exc
     except RecursionError as exc:
-        raise Failure(f"{path}: JSON nested too deeply to read", Exit.UNTRUSTED) from exc
+        raise refusal(f"{path}: JSON nested too deeply to read", Exit.UNTRUSTED) from exc
 
 
 # -- export --------------------------------------------------------------------------------------------------
@@ -100,13 +100,13 @@ def export(sources: tuple[str, ...], output: str, store: str | None, title: str 
     if many:
         out.mkdir(parents=True, exist_ok=True)
     elif not out.parent.exists():
-        raise Failure(f"{out.parent}: no such directory to write {out.name} in", Exit.NOT_FOUND)
+        raise refusal(f"{out.parent}: no such directory to write {out.name} in", Exit.NOT_FOUND)
     written: list[dict[str, Any]] = []
     taken: set[str] = set()
     for f in found:
         events = f.read()
         if not events:
-            raise Failure(f"{f.source}: the run {f.run_id!r} has no events", Exit.UNTRUSTED)
+            raise refusal(f"{f.source}: the run {f.run_id!r} has no events", Exit.UNTRUSTED)
         run_id = events[0].run_id or f.run_id
         target = out / _unique(file_name(run_id, ""), ".html", taken) if many else out
         write_html(events, target, title=title)
@@ -157,12 +157,12 @@ def lint(file: str, fmt: str, model: str | None, fix: bool, output: str | None, 
       agentnb lint history.json --format openai_chat --fix -o fixed.json
     """
     if fix and output is None:
-        raise Failure("--fix needs -o OUT: the file to write the repaired copy to", Exit.USAGE)
+        raise refusal("--fix needs -o OUT: the file to write the repaired copy to", Exit.USAGE)
     if output is not None and not fix:
-        raise Failure("-o is where --fix writes its copy: add --fix", Exit.USAGE)
+        raise refusal("-o is where --fix writes its copy: add --fix", Exit.USAGE)
     history = _read_json(file)
     if not isinstance(history, list | dict):
-        raise Failure(f"{file}: a history is a JSON list (or a request body object), not a {type(history).__name__}",
+        raise refusal(f"{file}: a history is a JSON list (or a request body object), not a {type(history).__name__}",
                       Exit.USAGE)
     findings = lint_history(history, fmt, model=model)
     changes: list[str] = []
@@ -231,14 +231,14 @@ def import_(source: str, output: str, fmt: str | None, run_id: str | None, model
     """
     path = Path(source)
     if not path.exists():
-        raise Failure(f"{source}: no such file", Exit.NOT_FOUND)
+        raise refusal(f"{source}: no such file", Exit.NOT_FOUND)
     if path.is_dir():
-        raise Failure(f"{source} is a directory; give a trace or history file", Exit.USAGE)
+        raise refusal(f"{source} is a directory; give a trace or history file", Exit.USAGE)
     out = Path(output)
     findings: list[Finding] = []
     if fmt is None:
         if not _is_trace(path):
-            raise Failure(f"{source} is not an OTLP/JSON trace (no resourceSpans); a history needs --format "
+            raise refusal(f"{source} is not an OTLP/JSON trace (no resourceSpans); a history needs --format "
                           f"({', '.join([*WIRE_APIS, *FRAMEWORKS])})", Exit.USAGE)
         transcripts = import_trace(path)
     else:
@@ -270,12 +270,12 @@ def _history(path: Path, fmt: str, run_id: str, model: str | None, findings: lis
     api = WIRE_APIS.get(fmt)
     if api is not None and isinstance(data, dict):  # a whole request body: its list and its system prompt
         if api.list_key not in data:
-            raise Failure(f"{path}: a {fmt} request body holds its history under {api.list_key!r}", Exit.USAGE)
+            raise refusal(f"{path}: a {fmt} request body holds its history under {api.list_key!r}", Exit.USAGE)
         if api.system_key and data.get(api.system_key) is not None:
             options["system"] = data[api.system_key]
         data = data[api.list_key]
     if api is not None and not isinstance(data, list):
-        raise Failure(f"{path}: a {fmt} history is a JSON list, not a {type(data).__name__}", Exit.USAGE)
+        raise refusal(f"{path}: a {fmt} history is a JSON list, not a {type(data).__name__}", Exit.USAGE)
     imported = import_history(data, fmt, **options)
     findings.extend(imported.findings)
     return imported.transcript

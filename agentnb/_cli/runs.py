@@ -26,11 +26,11 @@ from ..states import LoopState
 from ._common import (
     EXIT_CODES_HELP,
     Exit,
-    Failure,
     close,
     emit_json,
     not_blank,
     open_store,
+    refusal,
     reports,
     summary,
 )
@@ -82,7 +82,7 @@ def runs(store: str, state: str | None, as_json: bool, key_file: str | None) -> 
     else:
         _print_runs(rows, store)
     if broken:
-        raise Failure(f"{broken} run(s) of {store} cannot be read (see their error)", Exit.UNTRUSTED)
+        raise refusal(f"{broken} run(s) of {store} cannot be read (see their error)", Exit.UNTRUSTED)
 
 
 def _print_runs(rows: list[dict[str, Any]], store: str) -> None:
@@ -116,12 +116,12 @@ def import_loop(spec: str) -> LoopSpec:
     """The loop named by ``MODULE:NAME`` or ``path/to/file.py:NAME`` (a Loop, or a function returning one)."""
     where, _, name = spec.partition(":")
     if not where.strip() or not name.strip():
-        raise Failure(f"--loop {spec!r}: give MODULE:NAME or path/to/file.py:NAME (e.g. shop.agent:loop)", Exit.USAGE)
+        raise refusal(f"--loop {spec!r}: give MODULE:NAME or path/to/file.py:NAME (e.g. shop.agent:loop)", Exit.USAGE)
     try:
         if where.endswith(".py"):
             path = Path(where)
             if not path.is_file():
-                raise Failure(f"--loop {spec}: no such file {path}", Exit.NOT_FOUND)
+                raise refusal(f"--loop {spec}: no such file {path}", Exit.NOT_FOUND)
             found = importlib.util.spec_from_file_location(path.stem, path)
             assert found is not None and found.loader is not None
             module = importlib.util.module_from_spec(found)
@@ -131,22 +131,22 @@ def import_loop(spec: str) -> LoopSpec:
             if os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())  # as `python -m` does: modules of the current directory
             module = importlib.import_module(where)
-    except Failure:
+    except click.ClickException:
         raise
     except ModuleNotFoundError as exc:
-        raise Failure(f"--loop {spec}: no module {exc.name!r} (run from the directory that holds it, or give "
+        raise refusal(f"--loop {spec}: no module {exc.name!r} (run from the directory that holds it, or give "
                       "path/to/file.py:NAME)", Exit.NOT_FOUND) from exc
     except Exception as exc:
-        raise Failure(f"--loop {spec}: importing {where} raised {type(exc).__name__}: {exc}", Exit.FAILURE) from exc
+        raise refusal(f"--loop {spec}: importing {where} raised {type(exc).__name__}: {exc}", Exit.FAILURE) from exc
     obj: Any = module
     for part in name.split("."):
         if not hasattr(obj, part):
-            raise Failure(f"--loop {spec}: {where} has no {part!r}", Exit.NOT_FOUND)
+            raise refusal(f"--loop {spec}: {where} has no {part!r}", Exit.NOT_FOUND)
         obj = getattr(obj, part)
     if not isinstance(obj, Loop) and callable(obj):
         obj = obj()
     if not isinstance(obj, Loop):
-        raise Failure(f"--loop {spec}: {name} is a {type(obj).__name__}, not an agentnb Loop", Exit.USAGE)
+        raise refusal(f"--loop {spec}: {name} is a {type(obj).__name__}, not an agentnb Loop", Exit.USAGE)
     return obj
 
 
@@ -161,7 +161,7 @@ def _decide(store: str, run_id: str, call_id: str, loop_spec: str, key_file: str
             known = any(getattr(e, "call_id", None) == call_id for e in run.events)
             if not known:
                 listed = ", ".join(waiting) or "none"
-                raise Failure(f"run {run_id!r} has no call {call_id!r} (calls waiting: {listed})", Exit.NOT_FOUND)
+                raise refusal(f"run {run_id!r} has no call {call_id!r} (calls waiting: {listed})", Exit.NOT_FOUND)
         tool = waiting[call_id].name if call_id in waiting else "?"
         decide(run, call_id)
         still = [c.call_id for c in run.pending_approvals()]

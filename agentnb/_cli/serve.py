@@ -20,7 +20,7 @@ import click
 from ..emulator import Emulator
 from ..providers.scripted import ScriptedModel
 from ..stories import names as story_names
-from ._common import EXIT_CODES_HELP, Exit, Failure, emit_json, reports
+from ._common import EXIT_CODES_HELP, Exit, emit_json, refusal, reports
 
 SDK_ENV = (
     # (Emulator.url name, wire APIs served there, the variable the official SDK reads its base URL from)
@@ -60,21 +60,21 @@ class StopSignals:
 
 def _model(script: str | None, story: str | None) -> ScriptedModel | None:
     if script is not None and story is not None:
-        raise Failure("give --script or --story, not both", Exit.USAGE)
+        raise refusal("give --script or --story, not both", Exit.USAGE)
     if story is not None:
         return ScriptedModel.story(story)
     if script is None:
         return None
     path = Path(script)
     if not path.is_file():
-        raise Failure(f"{script}: no such script file", Exit.NOT_FOUND)
+        raise refusal(f"{script}: no such script file", Exit.NOT_FOUND)
     try:
         return ScriptedModel.from_json(path)
     except ValueError as exc:  # JSON errors are ValueErrors too
-        raise Failure(f"{script}: not a script (a JSON list of turns, or {{\"script\": [...]}}): {exc}",
+        raise refusal(f"{script}: not a script (a JSON list of turns, or {{\"script\": [...]}}): {exc}",
                       Exit.USAGE) from exc
     except (KeyError, TypeError) as exc:
-        raise Failure(f"{script}: not a script (a JSON list of turns, or {{\"script\": [...]}}): {exc!r}",
+        raise refusal(f"{script}: not a script (a JSON list of turns, or {{\"script\": [...]}}): {exc!r}",
                       Exit.USAGE) from exc
 
 
@@ -106,7 +106,7 @@ def emulator(port: int, script: str | None, story: str | None, as_json: bool) ->
         emu.start()
     except OSError as exc:
         signals.restore()
-        raise Failure(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
+        raise refusal(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
     try:
         urls = {name: emu.url(name) for name, _, _ in SDK_ENV}
         if as_json:

@@ -43,12 +43,12 @@ from ..transcript import Transcript
 from ._common import (
     EXIT_CODES_HELP,
     Exit,
-    Failure,
     Summary,
     close,
     is_dsn,
     is_sqlite,
     open_store,
+    refusal,
     reports,
     stderr,
     summary,
@@ -97,7 +97,7 @@ class Catalog:
                 self._stores[spec] = open_store(spec, key_file=key_file, readonly=not is_dsn(spec))
             elif not Path(spec).exists():
                 self.close()
-                raise Failure(f"{spec}: no such file, directory or store", Exit.NOT_FOUND)
+                raise refusal(f"{spec}: no such file, directory or store", Exit.NOT_FOUND)
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], Entry] = {}
         self.refresh()
@@ -329,7 +329,7 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
     """
     for p in paths:
         if not p.strip():
-            raise Failure("a PATH is blank", Exit.USAGE)
+            raise refusal("a PATH is blank", Exit.USAGE)
     if not _loopback(host):
         stderr(f"warning: serving on {host}, not loopback: anyone who can reach this address and learns the URL's "
                "token can read these runs (their prompts, arguments and results)")
@@ -341,7 +341,7 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
     except OSError as exc:
         catalog.close()
         signals.restore()
-        raise Failure(f"cannot listen on {host}:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
+        raise refusal(f"cannot listen on {host}:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{server.server_address[1]}/?token={token}"
     click.echo(f"agentnb view: {len(catalog.entries())} run(s); Ctrl-C stops it")

@@ -9,7 +9,7 @@ after the timeline is drawn, so a long run opens at the speed of its rows. Event
 events carry, which the driver already redacted at the source (:mod:`agentnb.redact`); the export adds
 nothing that is not in the transcript.
 
-One more, inert block holds the events themselves as JSON Lines (:func:`agentnb.transcript.embedded_block`),
+One more, inert block holds the events themselves as JSON Lines (:func:`agentnb._embedded.embedded_block`),
 so ``Transcript.load("run.html")`` reads the run back, losslessly.
 """
 
@@ -21,8 +21,8 @@ import html
 import json
 from pathlib import Path
 
+from .._embedded import embedded_block
 from ..events import BaseEvent
-from ..transcript import embedded_block
 from . import assets, viewdata
 from .timeline import Timeline
 
