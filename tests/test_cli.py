@@ -20,6 +20,7 @@ import tomllib
 from importlib import import_module
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -381,3 +382,25 @@ def test_import_refuses_bad_input_clearly(work: Path) -> None:
     assert "no such file" in inproc(["import", "gone.json", "--format", "gemini", "-o", "imp"], work, code=3)
     (work / "empty_trace.json").write_text('{"resourceSpans": "nope"}', encoding="utf-8")
     assert "Error:" in cli(["import", "empty_trace.json", "-o", "imp"], work, code=8).stderr
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------------------------
+
+
+def test_runs_and_approve_on_a_postgresql_store(work: Path, pg_dsn: str) -> None:
+    store = anb.PostgresStore(pg_dsn, key=KEY)
+    try:
+        loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
+        loop.start("Refund order 42", run_id="pg-refund-42").run()
+    finally:
+        store.close()
+    rows = json.loads(cli(["runs", pg_dsn, "--state", "WAITING_APPROVAL", "--json"], work).stdout)
+    (row,) = [r for r in rows if r["run_id"] == "pg-refund-42"]
+    call = row["pending"][0]["call_id"]
+    out = json.loads(cli(["approve", pg_dsn, "pg-refund-42", call, "--loop", "shop:loop", "--json"], work).stdout)
+    assert out["state"] == "COMPLETED"
+    assert "not waiting" in cli(["approve", pg_dsn, "pg-refund-42", call, "--loop", "shop:loop"], work,
+                                code=4).stderr
+    password = urlsplit(pg_dsn).password
+    said = cli(["runs", pg_dsn, "--state", "CANCELLED"], work).stdout
+    assert "no runs in postgresql://" in said and (not password or password not in said)

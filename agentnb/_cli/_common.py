@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import sys
 import traceback
@@ -146,8 +147,21 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def is_dsn(spec: str) -> bool:
-    """True for a PostgreSQL connection string (``postgresql://`` or ``postgres://``)."""
-    return spec.startswith(("postgresql://", "postgres://"))
+    """True for a PostgreSQL connection string: ``postgresql://``, ``postgres://`` or ``host=... dbname=...``."""
+    if spec.startswith(("postgresql://", "postgres://")):
+        return True
+    return re.match(r"\s*(host|hostaddr|dbname|user|port|service)\s*=", spec) is not None and not Path(spec).exists()
+
+
+_DSN_PASSWORD = (re.compile(r"(://[^:/@]+):[^@]*@"), re.compile(r"(password\s*=\s*)('[^']*'|\S+)"))
+
+
+def shown(spec: str) -> str:
+    """A store's name as it may be printed: a DSN's password masked (``postgresql://ana:***@db/agentnb``)."""
+    if not is_dsn(spec) and "password" not in spec:
+        return spec
+    url, keyword = _DSN_PASSWORD
+    return keyword.sub(r"\1***", url.sub(r"\1:***@", spec))
 
 
 def is_sqlite(path: Path) -> bool:
@@ -259,7 +273,7 @@ def find_runs(spec: str, *, key_file: str | None, run_ids: tuple[str, ...] = ())
         store = open_store(spec, key_file=key_file, readonly=not is_dsn(spec))
         ids = list(run_ids) or [r for r, _ in store.runs()]
         for run_id in ids:
-            yield Found(spec, run_id, lambda run_id=run_id: store.load(run_id))  # type: ignore[misc]
+            yield Found(shown(spec), run_id, lambda run_id=run_id: store.load(run_id))  # type: ignore[misc]
         return
     path = Path(spec)
     if path.is_dir():

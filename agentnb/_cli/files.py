@@ -34,6 +34,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    shown,
     stderr,
 )
 from .runs import key_file_option
@@ -91,7 +92,8 @@ def export(sources: tuple[str, ...], output: str, store: str | None, title: str 
     found: list[Found] = []
     if store is not None:
         st = open_store(store, key_file=key_file, readonly=not store.startswith(("postgres://", "postgresql://")))
-        found = [Found(store, run_id, lambda run_id=run_id: st.load(run_id)) for run_id in sources]  # type: ignore[misc]
+        found = [Found(shown(store), run_id, lambda run_id=run_id: st.load(run_id))  # type: ignore[misc]
+                 for run_id in sources]
     else:
         for spec in sources:
             found.extend(find_runs(spec, key_file=key_file))

@@ -32,6 +32,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    shown,
     summary,
 )
 
@@ -80,9 +81,9 @@ def runs(store: str, state: str | None, as_json: bool, key_file: str | None) -> 
     if as_json:
         emit_json(rows)
     else:
-        _print_runs(rows, store)
+        _print_runs(rows, shown(store))
     if broken:
-        raise refusal(f"{broken} run(s) of {store} cannot be read (see their error)", Exit.UNTRUSTED)
+        raise refusal(f"{broken} run(s) of {shown(store)} cannot be read (see their error)", Exit.UNTRUSTED)
 
 
 def _print_runs(rows: list[dict[str, Any]], store: str) -> None:

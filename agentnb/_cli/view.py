@@ -50,6 +50,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    shown,
     stderr,
     summary,
     transcript_files,
@@ -121,7 +122,7 @@ class Catalog:
         """Read what is new or may have changed."""
         for spec in self.specs:
             if spec in self._stores:
-                self._refresh_store(spec, self._stores[spec])
+                self._refresh_store(shown(spec), self._stores[spec])
             else:
                 path = Path(spec)
                 for f in (transcript_files(path) if path.is_dir() else [path]):
@@ -212,9 +213,10 @@ def list_page(catalog: Catalog, token: str, sort: str, order: str, refresh: floa
             f'<td>{esc((r["started"] or "")[:19])}</td><td class="num">{r["events"]}</td>'
             f'<td class="muted">{esc(r["source"])}</td></tr>')
     meta = f'<meta http-equiv="refresh" content="{refresh:g}">' if refresh else ""
+    sources = esc(", ".join(map(shown, catalog.specs)))
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"referrer\" "
             f"content=\"no-referrer\">{meta}<title>agentnb · {len(rows)} runs</title><style>{_STYLE}</style></head>"
-            f"<body><h1>agentnb runs</h1><p class=\"muted\">{len(rows)} run(s) from {esc(', '.join(catalog.specs))}"
+            f"<body><h1>agentnb runs</h1><p class=\"muted\">{len(rows)} run(s) from {sources}"
             f"{' · following' if refresh else ''}</p><table class=\"runs\"><thead><tr>{head}</tr></thead><tbody>"
             f"{''.join(body)}</tbody></table></body></html>\n")
 
@@ -342,8 +344,8 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
         catalog.close()
         signals.restore()
         raise refusal(f"cannot listen on {host}:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{server.server_address[1]}/?token={token}"
+    where = f"[{host}]" if ":" in host else host
+    url = f"http://{where}:{server.server_address[1]}/?token={token}"
     click.echo(f"agentnb view: {len(catalog.entries())} run(s); Ctrl-C stops it")
     click.echo(url)
     sys.stdout.flush()
