@@ -282,6 +282,10 @@ def test_export_of_several_runs_writes_a_directory(work: Path) -> None:
     assert sorted(Path(w["path"]).name for w in out) == ["refund-42.html", "refund-43.html", "refund-ttl.html",
                                                           "weather-1.html"]
     assert all((work / w["path"]).is_file() for w in out)
+    anb.TranscriptCollection([anb.Transcript.load(work / "weather.jsonl")]).save_parquet(work / "dataset")
+    cli(["export", "dataset", "-o", "from_parquet.html"], work)
+    again = anb.Transcript.load(work / "from_parquet.html")
+    assert again.run_id == "weather-1" and again.state is anb.LoopState.COMPLETED
 
 
 def test_export_refuses_missing_and_tampered_transcripts(work: Path) -> None:

@@ -122,11 +122,28 @@ def sources(tmp_path: Path) -> Path:
     loop.start("Refund order 42", run_id="refund-42").run()
     (tmp_path / "transcripts").mkdir()
     weather_run("weather-1").save(tmp_path / "transcripts" / "weather-1.jsonl")
+    anb.TranscriptCollection([weather_run("parquet-1")]).save_parquet(tmp_path / "dataset")
     return tmp_path
 
 
+def otlp_trace(path: Path) -> Path:
+    """A run exported through OpenTelemetry's SDK as OTLP/JSON (what a Collector's file exporter writes)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    anb.otel.export(weather_run("traced-1"), provider, include_content=True)
+    document = anb.otel.to_otlp_json(spans.get_finished_spans())
+    path.write_text(document if isinstance(document, str) else json.dumps(document), encoding="utf-8")
+    return path
+
+
 def test_view_serves_the_list_and_runs_behind_a_token(sources: Path) -> None:
-    with server(["view", "runs.db", "transcripts", "--no-browser"], sources, "token=") as (proc, lines):
+    otlp_trace(sources / "trace.json")
+    args = ["view", "runs.db", "transcripts", "dataset", "trace.json", "--no-browser"]
+    with server(args, sources, "token=") as (proc, lines):
         url = next(x for x in lines if "token=" in x)
         base, token = url.split("/?token=")
         assert base.startswith("http://127.0.0.1:")
@@ -138,13 +155,15 @@ def test_view_serves_the_list_and_runs_behind_a_token(sources: Path) -> None:
         status, listed = get(f"{base}/api/runs?token={token}")
         rows = {r["run_id"]: r for r in json.loads(listed)}
         assert rows["refund-42"]["state"] == "WAITING_APPROVAL" and rows["weather-1"]["state"] == "COMPLETED"
-        assert rows["weather-1"]["tokens"] > 0
+        assert rows["weather-1"]["tokens"] > 0 and rows["parquet-1"]["state"] == "COMPLETED"
+        (traced,) = [r for r in rows.values() if r["source"] == "trace.json"]
+        assert traced["state"] == "COMPLETED" and traced["events"] > 1
         status, run_page = get(f"{base}/run/{rows['weather-1']['id']}?token={token}")
         assert status == 200 and 'id="agentnb-app"' in run_page and 'id="agentnb-transcript"' in run_page
         status, sorted_page = get(f"{base}/?token={token}&sort=run_id&order=asc")
-        assert sorted_page.index("refund-42") < sorted_page.index("weather-1")
+        assert sorted_page.index("parquet-1") < sorted_page.index("refund-42") < sorted_page.index("weather-1")
         status, sorted_page = get(f"{base}/?token={token}&sort=run_id&order=desc")
-        assert sorted_page.index("weather-1") < sorted_page.index("refund-42")
+        assert sorted_page.index("weather-1") < sorted_page.index("refund-42") < sorted_page.index("parquet-1")
         assert get(f"{base}/run/99?token={token}")[0] == 404
         stop(proc, signal.SIGTERM)
 

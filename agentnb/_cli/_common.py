@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from ..collection import MANIFEST, load_transcripts
 from ..debugger.timeline import Timeline
 from ..debugger.viewdata import meters
 from ..events import BaseEvent
@@ -262,13 +263,21 @@ class Found:
     read: Callable[[], list[BaseEvent]]
 
 
+def is_parquet(path: Path) -> bool:
+    """True for a Parquet dataset of runs (``TranscriptCollection.save_parquet``: a directory with a manifest)."""
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
 def transcript_files(path: Path) -> list[Path]:
     """The transcripts of a directory: its ``*.jsonl`` files, sorted by name."""
     return sorted(p for p in path.glob("*.jsonl") if p.is_file())
 
 
 def find_runs(spec: str, *, key_file: str | None, run_ids: tuple[str, ...] = ()) -> Iterator[Found]:
-    """Every run of a source: a transcript (JSONL or an HTML export), a directory of them, or a store."""
+    """Every run of a source: a transcript (JSONL or an HTML export), a directory of them, a Parquet dataset, a store.
+
+    A Parquet dataset is a directory with a ``manifest.json``, as ``TranscriptCollection.save_parquet`` writes it.
+    """
     if is_dsn(spec) or (Path(spec).is_file() and is_sqlite(Path(spec))):
         store = open_store(spec, key_file=key_file, readonly=not is_dsn(spec))
         ids = list(run_ids) or [r for r, _ in store.runs()]
@@ -276,6 +285,10 @@ def find_runs(spec: str, *, key_file: str | None, run_ids: tuple[str, ...] = ())
             yield Found(shown(spec), run_id, lambda run_id=run_id: store.load(run_id))  # type: ignore[misc]
         return
     path = Path(spec)
+    if is_parquet(path):
+        for t in load_transcripts(path).transcripts:
+            yield Found(spec, t.run_id or path.name, lambda t=t: t.events)  # type: ignore[misc]
+        return
     if path.is_dir():
         files = transcript_files(path)
         if not files:

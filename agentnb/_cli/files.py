@@ -79,9 +79,10 @@ def export(sources: tuple[str, ...], output: str, store: str | None, title: str 
            key_file: str | None) -> None:
     """Write runs as one-file HTML debuggers (read-only, no kernel, no network).
 
-    RUN_OR_PATH is a transcript (JSONL, or an HTML export), a directory of transcripts, a SQLite store (all
-    its runs), or with --store a run id. One run goes to the file -o names; several go to the directory -o
-    names, one file each. The transcript is embedded losslessly: Transcript.load("run.html") reads it back.
+    RUN_OR_PATH is a transcript (JSONL, or an HTML export), a directory of transcripts, a Parquet dataset, a
+    SQLite store (all its runs), or with --store a run id. One run goes to the file -o names; several go to the
+    directory -o names, one file each. The transcript is embedded losslessly: Transcript.load("run.html") reads
+    it back.
 
     \b
     Examples:

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import click
 
+from ..collection import MANIFEST, load_transcripts
 from ..debugger.export import render_html
 from ..debugger.render import esc
 from ..debugger.timeline import Timeline
@@ -46,6 +47,7 @@ from ._common import (
     Summary,
     close,
     is_dsn,
+    is_parquet,
     is_sqlite,
     open_store,
     refusal,
@@ -123,6 +125,8 @@ class Catalog:
         for spec in self.specs:
             if spec in self._stores:
                 self._refresh_store(shown(spec), self._stores[spec])
+            elif is_parquet(Path(spec)):
+                self._refresh_parquet(Path(spec))
             else:
                 path = Path(spec)
                 for f in (transcript_files(path) if path.is_dir() else [path]):
@@ -148,6 +152,16 @@ class Catalog:
                 continue
             if old is None or old.error is not None or len(old.events) != len(events):
                 self._put(spec, run_id, events, None, state)
+
+    def _refresh_parquet(self, path: Path) -> None:
+        stamp = (path / MANIFEST).stat().st_mtime_ns
+        if any(src == str(path) and e.stamp == stamp for (src, _), e in self._entries.items()):
+            return
+        try:
+            for t in load_transcripts(path).transcripts:
+                self._put(str(path), t.run_id or path.name, t.events, None, stamp)
+        except Exception as exc:
+            self._put(str(path), path.name, [], str(exc), stamp)
 
     def _refresh_file(self, path: Path) -> None:
         try:
@@ -319,9 +333,10 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
          key_file: str | None) -> None:
     """Serve runs read-only to a browser: a sortable run list, and each run in the debugger's static view.
 
-    PATH is a transcript (JSONL or an HTML export), a directory of transcripts, a SQLite store or a
-    PostgreSQL DSN, or an OTLP/JSON trace (*.json). The URL printed holds a random token; requests
-    without it get 403. Ctrl-C or SIGTERM stops the server (exit 0).
+    PATH is a transcript (JSONL or an HTML export), a directory of transcripts, a Parquet dataset (a
+    directory save_parquet wrote), a SQLite store or a PostgreSQL DSN, or an OTLP/JSON trace (*.json). The
+    URL printed holds a random token; requests without it get 403. Ctrl-C or SIGTERM stops the server
+    (exit 0).
 
     \b
     Examples:
