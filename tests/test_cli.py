@@ -145,7 +145,7 @@ def test_an_unknown_verb_or_option_is_a_usage_error(work: Path) -> None:
 
 def test_runs_lists_the_store_with_the_calls_waiting(work: Path) -> None:
     text = cli(["runs", "runs.db"], work).stdout
-    assert "refund-42" in text and "WAITING_APPROVAL" in text and "create_refund(order_id='42'" in text
+    assert "refund-42" in text and "WAITING_APPROVAL" in text and 'create_refund(order_id="42"' in text
     rows = json.loads(cli(["runs", "runs.db", "--json"], work).stdout)
     assert {r["run_id"] for r in rows} == {"refund-42", "refund-43", "refund-ttl"}
     row = next(r for r in rows if r["run_id"] == "refund-42")
@@ -408,3 +408,20 @@ def test_runs_and_approve_on_a_postgresql_store(work: Path, pg_dsn: str) -> None
     password = urlsplit(pg_dsn).password
     said = cli(["runs", pg_dsn, "--state", "CANCELLED"], work).stdout
     assert "no runs in postgresql://" in said and (not password or password not in said)
+
+
+def test_text_is_shown_as_it_is_in_a_terminal_and_in_json(work: Path) -> None:
+    model = anb.ScriptedModel([{"tool_calls": [{"name": "create_refund",
+                                                "arguments": {"order_id": "42\u202e99", "amount_cents": 1}}]},
+                               {"text": "ok"}])
+    loop = anb.Loop(model=model, tools=anb.stories.tools("refund"), store=anb.SqliteStore(work / "rtl.db", key=KEY))
+    loop.start("Refund \x1b[2Jorder 42", run_id="rtl\u202e-1").run()
+    text = cli(["runs", "rtl.db"], work).stdout
+    assert "\u202e" not in text and "rtl⟨U+202E⟩-1" in text and "42⟨U+202E⟩99" in text
+    assert "contains invisible or direction-changing characters" in text
+    raw = cli(["runs", "rtl.db", "--json"], work).stdout
+    assert "\u202e" not in raw and "\\u202e" in raw
+    (row,) = json.loads(raw)
+    assert row["run_id"] == "rtl\u202e-1" and row["pending"][0]["arguments"]["order_id"] == "42\u202e99"
+    said = cli(["approve", "rtl.db", "rtl\u202e-1", "nope", "--loop", "shop:loop"], work, code=3).stderr
+    assert "\u202e" not in said and ("rtl⟨U+202E⟩-1" in said or "rtl\\u202e-1" in said)

@@ -41,6 +41,7 @@ from ..exceptions import (
 )
 from ..store import PostgresStore, SqliteStore, Store
 from ..transcript import Transcript
+from ..visible import hides, visible
 
 
 class Exit(IntEnum):
@@ -76,8 +77,8 @@ EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code.value}  {MEANING[cod
 
 
 def refusal(message: str, code: Exit = Exit.FAILURE) -> click.ClickException:
-    """A refusal to report: click prints ``Error: <message>`` on stderr and exits with ``code``."""
-    exc = click.ClickException(message)
+    """A refusal to report: click prints ``Error: <message>`` on stderr (text shown as it is) and exits ``code``."""
+    exc = click.ClickException(visible(message)[0])
     exc.exit_code = int(code)  # type: ignore[misc]  # click reads it per instance (ClickException.show)
     return exc
 
@@ -138,8 +139,17 @@ def not_blank(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def emit_json(value: Any) -> None:
-    """Print ``value`` as JSON on stdout (one document, UTF-8, keys in their order)."""
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """Print ``value`` as JSON on stdout (one document, UTF-8, keys in their order).
+
+    An invisible or direction-changing character (or a terminal's escape) inside a string is written as its
+    JSON escape (``\u202e``): the same value to a JSON reader, and no trick for a person reading a terminal.
+    """
+    click.echo(visible(json.dumps(value, indent=2, ensure_ascii=False, default=str), json=True)[0])
+
+
+def say(line: str) -> None:
+    """Print a line for a person on stdout, every invisible or direction-changing character written out."""
+    click.echo(visible(line)[0])
 
 
 # -- stores --------------------------------------------------------------------------------------------------
@@ -244,7 +254,7 @@ def summary(events: list[BaseEvent], run_id: str = "") -> Summary:
     cost = next((v for label, v, _, _ in meters(timeline, len(events) - 1) if label == "cost"), None) if events \
         else None
     pending = [{"call_id": c.call_id, "tool": c.name, "kind": c.kind, "arguments": c.arguments,
-                "digest": c.request.arguments_digest if c.request else None,
+                "digest": c.request.arguments_digest if c.request else None, "hides": hides(c.arguments),
                 "expires_at": c.request.expires_at.isoformat() if c.request and c.request.expires_at else None}
                for c in rs.pending_approvals()]
     return Summary(rs.run_id or run_id, rs.state.value, rs.model, len(events), rs.turns_completed, rs.tool_calls,
@@ -302,8 +312,8 @@ def find_runs(spec: str, *, key_file: str | None, run_ids: tuple[str, ...] = ())
 
 
 def stderr(message: str) -> None:
-    """One line for a person, on stderr."""
-    click.echo(message, err=True)
+    """One line for a person, on stderr (shown as :func:`say` shows it)."""
+    click.echo(visible(message)[0], err=True)
 
 
 def out_is_tty() -> bool:

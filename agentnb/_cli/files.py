@@ -34,6 +34,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    say,
     shown,
     stderr,
 )
@@ -118,7 +119,7 @@ def export(sources: tuple[str, ...], output: str, store: str | None, title: str 
         emit_json(written)
     else:
         for w in written:
-            click.echo(f"wrote {w['path']} ({w['events']} events of {w['run_id']})")
+            say(f"wrote {w['path']} ({w['events']} events of {w['run_id']})")
 
 
 def _unique(stem: str, suffix: str, taken: set[str]) -> str:
@@ -187,13 +188,13 @@ def lint(file: str, fmt: str, model: str | None, fix: bool, output: str | None, 
         emit_json(report)
     else:
         for f in findings:
-            click.echo(str(f))
+            say(str(f))
         for c in changes:
-            click.echo(f"fixed: {c}")
+            say(f"fixed: {c}")
         if fix:
-            click.echo(f"wrote {output}" + (f"; {len(errors)} error(s) remain" if errors else ", clean"))
+            say(f"wrote {output}" + (f"; {len(errors)} error(s) remain" if errors else ", clean"))
         elif not findings:
-            click.echo(f"{file}: no findings ({fmt})")
+            say(f"{file}: no findings ({fmt})")
     if errors:
         raise click.exceptions.Exit(int(Exit.FAILURE))
 
@@ -258,9 +259,9 @@ def import_(source: str, output: str, fmt: str | None, run_id: str | None, model
         emit_json({"source": source, "written": written, "findings": [_finding(f) for f in findings]})
     else:
         for w in written:
-            click.echo(f"wrote {w['path']} ({w['run_id']}: {w['state']}, {w['events']} events)")
+            say(f"wrote {w['path']} ({w['run_id']}: {w['state']}, {w['events']} events)")
         for f in findings:
-            click.echo(str(f))
+            say(str(f))
         if not transcripts:
             stderr(f"{source}: no agent run in this trace")
     if errors:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    say,
     shown,
     summary,
 )
@@ -88,7 +90,7 @@ def runs(store: str, state: str | None, as_json: bool, key_file: str | None) -> 
 
 def _print_runs(rows: list[dict[str, Any]], store: str) -> None:
     if not rows:
-        click.echo(f"no runs in {store}")
+        say(f"no runs in {store}")
         return
     header = ("RUN", "STATE", "MODEL", "TOKENS", "COST", "STARTED")
     table = [header] + [
@@ -97,16 +99,20 @@ def _print_runs(rows: list[dict[str, Any]], store: str) -> None:
         else (r["run_id"], r["state"], "", "", "", f"error: {r['error']}") for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row, r in zip(table, [None, *rows], strict=True):
-        click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + str(row[-1]))
+        say("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + str(row[-1]))
         for p in (r or {}).get("pending", []):
             digest = f" digest {p['digest'][:12]}" if p.get("digest") else ""
             expires = f" expires {p['expires_at'][:19]}" if p.get("expires_at") else ""
-            click.echo(f"    waiting: {p['call_id']} {p['tool']}({_short(p['arguments'])}) [{p['kind']}]"
-                       f"{digest}{expires}")
+            flag = " (contains invisible or direction-changing characters)" if p.get("hides") else ""
+            say(f"    waiting: {p['call_id']} {p['tool']}({_short(p['arguments'])}) [{p['kind']}]"
+                f"{digest}{expires}{flag}")
 
 
 def _short(arguments: Any, limit: int = 80) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items()) if isinstance(arguments, dict) else repr(arguments)
+    if isinstance(arguments, dict):
+        text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
+    else:
+        text = json.dumps(arguments, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -175,11 +181,11 @@ def _decide(store: str, run_id: str, call_id: str, loop_spec: str, key_file: str
     if as_json:
         emit_json(result)
         return
-    click.echo(f"{verb} {call_id} ({tool}) of {run_id}: the run is {result['state']}")
+    say(f"{verb} {call_id} ({tool}) of {run_id}: the run is {result['state']}")
     if result["waiting"]:
-        click.echo(f"still waiting: {', '.join(result['waiting'])}")
+        say(f"still waiting: {', '.join(result['waiting'])}")
     if result["output"] is not None:
-        click.echo(f"output: {result['output']}")
+        say(f"output: {result['output']}")
 
 
 def _decision_options(fn: Any) -> Any:

@@ -20,7 +20,7 @@ import click
 from ..emulator import Emulator
 from ..providers.scripted import ScriptedModel
 from ..stories import names as story_names
-from ._common import EXIT_CODES_HELP, Exit, emit_json, refusal, reports
+from ._common import EXIT_CODES_HELP, Exit, emit_json, refusal, reports, say, stderr
 
 SDK_ENV = (
     # (Emulator.url name, wire APIs served there, the variable the official SDK reads its base URL from)
@@ -113,18 +113,18 @@ def emulator(port: int, script: str | None, story: str | None, as_json: bool) ->
             emit_json({"port": emu.port, "urls": urls, "env": {env: urls[name]
                                                                for name, _, env in SDK_ENV}})
         else:
-            click.echo(f"agentnb emulator on http://127.0.0.1:{emu.port} ({_what(model)}); Ctrl-C stops it")
+            say(f"agentnb emulator on http://127.0.0.1:{emu.port} ({_what(model)}); Ctrl-C stops it")
             for name, apis, _ in SDK_ENV:
-                click.echo(f"  {apis:<32} {urls[name]}")
+                say(f"  {apis:<32} {urls[name]}")
             for name, _, env in SDK_ENV:
-                click.echo(f"export {env}={urls[name]}")
+                say(f"export {env}={urls[name]}")
         sys.stdout.flush()
     except BaseException:
         emu.stop()
         signals.restore()
         raise
     signals.wait_then(emu.stop)
-    click.echo(f"stopped after {len(emu.requests)} request(s)", err=True)
+    stderr(f"stopped after {len(emu.requests)} request(s)")
 
 
 def _what(model: ScriptedModel | None) -> str:

@@ -52,6 +52,7 @@ from ._common import (
     open_store,
     refusal,
     reports,
+    say,
     shown,
     stderr,
     summary,
@@ -361,8 +362,8 @@ def view(paths: tuple[str, ...], host: str, port: int, no_browser: bool, follow:
         raise refusal(f"cannot listen on {host}:{port}: {exc.strerror or exc}", Exit.FAILURE) from exc
     where = f"[{host}]" if ":" in host else host
     url = f"http://{where}:{server.server_address[1]}/?token={token}"
-    click.echo(f"agentnb view: {len(catalog.entries())} run(s); Ctrl-C stops it")
-    click.echo(url)
+    say(f"agentnb view: {len(catalog.entries())} run(s); Ctrl-C stops it")
+    say(url)
     sys.stdout.flush()
     stop = threading.Event()
     threads = [threading.Thread(target=server.serve_forever, args=(0.2,), name="agentnb-view", daemon=True)]
