@@ -3,11 +3,16 @@
 A transcript is nothing but its events. The conversation, the calls and the final state are recovered by
 folding them (:meth:`Transcript.fold`); :meth:`Transcript.at` folds a prefix, which is how the debugger shows
 "the conversation as of event 812".
+
+An HTML export (:meth:`Transcript.to_html`) carries the same JSON Lines, gzip-compressed in base64 in one
+inert ``<script id="agentnb-transcript">`` element (:mod:`agentnb._embedded`), so :meth:`Transcript.load`
+reads a run back from the page a bug report attached, with the same checks as from a ``.jsonl`` file.
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import secrets
@@ -15,10 +20,11 @@ import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
 from pydantic import ValidationError
 
+from ._embedded import embedded_lines, is_html
 from .events import BaseEvent, event_from_json, event_to_json
 from .exceptions import TranscriptError
 from .messages import Message
@@ -192,10 +198,11 @@ class Transcript:
     def load(cls, path: str | Path, *, recover: bool = False) -> Transcript:
         """Read a transcript written by :meth:`save`, checking every event against the state machine.
 
-        A UTF-8 byte order mark at the start is accepted. A file whose last line is incomplete (the usual
-        result of a crash while a line was written: no newline at its end and not a whole event) is refused
-        unless ``recover=True``; then every complete event before it is kept, :attr:`dropped` says what was
-        left out, and a warning says it too.
+        A UTF-8 byte order mark at the start is accepted, and so is an HTML export of the run (the events
+        embedded by :meth:`to_html`; its line numbers are those of the embedded lines). A file whose last
+        line is incomplete (the usual result of a crash while a line was written: no newline at its end and
+        not a whole event) is refused unless ``recover=True``; then every complete event before it is kept,
+        :attr:`dropped` says what was left out, and a warning says it too.
 
         Raises:
             TranscriptError: naming the line, when a line is not UTF-8 (and the byte) or not a valid event
@@ -217,7 +224,10 @@ class Transcript:
         """
         events: list[BaseEvent] = []
         dropped: str | None = None
-        with Path(path).open("rb") as fh:
+        with Path(path).open("rb") as file:
+            html = is_html(file.read(512))
+            file.seek(0)
+            fh: BinaryIO = io.BytesIO(embedded_lines(file.read(), path)) if html else file
             offset = 0
             pending = fh.readline()
             if pending.startswith(codecs.BOM_UTF8):

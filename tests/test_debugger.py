@@ -567,7 +567,8 @@ def test_export_html_is_one_self_contained_file(tmp_path: Path) -> None:
     shown = "".join(data["messages"][i] for i in data["versions"][version][:count])
     assert shown == "".join(cards.message_html(m) for m in dbg.timeline.messages_at(seq))
     same = dbg.run.transcript.to_html(tmp_path / "t.html") if dbg.run else None
-    assert same is not None and same.read_text(encoding="utf-8").count("<script") == 3
+    # the view's two data blocks, the front end, and the transcript itself (agentnb/_embedded.py)
+    assert same is not None and same.read_text(encoding="utf-8").count("<script") == 4
 
 
 def test_the_front_end_is_read_from_widgets() -> None:

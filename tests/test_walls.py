@@ -52,6 +52,7 @@ LAYERS: dict[str, str] = {
     "agentnb.output": "helpers",  # OutputSpec: the engine's configuration names it, the loop builds it
     "agentnb._aio": "helpers",  # the background event loop the SDK models and MCP servers run on
     "agentnb.redact": "helpers",  # secret masking: tools, providers, the driver and the exporters call it
+    "agentnb._embedded": "helpers",  # the run an HTML export carries: the export writes it, Transcript reads it
     # -- the sans-IO engine: the fold, decide(), receive(), and the guards it applies
     "agentnb.engine": "engine",
     # -- the I/O parts beside the engine (the design draws them on one row with it)
@@ -82,6 +83,7 @@ LAYERS: dict[str, str] = {
     "agentnb.importers": "outer",
     "agentnb.otel": "outer",
     "agentnb.mcp_demo": "outer",
+    "agentnb._cli": "outer",  # the `agentnb` command: calls the public API of the layers below, as a notebook does
     # -- the package root: the map of the public API, above everything
     "agentnb": "root",
 }

@@ -8,6 +8,9 @@ its built-in ``DecompressionStream``. The cards and wire bodies, most of the byt
 after the timeline is drawn, so a long run opens at the speed of its rows. Events carry what the run's
 events carry, which the driver already redacted at the source (:mod:`agentnb.redact`); the export adds
 nothing that is not in the transcript.
+
+One more, inert block holds the events themselves as JSON Lines (:func:`agentnb._embedded.embedded_block`),
+so ``Transcript.load("run.html")`` reads the run back, losslessly.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import html
 import json
 from pathlib import Path
 
+from .._embedded import embedded_block
 from ..events import BaseEvent
 from . import assets, viewdata
 from .timeline import Timeline
@@ -49,7 +53,7 @@ def render_html(timeline: Timeline, *, title: str | None = None) -> str:
         f"<style>{assets.text('debugger.css')}</style></head>\n"
         "<body class=\"agentnb-standalone\"><div id=\"agentnb-app\"></div>\n"
         "<noscript>This page is an agentnb debugger: it needs JavaScript.</noscript>\n"
-        f"{_packed('agentnb-data', bundle)}{_packed('agentnb-data-later', later)}"
+        f"{_packed('agentnb-data', bundle)}{_packed('agentnb-data-later', later)}{embedded_block(timeline.events)}"
         f"<script type=\"module\">\n{_script_safe(module)}\n"
         "standalone(document.getElementById(\"agentnb-app\"));\n</script>\n</body></html>\n"
     )
