@@ -4,8 +4,8 @@ A decision goes through the API a notebook uses, with its fail-closed rules: :me
 the loop the run started with (``--loop MODULE:NAME``: its tools and approval policy are checked against the
 log again, as they are for any resume), then :meth:`~agentnb.Run.approve` or :meth:`~agentnb.Run.deny`. Each
 refusal has its own exit code (:class:`~._common.Exit`). When the decision leaves nothing waiting, the run is
-driven on in this process (``--no-run`` to only record it: the lease then stays with this process until it
-expires, ``LEASE_TTL`` seconds, after which a worker resumes it with ``take_over=True``).
+driven on in this process (``--no-run`` to only record it: the lease is let go at once, so a worker may
+resume it right away).
 """
 
 from __future__ import annotations
@@ -174,6 +174,7 @@ def _decide(store: str, run_id: str, call_id: str, loop_spec: str, key_file: str
         still = [c.call_id for c in run.pending_approvals()]
         if go_on and not still and not run.done:
             run.run()
+        run.release()  # deciding (or a run that paused again) leaves the run free for whoever drives it next
         result = {"run_id": run_id, "call_id": call_id, "tool": tool, "decision": verb, "state": run.state.value,
                   "waiting": [c.call_id for c in run.pending_approvals()], "output": run.output if run.done else None}
     finally:
