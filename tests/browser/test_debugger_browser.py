@@ -320,8 +320,11 @@ def _kernel_idle(server: dict[str, Any]) -> bool:
     import urllib.request
 
     req = urllib.request.Request(f"{server['url']}/api/kernels", headers={"Authorization": f"token {server['token']}"})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        kernels = json.loads(resp.read())
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            kernels = json.loads(resp.read())
+    except OSError:  # the server answers 500 while a kernel is still starting on a loaded machine: ask again
+        return False
     return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
 
 
