@@ -342,6 +342,19 @@ class CompressionApplied(BaseEvent):
 
 
 @dataclass(slots=True, kw_only=True)
+class Interjected(BaseEvent):
+    """A person told the model something while the run was paused (``run.interject``).
+
+    The text is a user message the model reads with its next request (after the results of the current turn,
+    so no call is ever separated from its result); it changes nothing else.
+    """
+
+    type: Literal["Interjected"] = "Interjected"
+    text: str
+    by: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
 class OutputValidated(BaseEvent):
     """A final answer was checked against the loop's ``output_type`` (from the output tool's call, or the text).
 
@@ -390,6 +403,7 @@ Event = Annotated[
     | ResultsBound
     | GuardTripped
     | CompressionApplied
+    | Interjected
     | OutputValidated
     | RunFinished,
     Field(discriminator="type"),

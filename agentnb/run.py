@@ -27,7 +27,7 @@ from typing import Any
 
 from .driver.admit import admit
 from .driver.fork import ParentReads, lineage, plan_fork
-from .driver.history import budget_settings, complete_history, summarize, summary_history
+from .driver.history import budget_settings, complete_history, summary
 from .driver.lease import LeaseKeeper
 from .driver.listeners import listener_failed
 from .driver.loopspec import LoopSpec
@@ -37,22 +37,15 @@ from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
 from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
+from .engine.build import UNSTAMPED
 from .engine.calls import owed_approval
 from .engine.effects import call_limit, ledger_key, looks_first
 from .engine.inputs import request_for, run_started
 from .engine.receive import waiting
-from .engine.results import (
-    Cancelled,
-    Decision,
-    DuplicateDone,
-    ModelLost,
-    Summary,
-    ToolReturned,
-    ToolStopped,
-)
+from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, ToolReturned, ToolStopped
 from .engine.view import RunView
-from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound
-from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
+from .events import ApprovalRequested, BaseEvent, Interjected, ModelRetried, ResultsBound
+from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused
 from .messages import Message, coerce_messages
 from .outcomes import EffectDone
 from .providers.base import Seekable
@@ -230,7 +223,7 @@ class Run:
                 else [rs.calls[action.call_id]]
             return self._execute(calls)
         if isinstance(action, Compress):
-            return self._receive(self._summary(action.tokens))
+            return self._receive(summary(self._rs, self.loop.config, self.run_id, action.tokens))
         return None  # Wait or Done
 
     def run(self) -> Run:
@@ -275,6 +268,26 @@ class Run:
             return self._cancel_now(reason)
         finally:
             self._drive.release()
+
+    def interject(self, text: str, *, by: str | None = None) -> BaseEvent:
+        """Tell the model something while the run is paused: a user message for its next request.
+
+        It goes after this turn's results (Pause, a breakpoint or an approval may have stopped it mid-turn), and
+        is stored and resumed like any event.
+
+        Raises:
+            AgentnbError: blank text, a run not started or already over, or a headless run (nobody is there).
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise AgentnbError("interject needs some text for the model to read")
+        with self._drive:
+            if self._unsure is not None:
+                self._reconcile()
+            if self._rs.state is S.NEW or self.done or self.loop.config.headless:
+                what = "headless (nobody is there to speak)" if self.loop.config.headless else self.state.value
+                raise AgentnbError(f"the run is {what}: there is no next request to tell anything")
+            return self._write(Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=self._rs.state,
+                                                text=text, by=by)))
 
     def release(self) -> None:
         """Let go of the run's lease now, so another process may drive it (stepping again takes it back)."""
@@ -456,16 +469,6 @@ class Run:
             raise KeyboardInterrupt
         assert last is not None
         return last
-
-    def _summary(self, tokens: int) -> Summary:
-        """Tier 1: summarize the older history with the summarizer (a failing one means: prune instead)."""
-        rs, cfg = self._rs, self.loop.config
-        try:
-            kept, removed = summary_history(rs.messages, summarize(cfg.summarizer, rs.messages, self.run_id),
-                                            cfg.budget.keep_pairs)
-        except Exception:  # a failing summarizer must not end the run
-            return Summary(tokens, None, [])
-        return Summary(tokens, kept, removed)
 
     def _drain(self) -> BaseEvent:
         """Receive and write the oldest held result (it stays held if the store refuses its event again)."""

@@ -116,12 +116,14 @@ _ABORT = frozenset({S.CANCELLED, S.FAILED, S.BUDGET_EXHAUSTED})
 _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     S.NEW: _row(RunStarted=frozenset({S.READY})),
     S.READY: _row(
+        Interjected=_STAY,
         ModelRequested=frozenset({S.MODEL_REQUESTED}),
         GuardTripped=_STAY,
         CompressionApplied=_STAY,
         RunFinished=_ABORT,
     ),
     S.MODEL_REQUESTED: _row(
+        Interjected=_STAY,
         TextMerged=_STAY,
         ArgumentsMerged=_STAY,
         ModelRetried=_STAY,
@@ -130,6 +132,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
         RunFinished=_ABORT | {S.INCOMPLETE},
     ),
     S.RESPONDED: _row(
+        Interjected=_STAY,
         CallParsed=frozenset({S.VALIDATING}),
         OutputValidated=frozenset({S.RESPONDED, S.RESULTS_READY}),
         ResultsBound=frozenset({S.RESULTS_READY}),  # a paused turn (finish "pause") goes back as it is
@@ -137,6 +140,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
         RunFinished=_ABORT | {S.COMPLETED, S.REFUSED, S.INCOMPLETE},
     ),
     S.VALIDATING: _row(
+        Interjected=_STAY,
         CallParsed=_STAY,
         CallValidated=_STAY,
         CallRejected=_STAY,
@@ -149,12 +153,14 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
         RunFinished=_ABORT | {S.COMPLETED},
     ),
     S.WAITING_APPROVAL: _row(
+        Interjected=_STAY,
         ApprovalRequested=_STAY,
         ApprovalResolved=frozenset({S.WAITING_APPROVAL, S.EXECUTING, S.RESULTS_READY}),
         GuardTripped=_STAY,
         RunFinished=_ABORT,
     ),
     S.EXECUTING: _row(
+        Interjected=_STAY,
         ToolStarted=_STAY,
         ToolFinished=_STAY,
         CallRejected=_STAY,
@@ -165,6 +171,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
         RunFinished=_ABORT,
     ),
     S.RESULTS_READY: _row(
+        Interjected=_STAY,
         ModelRequested=frozenset({S.MODEL_REQUESTED}),
         ApprovalRequested=frozenset({S.WAITING_APPROVAL}),
         GuardTripped=_STAY,

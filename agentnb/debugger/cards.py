@@ -31,6 +31,7 @@ from ..events import (
     CallValidated,
     CompressionApplied,
     GuardTripped,
+    Interjected,
     ModelRequested,
     ModelRetried,
     OutputValidated,
@@ -490,7 +491,14 @@ def _tool_finished_summary(ev: ToolFinished) -> str:
     return f"{ev.name} · {ev.status}{how} · {short(ev.content, 40)}"
 
 
+def _b_interjected(ev: Any, ctx: CardContext) -> str:
+    who = f" ({esc(ev.by)})" if ev.by else ""
+    return kv([("a person told the model" + who, f"<pre>{esc(ev.text)}</pre>"),
+               ("when", "with the next request, after this turn's results")])
+
+
 CARDS: dict[type[BaseEvent], CardSpec] = {
+    Interjected: CardSpec("agentnb-k-warn", lambda ev: f"a person said: {short(ev.text, 60)}", _b_interjected),
     RunStarted: CardSpec(
         "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages"
         + (f" · fork of {ev.settings['fork'].get('parent')}" if isinstance(ev.settings.get("fork"), dict) else ""),

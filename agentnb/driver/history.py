@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import binding
+from ..engine import RunState
+from ..engine.actions import EngineConfig
 from ..engine.guards import Budget, prune
+from ..engine.results import Summary
 from ..events import RunStarted
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
@@ -108,3 +111,13 @@ def complete_history(messages: list[Message]) -> list[Message]:
             ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
                            content="Skipped: the run was stopped before this call ran.") for c in missing)))
     return out
+
+
+def summary(rs: RunState, cfg: EngineConfig, run_id: str, tokens: int) -> Summary:
+    """Tier 1: the older history summarized by the loop's summarizer (a failing one means: prune instead)."""
+    try:
+        kept, removed = summary_history(rs.messages, summarize(cfg.summarizer, rs.messages, run_id),
+                                        cfg.budget.keep_pairs)
+    except Exception:  # a failing summarizer must not end the run
+        return Summary(tokens, None, [])
+    return Summary(tokens, kept, removed)

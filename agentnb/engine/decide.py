@@ -168,9 +168,10 @@ def _finalize_request(rs: RunState, cfg: EngineConfig) -> Emit:
     # A correction still owed goes with the instruction, in one user turn: the finalization is the last
     # chance of an answer that fits the output type, and the model must know what was wrong with the last one.
     prompt = cfg.finalize_prompt if rs.output_note is None else f"{rs.output_note}\n\n{cfg.finalize_prompt}"
+    new = [*rs.interjections, Message.user(prompt)]
     return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
-                               state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
-                               new_messages=[Message.user(prompt)], tools=[],
+                               state=S.MODEL_REQUESTED, message_count=len(rs.messages) + len(new),
+                               new_messages=new, tools=[],
                                settings={**cfg.settings, "tool_choice": "none"}, finalize=True))
 
 
@@ -276,14 +277,10 @@ def _request(rs: RunState, cfg: EngineConfig, note: str | None = None) -> Emit:
         except Exception as exc:  # a bug in the policy: stop plainly rather than guess a choice
             return _finish(S.FAILED, f"the tool_choice policy failed: {type(exc).__name__}: {exc}")
         settings = {**settings, "tool_choice": choice}
-    if note is not None:
-        return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
-                                   state=S.MODEL_REQUESTED, message_count=len(rs.messages) + 1,
-                                   new_messages=[Message.user(note)], tools=rs.tool_names, settings=settings,
-                                   tool_choice=choice))
+    new = [*rs.interjections, *([Message.user(note)] if note is not None else [])]  # a person's words first
     return Emit(ModelRequested(seq=-1, ts=UNSTAMPED, run_id="", turn=0,
-                               state=S.MODEL_REQUESTED, message_count=len(rs.messages),
-                               tools=rs.tool_names, settings=settings, tool_choice=choice))
+                               state=S.MODEL_REQUESTED, message_count=len(rs.messages) + len(new),
+                               new_messages=new, tools=rs.tool_names, settings=settings, tool_choice=choice))
 
 
 TOOL_CHOICES = ("auto", "none", "required")

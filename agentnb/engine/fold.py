@@ -43,6 +43,7 @@ from ..events import (
     CallValidated,
     CompressionApplied,
     GuardTripped,
+    Interjected,
     ModelRequested,
     ModelRetried,
     OutputValidated,
@@ -60,6 +61,7 @@ from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..states import TRANSITIONS, LoopState, S, check_transition
 from ..values import MAX_DEPTH
 from . import guards
+from .memo import SeenIds
 from .projection import (
     ANSWERS,
     CONVERSATION_STEPS,
@@ -136,33 +138,6 @@ class CallState:
         return self.part.name
 
 
-class SeenIds:
-    """The call ids of a conversation, read incrementally: a memo over :attr:`RunState.messages`, not state.
-
-    Reading the ids of the whole conversation on every turn would make a long run quadratic, so the messages
-    already read are counted and only new ones are read. When the conversation is rebuilt (a compression),
-    it is read again from the start. The answer is the same as reading all.
-    """
-
-    __slots__ = ("_known", "_messages", "_seen")
-
-    def __init__(self) -> None:
-        self._messages: list[Message] = []
-        self._known = 0
-        self._seen: set[str] = set()
-
-    def seen(self, msgs: list[Message]) -> set[str]:
-        """The ids of every call in ``msgs`` (the set is the memo's own: a caller may add to it)."""
-        if msgs is not self._messages or self._known > len(msgs):  # compressed or rebuilt: count again
-            self._messages, self._known, self._seen = msgs, 0, set()
-        self._seen.update(c.call_id for m in msgs[self._known:] if m.role == "assistant" for c in m.tool_calls)
-        self._known = len(msgs)
-        return self._seen
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SeenIds:
-        return SeenIds()  # a copy of a state starts its memo afresh
-
-
 @dataclass(slots=True)
 class RunState:
     """The fold of a run's events. Apply events in order with :meth:`apply`; read anything off it."""
@@ -228,6 +203,8 @@ class RunState:
     """The tool choice of the current request when a per-turn policy chose it (None: the loop's settings)."""
     output_note: str | None = None
     """A correction to send with the next request (a text answer that did not fit ``output_type``)."""
+    interjections: list[Message] = field(default_factory=list)
+    """What a person told the model since the last request: user messages the next request sends."""
     call_ids: SeenIds = field(default_factory=SeenIds, compare=False, repr=False)
     """The ids of the calls in the conversation (a memo for giving new calls unique ids)."""
 
@@ -368,6 +345,7 @@ def _f_run_started(rs: RunState, ev: RunStarted) -> None:
 @_rule(ModelRequested)
 def _f_model_requested(rs: RunState, ev: ModelRequested) -> None:
     rs.output_note = None
+    rs.interjections = []  # they went out with this request (its new_messages)
     rs.tool_choice = ev.tool_choice
     _converse(rs, ev)
     for guard in [g for g, action in rs.tripped.items() if action == "note"]:
@@ -577,6 +555,11 @@ def output_correction(errors: list[dict[str, Any]]) -> str:
 def _f_compression_applied(rs: RunState, ev: CompressionApplied) -> None:
     _converse(rs, ev)
     rs.compressed_turn = rs.turn
+
+
+@_rule(Interjected)
+def _f_interjected(rs: RunState, ev: Interjected) -> None:
+    rs.interjections = [*rs.interjections, Message.user(ev.text)]
 
 
 @_rule(RunFinished)

@@ -145,6 +145,8 @@ TURNS: tuple[Column, ...] = (
     Column("fragments", "Int64", "fragments", "streamed fragments of the answer (TextMerged and ArgumentsMerged "
            "events; 0: the answer came whole)", reads=("TextMerged", "ArgumentsMerged")),
     Column("finalize", "boolean", "ModelRequested.finalize", "True for the tools-free finalization request"),
+    Column("interjected", "string", "interjected", "what a person told the model before this request (the text "
+           "of its Interjected events, one per line; null: nothing)", reads=("Interjected",)),
     Column("tool_choice", "string", "ModelRequested", "the request's tool choice (a per-turn policy's, else the "
            "loop's setting; null: the provider's default)", value=lambda ev: _choice_text(ev)),
     Column("message_count", "Int64", "ModelRequested.message_count", "messages in the request"),

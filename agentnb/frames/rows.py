@@ -34,6 +34,7 @@ from ..events import (
     CallValidated,
     CompressionApplied,
     GuardTripped,
+    Interjected,
     ModelRequested,
     ModelRetried,
     OutputValidated,
@@ -100,11 +101,17 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     fragments: list[int] = []
     outcome: list[str | None] = []
     output: list[Any] = []
+    interjected: list[str | None] = []
     for r, events in enumerate(runs):
         open_row = -1
+        said: list[str] = []  # what a person told the model since the last request: it goes with the next one
         for ev in events:
             t = type(ev)
-            if t is ModelRequested:
+            if t is Interjected:
+                said.append(ev.text)  # type: ignore[attr-defined]
+            elif t is ModelRequested:
+                interjected.append("\n".join(said) if said else None)
+                said = []
                 run_index.append(r)
                 requested.append(ev)
                 completed.append(None)
@@ -128,7 +135,7 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
     return Rows(run_index, {
         "ModelRequested": requested, "TurnCompleted": completed, "retries": retries, "fragments": fragments,
         "outcome": outcome,
-        "OutputValidated": output,
+        "OutputValidated": output, "interjected": interjected,
     })
 
 
