@@ -64,6 +64,7 @@ from .providers.scripted import ScriptedModel
 from .recorder import Recorder
 from .request import ModelRequest, RequestOptions
 from .run import Run
+from .scanners import Hit, Scanner, scan, scanner
 from .states import TRANSITIONS, IllegalTransition, LoopState
 from .store import MemoryStore, PostgresStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
@@ -106,6 +107,7 @@ __all__ = [
     "Finding",
     "Frames",
     "GeminiModel",
+    "Hit",
     "IllegalTransition",
     "InvalidArguments",
     "ListenerWarning",
@@ -130,6 +132,7 @@ __all__ = [
     "RunNotFound",
     "RunNotPaused",
     "RunState",
+    "Scanner",
     "ScriptedModel",
     "SqliteStore",
     "Store",
@@ -152,6 +155,8 @@ __all__ = [
     "load_transcripts",
     "model",
     "otel",
+    "scan",
+    "scanner",
     "stories",
     "tool",
     "workshop",

@@ -79,6 +79,7 @@ LAYERS: dict[str, str] = {
     "agentnb.importers": "outer",
     "agentnb.otel": "outer",
     "agentnb.mcp_demo": "outer",
+    "agentnb.scanners": "outer",  # scanners over runs: they read transcripts, frames and stores, and ask loops
     # -- the package root: the map of the public API, above everything
     "agentnb": "root",
 }
