@@ -199,7 +199,8 @@ def as_scanners(items: Iterable[Any]) -> list[Scanner]:
         if isinstance(item, Scanner):
             out.append(item)
         elif callable(item) and not isinstance(item, type | BaseEvent):
-            out.append(Scanner(getattr(item, "__name__", f"scanner_{i}").replace("<lambda>", f"lambda_{i}"), item))
+            named = str(getattr(item, "__name__", None) or type(item).__name__)  # a function, or a callable object
+            out.append(Scanner(named if _NAME.match(named) else f"scanner_{i}", item))
         else:
             raise TypeError(f"scanner {i} is a {type(item).__name__}: give a Scanner (@anb.scanner, "
                             "anb.scanner.ask(...)) or a function of a run")

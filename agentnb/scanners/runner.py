@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..collection import TranscriptCollection, load_transcripts
 from ..exceptions import ScanError
+from ..frames.builder import string_dtype
 from ..store import MemoryStore, PostgresStore, SqliteStore, as_store
 from ..transcript import Transcript
 from ..values import exception_text
@@ -240,10 +241,10 @@ def frame(units: list[_Unit], run_ids: list[str], scanner_names: list[str]) -> p
         "scanner": pd.Categorical(cols["scanner"], categories=scanner_names),
         "seq": pd.array(cols["seq"], dtype="Int64"),
         "turn": pd.array(cols["turn"], dtype="Int64"),
-        "call_id": pd.array(cols["call_id"], dtype="string"),
+        "call_id": pd.array(cols["call_id"], dtype=string_dtype()),
         "value": pd.Series(cols["value"], dtype=object),
         "score": pd.array(cols["score"], dtype="Float64"),
-        "message": pd.array(cols["message"], dtype="string"),
+        "message": pd.array(cols["message"], dtype=string_dtype()),
     }
     return pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else v) for k, v in data.items()})
 
