@@ -258,17 +258,18 @@ def test_a_failing_scanner_is_reported_once_the_others_are_cached(runs: anb.Tran
 
 
 def test_runs_are_scanned_concurrently(runs: anb.TranscriptCollection) -> None:
-    barrier = threading.Barrier(4, timeout=10)
+    def together(timeout: float) -> anb.Scanner:
+        barrier = threading.Barrier(4, timeout=timeout)
 
-    def waits_for_three_others(t: anb.Transcript) -> bool:
-        barrier.wait()  # passes only when four runs are being scanned at once
-        return True
+        def waits_for_three_others(t: anb.Transcript) -> bool:
+            barrier.wait()  # passes only when four runs are being scanned at once
+            return True
 
-    hits = anb.scan(runs[:4], anb.Scanner("together", waits_for_three_others), concurrency=4)
-    assert len(hits) == 4
-    barrier.reset()
+        return anb.Scanner("together", waits_for_three_others)
+
+    assert len(anb.scan(runs[:4], together(10), concurrency=4)) == 4
     with pytest.raises(ScanError, match="BrokenBarrierError"):
-        anb.scan(runs[:2], anb.Scanner("together", waits_for_three_others), concurrency=2)
+        anb.scan(runs[:4], together(0.3), concurrency=2)
 
 
 def test_a_progress_bar_counts_runs_and_hits(runs: anb.TranscriptCollection, capsys: pytest.CaptureFixture[str]
