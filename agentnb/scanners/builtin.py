@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 _FAILED = ("error", "timeout")
 
 _ACKNOWLEDGES = re.compile(
-    r"\b(error|errors|fail|failed|fails|failing|failure|could ?n[o']?t|can ?n[o']?t|unable|unavailable|"
-    r"not available|problem|issue|sorry|apologi[sz]e|timed? ?out|did ?n[o']?t (work|succeed|respond|return)|"
+    r"\b(error|errors|fail|failed|fails|failing|failure|could ?n[o']?t|can ?not|can'?t|unable|unavailable|"
+    r"(not|is ?n'?t|was ?n'?t) available|unfortunately|problem|issue|sorry|apologi[sz]e|timed? ?out|"
+    r"did ?n[o']?t (work|succeed|respond|return)|"
     r"was ?n[o']?t able|went wrong|try again|retry|no (data|result|response|answer)|not (get|retrieve|reach|"
     r"load|find|access)|down|broken|outage)\b",
     re.IGNORECASE,
@@ -180,7 +181,7 @@ def ungrounded_arguments(min_chars: int = 3) -> Scanner:
 
 
 _REFUSAL_TEXT = re.compile(
-    r"^\W*(i'?m sorry,? but |sorry,? but |unfortunately,? )?(i|we) (can ?n[o']?t|won'?t|will not|am unable to|"
+    r"^\W*(i'?m sorry,? but |sorry,? but |unfortunately,? )?(i|we) (can ?not|can'?t|won'?t|will not|am unable to|"
     r"'?m unable to|am not able to|'?m not able to) (help|assist|comply|do that|provide|answer|continue|support)",
     re.IGNORECASE,
 )

@@ -27,10 +27,10 @@ SIGNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         r"\b(new|updated|real|actual|hidden|secret|important)\s+(system\s+)?(instructions?|orders|directives?|"
         r"task)\s*(:|follow|for\s+(you|the\s+(ai|assistant|model)))", re.IGNORECASE)),
     ("role", 2.0, re.compile(
-        r"\b(you\s+are\s+now|from\s+now\s+on,?\s+you|act\s+as\s+(an?\s+)?(unrestricted|different|new)|"
+        r"\b(you\s+are\s+now\s+(a|an|the|in|my|no\s+longer|free|(?-i:[A-Z]{2,}))\b|from\s+now\s+on,?\s+you|act\s+as\s+(an?\s+)?(unrestricted|different|new)|"
         r"pretend\s+(to\s+be|you\s+are)|your\s+new\s+role|switch\s+to\s+\w+\s+mode|developer\s+mode|dan\s+mode)",
         re.IGNORECASE)),
-    ("addressed", 1.5, re.compile(
+    ("addressed", 2.0, re.compile(
         r"\b(attention|note|message|instructions?)\s+(to|for)\s+(the\s+)?(ai|assistant|llm|language\s+model|"
         r"model|agent|chatbot)\b|\b(dear|hey|hello)\s+(ai|assistant|llm|agent|chatbot)\b|\bif\s+you\s+are\s+an?\s+"
         r"(ai|llm|language\s+model|assistant|agent)\b", re.IGNORECASE)),
@@ -38,11 +38,11 @@ SIGNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         r"\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show|let)\s+(this\s+to\s+)?(the\s+)?"
         r"(user|customer|human|them)\b|\bwithout\s+(telling|informing|asking)\s+the\s+(user|customer|human)\b",
         re.IGNORECASE)),
-    ("exfiltrate", 1.5, re.compile(
+    ("exfiltrate", 2.0, re.compile(
         r"\b(send|forward|email|e-mail|post|upload|transfer|leak)\s+{_W}(all|the|every|their|his|her|user'?s?|"
         r"customer'?s?)\s+{_W}(data|details|credentials|passwords?|keys?|tokens?|history|conversation|"
         r"information|records|files)\s+{_W}to\b".replace("{_W}", _W), re.IGNORECASE)),
-    ("reveal", 1.5, re.compile(
+    ("reveal", 2.0, re.compile(
         r"\b(reveal|print|output|repeat|show)\s+(me\s+)?(your|the)\s+(system\s+prompt|instructions|hidden\s+"
         r"prompt|api\s+keys?|secrets?)\b", re.IGNORECASE)),
     ("call_tool", 1.0, re.compile(
