@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -339,3 +340,11 @@ def test_the_run_text_shows_calls_results_and_the_end() -> None:
     assert '[assistant calls lookup (call_1_1)] {"order_id": "bad-0"}' in text
     assert "[result of lookup (call_1_1), error]" in text
     assert text.endswith("[the run ended COMPLETED]") or "[the run ended COMPLETED:" in text
+
+
+def test_the_docs_list_every_column_and_every_builtin() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "scanners.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", doc, flags=re.MULTILINE)
+    assert rows == [(name, dtype) for name, dtype, _ in COLUMNS]
+    for s in anb.scanner.builtins():
+        assert f"| `{s.name}(" in doc and f"| `{s.name}" in doc.split("Precision and recall")[1], s.name
