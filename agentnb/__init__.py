@@ -47,6 +47,7 @@ from .exceptions import (
 )
 from .frames import Frames
 from .importers import import_history
+from .labels import Label, Labels, label
 from .lint import Finding, lint
 from .loop import Loop
 from .mcp import MCPServer
@@ -110,6 +111,8 @@ __all__ = [
     "Hit",
     "IllegalTransition",
     "InvalidArguments",
+    "Label",
+    "Labels",
     "ListenerWarning",
     "Loop",
     "LoopState",
@@ -151,6 +154,7 @@ __all__ = [
     "emulator",
     "import_history",
     "import_trace",
+    "label",
     "lint",
     "load_transcripts",
     "model",

@@ -29,6 +29,8 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
     ├── ScanError              scanners that raised on runs, or runs a scan could not load (``anb.scan``);
     │                          names each, with its error; the other runs' results are cached
+    ├── LabelError             a label that cannot be given (a call, turn or event the run does not have, nothing
+    │                          said) or read back (naming the file and line)
     ├── CheckTimeout           a workshop check's call into a student's code passed its time limit (it is a
     │                          TimeoutError too)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
@@ -163,6 +165,10 @@ class ScanError(AgentnbError):
     def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
         self.errors = list(errors or [])
         super().__init__(message)
+
+
+class LabelError(AgentnbError):
+    """A label that cannot be given or read (see :mod:`agentnb.labels`); the message names what is wrong."""
 
 
 class CheckTimeout(AgentnbError, TimeoutError):
