@@ -25,11 +25,13 @@ Example:
 
 from __future__ import annotations
 
-from .core import Hit, Over, ScanCall, Scanner
+from .core import Hit, Over, Scanner
 from .kit import ScannerKit
 from .runner import COLUMNS, ScanWarning, scan
+from .view import RunView, ScanCall, view
 
 scanner = ScannerKit()
 """``anb.scanner``: the decorator, ``ask`` and the built-ins (see :class:`ScannerKit`)."""
 
-__all__ = ["COLUMNS", "Hit", "Over", "ScanCall", "ScanWarning", "Scanner", "ScannerKit", "scan", "scanner"]
+__all__ = ["COLUMNS", "Hit", "Over", "RunView", "ScanCall", "ScanWarning", "Scanner", "ScannerKit", "scan", "scanner",
+           "view"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core import Hit, Scanner, calls_of
 from .injection import injection
+from .view import view
 
 if TYPE_CHECKING:
     from ..transcript import Transcript
@@ -50,16 +51,6 @@ def builtins() -> tuple[Scanner, ...]:
             costly_turns())
 
 
-def _final_text(t: Transcript) -> str | None:
-    """The run's final answer: the text of its last assistant message, when the run completed."""
-    if t.state.value != "COMPLETED":
-        return None
-    for m in reversed(t.messages):
-        if m.role == "assistant":
-            return m.text if m.text else None
-    return None
-
-
 def ignored_errors() -> Scanner:
     """A tool error the model went past: no retry of the tool after it, and a final answer that says nothing of it.
 
@@ -77,7 +68,7 @@ def ignored_errors() -> Scanner:
     """
 
     def find(t: Transcript) -> list[Hit]:
-        answer = _final_text(t)
+        answer = view(t).final_text
         if answer is None or _ACKNOWLEDGES.search(answer):
             return []
         calls = calls_of(t)
@@ -158,7 +149,7 @@ def ungrounded_arguments(min_chars: int = 3) -> Scanner:
         raise ValueError(f"min_chars must be at least 1, got {min_chars}")
 
     def find(t: Transcript) -> list[Hit]:
-        messages = t.frames.messages()
+        messages = view(t).messages
         said = messages[messages["role"].isin(["system", "user", "tool"])]
         seqs = said["seq"].tolist()
         texts = [_fold(x) if isinstance(x, str) else "" for x in
@@ -196,8 +187,7 @@ def refusals() -> Scanner:
     """
 
     def find(t: Transcript) -> list[Hit]:
-        turns = t.frames.turns(price_table=False)
-        messages = t.frames.messages()
+        turns, messages = view(t).turns, view(t).messages
         answers = messages[(messages["origin"] == "response")]
         refused_turns = set(answers.loc[answers["kind"] == "refusal", "turn"].dropna().astype(int).tolist())
         texts: dict[int, str] = {}
@@ -226,7 +216,7 @@ def _outliers(t: Transcript, column: str, factor: float, floor: float, limit: fl
               unit: str) -> list[Hit]:
     import pandas as pd
 
-    turns = t.frames.turns(price_table=False)
+    turns = view(t).turns
     values = [(int(s), int(n), float(v)) for s, n, v in
               zip(turns["seq"].tolist(), turns["turn"].tolist(), turns[column].tolist(), strict=True)
               if not pd.isna(v)]

@@ -9,14 +9,14 @@ on (the call, the event) filled in where the hit does not say, and its value mad
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import BaseEvent
 from ..values import to_json_safe
+from .view import ScanCall, view
 
 if TYPE_CHECKING:
     from ..transcript import Transcript
@@ -62,33 +62,6 @@ class Hit:
         """A hit from :meth:`to_json`'s data."""
         return cls(message=data.get("message"), seq=data.get("seq"), call_id=data.get("call_id"),
                    value=data.get("value", True), score=data.get("score"))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScanCall:
-    """One tool call of a run, as a call-level scanner sees it (read from the run's frames).
-
-    Attributes:
-        run_id: the run.
-        call_id: the call's id.
-        tool: the tool name as the model wrote it.
-        arguments: the arguments the call ran with (None when they were not a JSON object).
-        status: the result's status (``ok``, ``error``, ``timeout``, ``denied``, ..., or ``unanswered``).
-        content: what the model saw of the result (None: no result).
-        seq: the call's ``seq`` in ``frames.calls()`` (the answer that held it).
-        turn: the turn of that answer.
-        transcript: the whole run.
-    """
-
-    run_id: str
-    call_id: str
-    tool: str
-    arguments: dict[str, Any] | None
-    status: str
-    content: str | None
-    seq: int
-    turn: int
-    transcript: Transcript = field(repr=False, compare=False)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
@@ -170,21 +143,8 @@ def _hits(answer: Any, seq: int | None, call_id: str | None) -> Iterator[Hit]:
 
 
 def calls_of(transcript: Transcript) -> list[ScanCall]:
-    """Every call of a run, with its result as the model saw it (from ``frames.calls()`` and ``messages()``)."""
-    calls = transcript.frames.calls()
-    messages = transcript.frames.messages()
-    results = messages[messages["kind"] == "tool_result"].drop_duplicates("call_id")
-    content = dict(zip(results["call_id"].tolist(), results["content"].tolist(), strict=True))
-    out: list[ScanCall] = []
-    columns = [calls[c].tolist() for c in ("run_id", "call_id", "tool", "arguments", "status", "seq", "turn")]
-    for run_id, call_id, tool, raw, status, seq, turn in zip(*columns, strict=True):
-        arguments = json.loads(raw) if isinstance(raw, str) else None
-        text = content.get(call_id)
-        out.append(ScanCall(
-            run_id=str(run_id), call_id=str(call_id), tool=str(tool),
-            arguments=arguments if isinstance(arguments, dict) else None, status=str(status),
-            content=text if isinstance(text, str) else None, seq=int(seq), turn=int(turn), transcript=transcript))
-    return out
+    """Every call of a run, with its result as the model saw it (built once per run: :func:`.view.view`)."""
+    return view(transcript).scan_calls
 
 
 def as_scanners(items: Iterable[Any]) -> list[Scanner]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 from ..visible import hides
-from .core import Hit, ScanCall, Scanner
+from .core import Hit, Scanner
+from .view import ScanCall
 
 _W = r"(?:\w+\s+){0,3}"  # up to three words in between ("all of your previous")
 

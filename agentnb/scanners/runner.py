@@ -33,6 +33,7 @@ from ..transcript import Transcript
 from ..values import exception_text
 from .cache import Cache, digest
 from .core import Hit, Scanner, as_scanners
+from .view import prime, view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +51,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 """The columns of a scan's results: ``(name, dtype, doc)``."""
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+CHUNK = 64
+"""At most this many runs go to a worker at once (their frames are built together)."""
 
 Loader = Callable[[], Transcript]
 
@@ -105,18 +108,27 @@ def scan(runs: Any, *scanners: Any, cache: str | Path | None = None, concurrency
     store = Cache(cache) if cache is not None else None
     bar = _Progress(len(sources), progress if progress is not None else len(sources) > 20)
     units: list[_Unit | None] = [None] * len(sources)
+    # Runs go to the workers in chunks: a chunk's frames are built in one pass (view.prime), which is what
+    # makes many small runs fast; small enough chunks keep every worker busy (a question waits on a model).
+    size = max(1, min(CHUNK, -(-len(sources) // (concurrency * 4))))
+    chunks = [list(range(i, min(i + size, len(sources)))) for i in range(0, len(sources), size)]
+
+    def work(chunk: list[int]) -> list[tuple[int, _Unit]]:
+        return [(i, unit) for i, unit in zip(chunk, _scan_chunk([sources[i] for i in chunk], chosen, store, bar),
+                                             strict=True)]
+
     try:
-        if concurrency == 1 or len(sources) <= 1:
-            for i, (rid, load) in enumerate(sources):
-                units[i] = _scan_one(rid, load, chosen, store)
-                bar.update(units[i])
+        if concurrency == 1 or len(chunks) <= 1:
+            for chunk in chunks:
+                for i, unit in work(chunk):
+                    units[i] = unit
         else:
             with concurrent.futures.ThreadPoolExecutor(concurrency, thread_name_prefix="agentnb-scan") as pool:
-                futures = {pool.submit(_scan_one, rid, load, chosen, store): i for i, (rid, load) in enumerate(sources)}
+                futures = [pool.submit(work, chunk) for chunk in chunks]
                 try:
                     for fut in concurrent.futures.as_completed(futures):
-                        units[futures[fut]] = fut.result()
-                        bar.update(units[futures[fut]])
+                        for i, unit in fut.result():
+                            units[i] = unit
                 except BaseException:
                     for f in futures:
                         f.cancel()
@@ -189,34 +201,50 @@ def _is_sqlite(path: Path) -> bool:
         return False
 
 
-def _scan_one(run_id: str, load: Loader, scanners: list[Scanner], cache: Cache | None) -> _Unit:
-    unit = _Unit(run_id)
+def _scan_chunk(sources: list[tuple[str, Loader]], scanners: list[Scanner], cache: Cache | None,
+                bar: _Progress) -> list[_Unit]:
+    """Scan a few runs: load them, read what the cache has, prime the frames of the rest, scan them one by one."""
+    units = [_Unit(run_id) for run_id, _ in sources]
+    loaded: list[tuple[_Unit, Transcript, str]] = []
+    for unit, (run_id, load) in zip(units, sources, strict=True):
+        try:
+            transcript = load()
+        except Exception as exc:
+            unit.errors.append(f"run {run_id!r} could not be loaded: {exception_text(exc)}")
+            bar.update(unit)
+            continue
+        unit.turns = {ev.seq: ev.turn for ev in transcript.events}
+        run_digest = digest(transcript) if cache is not None else ""
+        if cache is not None:
+            unit.hits.update(cache.get(scanners, run_digest))
+        loaded.append((unit, transcript, run_digest))
+    todo = [(u, t, d) for u, t, d in loaded if len(u.hits) < len(scanners)]
+    prime([t for _, t, _ in todo])
+    for unit, _, _ in loaded:
+        if len(unit.hits) == len(scanners):
+            bar.update(unit)
+    for unit, transcript, run_digest in todo:
+        found = {s: hits for s in scanners if s.name not in unit.hits
+                 if (hits := _run_scanner(s, unit, transcript)) is not None}
+        if cache is not None:
+            cache.put(run_digest, unit.run_id, found)  # as soon as the run is done: a stopped scan resumes here
+        unit.hits.update({s.name: hits for s, hits in found.items()})
+        bar.update(unit)
+    return units
+
+
+def _run_scanner(s: Scanner, unit: _Unit, transcript: Transcript) -> list[Hit] | None:
     try:
-        transcript = load()
+        hits = s(transcript)
     except Exception as exc:
-        unit.errors.append(f"run {run_id!r} could not be loaded: {exception_text(exc)}")
-        return unit
-    unit.turns = {ev.seq: ev.turn for ev in transcript.events}
-    run_digest = digest(transcript) if cache is not None else ""
-    anchors: dict[str, int] | None = None
-    for s in scanners:
-        hits = cache.get(s, run_digest) if cache is not None else None
-        if hits is None:
-            try:
-                hits = s(transcript)
-            except Exception as exc:
-                unit.errors.append(f"scanner {s.name!r} on run {run_id!r}: {exception_text(exc)}")
-                continue
-            unit.ran += 1
-            if any(h.seq is None and h.call_id is not None for h in hits):
-                if anchors is None:
-                    calls = transcript.frames.calls()
-                    anchors = dict(zip(calls["call_id"].tolist(), calls["seq"].tolist(), strict=True))
-                hits = [replace(h, seq=anchors.get(h.call_id)) if h.seq is None and h.call_id else h for h in hits]
-            if cache is not None:
-                cache.put(s, run_digest, run_id, hits)
-        unit.hits[s.name] = hits
-    return unit
+        unit.errors.append(f"scanner {s.name!r} on run {unit.run_id!r}: {exception_text(exc)}")
+        return None
+    unit.ran += 1
+    if any(h.seq is None and h.call_id is not None for h in hits):
+        calls = view(transcript).calls
+        anchors = dict(zip(calls["call_id"].tolist(), calls["seq"].tolist(), strict=True))
+        hits = [replace(h, seq=anchors.get(h.call_id)) if h.seq is None and h.call_id else h for h in hits]
+    return hits
 
 
 def frame(units: list[_Unit], run_ids: list[str], scanner_names: list[str]) -> pd.DataFrame:
