@@ -348,3 +348,43 @@ def test_the_docs_list_every_column_and_every_builtin() -> None:
     assert rows == [(name, dtype) for name, dtype, _ in COLUMNS]
     for s in anb.scanner.builtins():
         assert f"| `{s.name}(" in doc and f"| `{s.name}" in doc.split("Precision and recall")[1], s.name
+
+
+def _stories() -> list[anb.Transcript]:
+    out = []
+    for name in ("weather", "parallel", "calculator", "malformed", "looping", "refund"):
+        loop = anb.Loop(model=anb.ScriptedModel.story(name), tools=anb.stories.tools(name), max_turns=4)
+        run = loop.start("go", run_id=f"story-{name}").run()
+        if run.pending_approvals():
+            run.approve(run.pending_approvals()[0].call_id)
+            run.run()
+        out.append(run.transcript)
+    return out
+
+
+def test_frames_built_for_many_runs_at_once_give_the_hits_of_each_run_alone(runs: anb.TranscriptCollection) -> None:
+    every = anb.TranscriptCollection([*runs, *_stories()])
+    together = anb.scan(every, concurrency=2)
+    alone = pd.concat([anb.scan(t) for t in every], ignore_index=True)
+    assert len(together) > 10 and set(together["scanner"]) >= {"repeated_calls", "ungrounded_arguments"}
+    for df in (together, alone):
+        df["run_id"] = df["run_id"].astype(str)
+        df["scanner"] = df["scanner"].astype(str)
+    order = ["run_id", "scanner", "seq", "call_id", "message"]
+    pd.testing.assert_frame_equal(together.sort_values(order).reset_index(drop=True),
+                                  alone.sort_values(order).reset_index(drop=True))
+
+
+def test_nothing_of_a_scan_outlives_it() -> None:
+    import gc
+    import weakref
+
+    from agentnb.scanners import views
+
+    t = _run(5, fail=True)
+    ref = weakref.ref(t)
+    anb.scan(anb.TranscriptCollection([t, _run(6)]), concurrency=1)
+    assert views._ENTRIES == {}
+    del t
+    gc.collect()
+    assert ref() is None

@@ -28,10 +28,10 @@ from __future__ import annotations
 from .core import Hit, Over, Scanner
 from .kit import ScannerKit
 from .runner import COLUMNS, ScanWarning, scan
-from .view import RunView, ScanCall, view
+from .views import ScanCall, ScanView, view
 
 scanner = ScannerKit()
 """``anb.scanner``: the decorator, ``ask`` and the built-ins (see :class:`ScannerKit`)."""
 
-__all__ = ["COLUMNS", "Hit", "Over", "RunView", "ScanCall", "ScanWarning", "Scanner", "ScannerKit", "scan", "scanner",
+__all__ = ["COLUMNS", "Hit", "Over", "ScanCall", "ScanView", "ScanWarning", "Scanner", "ScannerKit", "scan", "scanner",
            "view"]

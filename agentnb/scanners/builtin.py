@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core import Hit, Scanner, calls_of
 from .injection import injection
-from .view import view
+from .views import view
 
 if TYPE_CHECKING:
     from ..transcript import Transcript

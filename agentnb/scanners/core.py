@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import BaseEvent
 from ..values import to_json_safe
-from .view import ScanCall, view
+from .views import ScanCall, view
 
 if TYPE_CHECKING:
     from ..transcript import Transcript
@@ -143,7 +143,7 @@ def _hits(answer: Any, seq: int | None, call_id: str | None) -> Iterator[Hit]:
 
 
 def calls_of(transcript: Transcript) -> list[ScanCall]:
-    """Every call of a run, with its result as the model saw it (built once per run: :func:`.view.view`)."""
+    """Every call of a run, with its result as the model saw it (built once per run: :func:`.views.view`)."""
     return view(transcript).scan_calls
 
 

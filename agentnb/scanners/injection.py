@@ -15,7 +15,7 @@ import re
 
 from ..visible import hides
 from .core import Hit, Scanner
-from .view import ScanCall
+from .views import ScanCall
 
 _W = r"(?:\w+\s+){0,3}"  # up to three words in between ("all of your previous")
 

@@ -33,7 +33,7 @@ from ..transcript import Transcript
 from ..values import exception_text
 from .cache import Cache, digest
 from .core import Hit, Scanner, as_scanners
-from .view import prime, view
+from .views import prime, release, view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -219,17 +219,21 @@ def _scan_chunk(sources: list[tuple[str, Loader]], scanners: list[Scanner], cach
             unit.hits.update(cache.get(scanners, run_digest))
         loaded.append((unit, transcript, run_digest))
     todo = [(u, t, d) for u, t, d in loaded if len(u.hits) < len(scanners)]
-    prime([t for _, t, _ in todo])
     for unit, _, _ in loaded:
         if len(unit.hits) == len(scanners):
             bar.update(unit)
-    for unit, transcript, run_digest in todo:
-        found = {s: hits for s in scanners if s.name not in unit.hits
-                 if (hits := _run_scanner(s, unit, transcript)) is not None}
-        if cache is not None:
-            cache.put(run_digest, unit.run_id, found)  # as soon as the run is done: a stopped scan resumes here
-        unit.hits.update({s.name: hits for s, hits in found.items()})
-        bar.update(unit)
+    runs = [t for _, t, _ in todo]
+    prime(runs)
+    try:
+        for unit, transcript, run_digest in todo:
+            found = {s: hits for s in scanners if s.name not in unit.hits
+                     if (hits := _run_scanner(s, unit, transcript)) is not None}
+            if cache is not None:
+                cache.put(run_digest, unit.run_id, found)  # as soon as the run is done: a stopped scan resumes here
+            unit.hits.update({s.name: hits for s, hits in found.items()})
+            bar.update(unit)
+    finally:
+        release(runs)
     return units
 
 

@@ -4,8 +4,9 @@ Building a frame costs a fixed amount of pandas work whatever its size, so the f
 nearly as much as those of a hundred; and seven built-in scanners each reading the calls, the messages and the
 turns of a run would build them again and again. :func:`prime` groups runs whose calls, messages and turns
 frames are then built in one column-wise pass, the first time a scanner reads the frames of one of them, and
-each run gets its slice; :func:`view` returns that (or builds it on first use) and keeps it as long as the
-transcript lives and has the same events, so every scanner of a run reads the same frames. Slices keep the
+each run gets its slice; :func:`view` returns that (or builds it on first use) until :func:`release`, so every
+scanner of a run reads the same frames. Outside a scan, :func:`view` builds a new view each time (nothing is
+kept that could outlive the transcript). Slices keep the
 frames' dtypes; their ``run_id`` categories are those of the runs primed together.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,11 +52,10 @@ class ScanCall:
     transcript: Transcript = field(repr=False, compare=False)
 
 
-_VIEWS: weakref.WeakKeyDictionary[Transcript, RunView] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-class RunView:
+class ScanView:
     """The frames of one run, each built once: what the built-in scanners read.
 
     Example:
@@ -123,6 +122,13 @@ class RunView:
         return out
 
 
+@dataclass
+class _Entry:
+    transcript: Transcript
+    group: _Group
+    view: ScanView | None = None
+
+
 class _Group:
     """Runs whose frames are built together the first time a scanner reads the frames of one of them."""
 
@@ -131,41 +137,53 @@ class _Group:
         self.primed = len(self.runs) < 2 or len({t.run_id for t in self.runs}) != len(self.runs)
 
 
-_GROUPS: weakref.WeakKeyDictionary[Transcript, _Group] = weakref.WeakKeyDictionary()
+_ENTRIES: dict[int, _Entry] = {}
+"""The runs a scan is working on (by ``id``), from :func:`prime` to :func:`release`."""
 
 
-def view(transcript: Transcript) -> RunView:
-    """The run's :class:`RunView`: the one primed or built before, while the transcript has the same events."""
+def view(transcript: Transcript) -> ScanView:
+    """The run's :class:`ScanView`: during a scan, the one every scanner of the run reads; else a new one."""
     with _LOCK:
-        found = _VIEWS.get(transcript)
-        if found is not None and found.size == len(transcript.events):
-            return found
-        group = _GROUPS.pop(transcript, None)
-    if group is not None and not group.primed:
-        group.primed = True
-        _prime(group.runs)
-        with _LOCK:
-            found = _VIEWS.get(transcript)
-            if found is not None and found.size == len(transcript.events):
-                return found
+        entry = _ENTRIES.get(id(transcript))
+        if entry is None or entry.transcript is not transcript:
+            return ScanView(transcript)
+        if entry.view is not None and entry.view.size == len(transcript.events):
+            return entry.view
+        group = entry.group
+        primed_now, group.primed = not group.primed, True
+    built = _prime(group.runs) if primed_now else {}
     with _LOCK:
-        found = _VIEWS[transcript] = RunView(transcript)
-        return found
+        for t, v in built.items():
+            found = _ENTRIES.get(id(t))
+            if found is not None and found.transcript is t:
+                found.view = v
+        if entry.view is None or entry.view.size != len(transcript.events):
+            entry.view = ScanView(transcript)
+        return entry.view
 
 
 def prime(transcripts: Sequence[Transcript]) -> None:
-    """Build the frames of these runs together, in one pass, when a scanner first reads those of one of them.
+    """Mark runs whose frames are built together, in one pass, when a scanner first reads those of one of them.
 
-    Scanners that read no frames (a question to a model) cost nothing more.
+    Scanners that read no frames (a question to a model) cost nothing more. Call :func:`release` when done.
     """
     group = _Group(transcripts)
     with _LOCK:
-        for t in group.runs:
-            _GROUPS[t] = group
+        for t in transcripts:
+            _ENTRIES[id(t)] = _Entry(t, group)
 
 
-def _prime(runs: list[Transcript]) -> None:
-    """Build the calls, messages and turns frames of many runs in one pass, and keep each run's slice."""
+def release(transcripts: Sequence[Transcript]) -> None:
+    """Forget the views of these runs (the end of their part of a scan)."""
+    with _LOCK:
+        for t in transcripts:
+            entry = _ENTRIES.get(id(t))
+            if entry is not None and entry.transcript is t:
+                del _ENTRIES[id(t)]
+
+
+def _prime(runs: list[Transcript]) -> dict[Transcript, ScanView]:
+    """Build the calls, messages and turns frames of many runs in one pass: each run's view over its slices."""
     frames = Frames.of_runs(lambda: [t.events for t in runs], lambda: [t.run_id or "" for t in runs])
     built = {"calls": frames.calls(), "messages": frames.messages(), "turns": frames.turns(price_table=False)}
     parts: dict[str, dict[str, pd.DataFrame]] = {t.run_id or "": {} for t in runs}
@@ -175,6 +193,4 @@ def _prime(runs: list[Transcript]) -> None:
         empty = df.iloc[:0]
         for got in parts.values():
             got.setdefault(name, empty)
-    with _LOCK:
-        for t in runs:
-            _VIEWS[t] = RunView(t, parts[t.run_id or ""])
+    return {t: ScanView(t, parts[t.run_id or ""]) for t in runs}
