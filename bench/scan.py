@@ -3,7 +3,9 @@
 A handful of scripted runs of every kind are cloned, with new run ids, into a collection of ``--runs`` runs.
 Then, in the same process, each measured ``--repeat`` times (medians):
 
-- every built-in scanner with no cache (the work itself), into a cold cache (the work plus writing a file per
+- every built-in scanner with no cache (the work itself); the same with each run's frames built alone (a tenth
+  of the runs, times ten), as scanning one run at a time does, where a scan builds those of a block of runs
+  in one pass (:mod:`agentnb.scanners.views`); into a cold cache (the work plus writing a file per
   scanner and run), again from the warm cache (no scanner runs), and again after 1% of the runs changed;
 - a question to a model (``anb.scanner.ask`` with a ``ScriptedModel`` that waits ``--latency`` seconds before
   each answer, as a provider would) over ``--questions`` runs, one at a time and eight at a time.
@@ -79,8 +81,10 @@ def main() -> None:
         shutil.rmtree(warm, ignore_errors=True)
         anb.scan(runs, cache=warm)
 
+    few = runs[: max(1, args.runs // 10)]
     rows = [
         ("built-ins, no cache (the work)", timed(lambda: anb.scan(runs), args.repeat)),
+        ("built-ins, each run's frames built alone", 10 * timed(lambda: [anb.scan(t) for t in few], args.repeat)),
         ("built-ins, into a cold cache", timed(lambda: anb.scan(runs, cache=cold), args.repeat, wipe)),
         ("built-ins, from a warm cache", timed(lambda: anb.scan(runs, cache=warm), args.repeat)),
         ("built-ins, warm cache, 1% of runs changed", timed(lambda: anb.scan(changed, cache=warm), args.repeat,

@@ -1,10 +1,11 @@
 """Built-in scanners: what goes wrong in tool-calling loops, found from the frames of each run.
 
 Each is a factory returning a :class:`~agentnb.Scanner` whose version names its settings (so a cached result
-is never reused for other settings). Each reads what the fold produced (``frames.calls()``, ``messages()``,
-``turns()``, the calls as :class:`~agentnb.scanners.core.ScanCall`), never the events' fields again. Their
-precision and recall, measured on generated runs whose truth is known, are in ``tests/test_scan_builtins.py``
-and ``docs/scanners.md``.
+is never reused for other settings). Each reads what the fold produced -- the calls, messages and turns frames
+as column lists of the run's :class:`~agentnb.scanners.views.ScanView`, its calls as
+:class:`~agentnb.scanners.views.ScanCall`, the final answer its ``RunFinished`` event recorded -- never the
+events' fields interpreted again. Their precision and recall, measured on generated runs whose truth is known,
+are in ``tests/test_scan_builtins.py`` and ``docs/scanners.md``.
 
 - :func:`ignored_errors` -- a call that ended ``error`` or ``timeout`` and that the model went past: no later
   call of the same tool (a retry), and a final answer with no word of a failure.
@@ -149,16 +150,17 @@ def ungrounded_arguments(min_chars: int = 3) -> Scanner:
         raise ValueError(f"min_chars must be at least 1, got {min_chars}")
 
     def find(t: Transcript) -> list[Hit]:
-        messages = view(t).messages
-        said = messages[messages["role"].isin(["system", "user", "tool"])]
-        seqs = said["seq"].tolist()
-        texts = [_fold(x) if isinstance(x, str) else "" for x in
-                 said["text"].fillna(said["content"]).fillna("").tolist()]
+        rv = view(t)
+        said = [(s, _fold(text if isinstance(text, str) else content if isinstance(content, str) else ""))
+                for role, s, text, content in zip(rv.column("messages", "role"), rv.column("messages", "seq"),
+                                                  rv.column("messages", "text"), rv.column("messages", "content"),
+                                                  strict=True)
+                if role in ("system", "user", "tool")]
         hits = []
         for c in calls_of(t):
             if not c.arguments:
                 continue
-            context = " ".join(text for s, text in zip(seqs, texts, strict=True) if s < c.seq)
+            context = " ".join(text for s, text in said if s < c.seq)
             missing = [(path, v) for path, v in _leaves(c.arguments)
                        if (text := _checkable(v, min_chars)) is not None and _fold(text) not in context]
             if missing:
@@ -187,17 +189,20 @@ def refusals() -> Scanner:
     """
 
     def find(t: Transcript) -> list[Hit]:
-        turns, messages = view(t).turns, view(t).messages
-        answers = messages[(messages["origin"] == "response")]
-        refused_turns = set(answers.loc[answers["kind"] == "refusal", "turn"].dropna().astype(int).tolist())
+        rv = view(t)
+        refused_turns: set[int] = set()
         texts: dict[int, str] = {}
-        written = answers[answers["kind"] == "text"]
-        for turn, text in zip(written["turn"].tolist(), written["text"].tolist(), strict=True):
-            if isinstance(text, str):
-                texts.setdefault(int(turn), text)
+        for origin, kind, turn, text in zip(rv.column("messages", "origin"), rv.column("messages", "kind"),
+                                            rv.column("messages", "turn"), rv.column("messages", "text"), strict=True):
+            if origin != "response":
+                continue
+            if kind == "refusal":
+                refused_turns.add(turn)
+            elif kind == "text" and isinstance(text, str):
+                texts.setdefault(turn, text)
         hits = []
-        for seq, turn, reason in zip(turns["seq"].tolist(), turns["turn"].tolist(), turns["finish_reason"].tolist(),
-                                     strict=True):
+        for seq, turn, reason in zip(rv.column("turns", "seq"), rv.column("turns", "turn"),
+                                     rv.column("turns", "finish_reason"), strict=True):
             if reason == "content_filter":
                 kind = "content_filter"
             elif reason == "refusal" or turn in refused_turns:
@@ -214,12 +219,10 @@ def refusals() -> Scanner:
 
 def _outliers(t: Transcript, column: str, factor: float, floor: float, limit: float | None,
               unit: str) -> list[Hit]:
-    import pandas as pd
-
-    turns = view(t).turns
-    values = [(int(s), int(n), float(v)) for s, n, v in
-              zip(turns["seq"].tolist(), turns["turn"].tolist(), turns[column].tolist(), strict=True)
-              if not pd.isna(v)]
+    rv = view(t)
+    values = [(int(s), int(n), float(x)) for s, n, x in
+              zip(rv.column("turns", "seq"), rv.column("turns", "turn"), rv.column("turns", column), strict=True)
+              if x is not None]
     typical = median(v for _, _, v in values) if len(values) >= 3 else None
     hits = []
     for seq, turn, v in values:
