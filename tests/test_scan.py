@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -388,3 +389,26 @@ def test_nothing_of_a_scan_outlives_it() -> None:
     del t
     gc.collect()
     assert ref() is None
+
+
+def test_a_stop_in_one_worker_stops_the_others(tmp_path: Path) -> None:
+    many = anb.TranscriptCollection([_run(i) for i in range(40)])
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def stops_at_r3(t: anb.Transcript) -> bool:
+        with lock:
+            first = t.run_id == "r3" and "r3" not in seen
+            seen.append(t.run_id or "")
+        if first:
+            raise KeyboardInterrupt
+        time.sleep(0.01)
+        return True
+
+    scanner = anb.Scanner("stops", stops_at_r3)
+    with pytest.raises(KeyboardInterrupt):
+        anb.scan(many, scanner, cache=tmp_path, concurrency=4)
+    assert len(seen) < 30  # the workers ended after their run; the chunks not started never ran
+    before = len(seen)
+    assert len(anb.scan(many, scanner, cache=tmp_path, concurrency=4)) == 40
+    assert len(seen) - before == 40 - (before - 1)  # every run but the ones finished, r3 again

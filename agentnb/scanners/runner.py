@@ -77,8 +77,8 @@ def scan(runs: Any, *scanners: Any, cache: str | Path | None = None, concurrency
             a directory, file or glob of saved transcripts, a store, or the path of an SQLite store.
         *scanners: :class:`~agentnb.Scanner` objects (``@anb.scanner``, ``anb.scanner.ask(...)``, the
             built-ins) or plain functions of a run; none: every built-in (``anb.scanner.builtins()``).
-        cache: a directory for results, one file per scanner and run, keyed by the scanner's name and version
-            and the run's digest: a scan with the same cache runs a scanner only on runs it has not seen.
+        cache: a directory for results, one file per run (named by its digest) holding each scanner's hits
+            under its name and version: a scan with the same cache runs a scanner only on runs it has not seen.
         concurrency: runs scanned at once (threads: a question to a model waits on its answer).
         progress: show a ``tqdm`` bar (default: when there are more than 20 runs).
         on_error: a scanner that raises on a run: ``"raise"`` a :class:`~agentnb.exceptions.ScanError` once
@@ -108,14 +108,18 @@ def scan(runs: Any, *scanners: Any, cache: str | Path | None = None, concurrency
     store = Cache(cache) if cache is not None else None
     bar = _Progress(len(sources), progress if progress is not None else len(sources) > 20)
     units: list[_Unit | None] = [None] * len(sources)
-    # Runs go to the workers in chunks: a chunk's frames are built in one pass (view.prime), which is what
+    # Runs go to the workers in chunks: a chunk's frames are built in one pass (views.prime), which is what
     # makes many small runs fast; small enough chunks keep every worker busy (a question waits on a model).
     size = max(1, min(CHUNK, -(-len(sources) // (concurrency * 4))))
     chunks = [list(range(i, min(i + size, len(sources)))) for i in range(0, len(sources), size)]
 
+    stop = threading.Event()  # set when the scan is stopping (an error, a ^C): workers end after their run
+
     def work(chunk: list[int]) -> list[tuple[int, _Unit]]:
-        return [(i, unit) for i, unit in zip(chunk, _scan_chunk([sources[i] for i in chunk], chosen, store, bar),
-                                             strict=True)]
+        if stop.is_set():
+            return []
+        return [(i, unit) for i, unit in zip(chunk, _scan_chunk([sources[i] for i in chunk], chosen, store, bar,
+                                                                stop), strict=True)]
 
     try:
         if concurrency == 1 or len(chunks) <= 1:
@@ -130,6 +134,7 @@ def scan(runs: Any, *scanners: Any, cache: str | Path | None = None, concurrency
                         for i, unit in fut.result():
                             units[i] = unit
                 except BaseException:
+                    stop.set()
                     for f in futures:
                         f.cancel()
                     raise
@@ -202,7 +207,7 @@ def _is_sqlite(path: Path) -> bool:
 
 
 def _scan_chunk(sources: list[tuple[str, Loader]], scanners: list[Scanner], cache: Cache | None,
-                bar: _Progress) -> list[_Unit]:
+                bar: _Progress, stop: threading.Event) -> list[_Unit]:
     """Scan a few runs: load them, read what the cache has, prime the frames of the rest, scan them one by one."""
     units = [_Unit(run_id) for run_id, _ in sources]
     loaded: list[tuple[_Unit, Transcript, str]] = []
@@ -226,6 +231,8 @@ def _scan_chunk(sources: list[tuple[str, Loader]], scanners: list[Scanner], cach
     prime(runs)
     try:
         for unit, transcript, run_digest in todo:
+            if stop.is_set():
+                break
             found = {s: hits for s in scanners if s.name not in unit.hits
                      if (hits := _run_scanner(s, unit, transcript)) is not None}
             if cache is not None:
