@@ -39,6 +39,7 @@ import os
 import sqlite3
 import threading
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -121,6 +122,10 @@ class Label:
             raise LabelError(f"not a label: {exc}") from None
 
 
+class LabelsRecovered(UserWarning):
+    """A JSONL label book holds a line that is not JSON (cut short by a crash): it was left out."""
+
+
 def _int(v: Any) -> int | None:
     if v is None:
         return None
@@ -157,9 +162,14 @@ class _Jsonl:
 
     def append(self, labels: Sequence[Label]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, self.path.open("a", encoding="utf-8", newline="\n") as fh:
-            for label in labels:
-                fh.write(json.dumps(label.to_json(), ensure_ascii=False) + "\n")
+        text = "".join(json.dumps(label.to_json(), ensure_ascii=False) + "\n" for label in labels)
+        with self._lock, self.path.open("a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":  # a line cut short by a crash: it stays its own (skipped) line
+                    text = "\n" + text
+            fh.write(text.encode("utf-8", "surrogatepass"))  # one write: appends from two processes do not mix
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -167,13 +177,19 @@ class _Jsonl:
         if not self.path.exists():
             return []
         out = []
-        with self.path.open(encoding="utf-8") as fh:
+        with self.path.open(encoding="utf-8", errors="surrogatepass") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
                 try:
-                    out.append(Label.from_json(json.loads(line)))
-                except (ValueError, LabelError) as exc:
+                    data = json.loads(line)
+                except ValueError:
+                    warnings.warn(f"{self.path}:{lineno}: not a whole label (a line cut short by a crash?); "
+                                  "left out", LabelsRecovered, stacklevel=3)
+                    continue
+                try:
+                    out.append(Label.from_json(data))
+                except LabelError as exc:
                     raise LabelError(f"{self.path}:{lineno}: {exc}") from None
         return out
 
@@ -428,4 +444,4 @@ def label(book: Labels | str | Path | SqliteStore, run: Transcript | str, **what
     return (book if isinstance(book, Labels) else Labels(book)).add(run, **what)
 
 
-__all__ = ["COLUMNS", "Label", "Labels", "label"]
+__all__ = ["COLUMNS", "Label", "Labels", "LabelsRecovered", "label"]

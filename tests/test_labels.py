@@ -191,3 +191,17 @@ def test_a_read_only_store_refuses_labels_clearly(tmp_path: Path) -> None:
         anb.Labels(readonly).add("r1", tag="x")
     anb.Labels(store).add("r1", tag="x")
     assert [lb.tag for lb in anb.Labels(readonly)] == ["x"]  # read through the read-only store
+
+
+def test_a_line_cut_short_by_a_crash_is_left_out_and_the_book_goes_on(done: anb.Transcript, tmp_path: Path) -> None:
+    from agentnb.labels import LabelsRecovered
+
+    book = anb.Labels(tmp_path / "labels.jsonl")
+    book.add(done, tag="first")
+    with book.path.open("a", encoding="utf-8") as fh:
+        fh.write('{"label_id": "x", "run_id": "r1", "ta')  # the process died in the middle of a line
+    with pytest.warns(LabelsRecovered, match="labels.jsonl:2: not a whole label"):
+        assert [lb.tag for lb in book] == ["first"]
+    book.add(done, tag="second")  # starts on a line of its own
+    with pytest.warns(LabelsRecovered):
+        assert [lb.tag for lb in book] == ["first", "second"]
