@@ -72,8 +72,9 @@ def test_every_kind_of_input_gives_the_same_hits(runs: anb.TranscriptCollection,
     store = anb.SqliteStore(tmp_path / "runs.db")
     for i in range(6):
         _run(i, fail=i % 3 == 0, store=store)
+    runs.save_parquet(tmp_path / "parquet")
     inputs: list[Any] = [list(runs), tmp_path / "dir", str(tmp_path / "dir" / "*.jsonl"), tmp_path / "one.jsonl",
-                         store, tmp_path / "runs.db"]
+                         store, tmp_path / "runs.db", tmp_path / "parquet", anb.load_transcripts(tmp_path / "parquet")]
     for source in inputs:
         got = anb.scan(source, scanner).sort_values(["run_id", "call_id"], key=lambda s: s.astype(str))
         assert got["run_id"].astype(str).tolist() == expected["run_id"].astype(str).tolist(), source
