@@ -30,6 +30,7 @@ from ..transcript import Transcript
 if TYPE_CHECKING:
     import pandas as pd
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScanCall:
     """One tool call of a run, as a call-level scanner sees it (read from the run's frames).
