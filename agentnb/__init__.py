@@ -50,6 +50,7 @@ from .exceptions import (
 from .frames import Frames
 from .importers import import_history
 from .inbox import Inbox
+from .labels import Label, Labels, label
 from .lint import Finding, lint
 from .loop import Loop
 from .mcp import MCPServer
@@ -68,6 +69,7 @@ from .recorder import Recorder
 from .replay import Divergence, Replay, replay
 from .request import ModelRequest, RequestOptions
 from .run import Run
+from .scanners import Hit, Scanner, scan, scanner
 from .states import TRANSITIONS, IllegalTransition, LoopState
 from .store import MemoryStore, PostgresStore, SqliteStore, Store
 from .tools import Tool, ToolContext, tool
@@ -113,9 +115,12 @@ __all__ = [
     "Fork",
     "Frames",
     "GeminiModel",
+    "Hit",
     "IllegalTransition",
     "Inbox",
     "InvalidArguments",
+    "Label",
+    "Labels",
     "ListenerWarning",
     "Loop",
     "LoopState",
@@ -139,6 +144,7 @@ __all__ = [
     "RunNotFound",
     "RunNotPaused",
     "RunState",
+    "Scanner",
     "ScriptedModel",
     "SqliteStore",
     "Store",
@@ -158,11 +164,14 @@ __all__ = [
     "emulator",
     "import_history",
     "import_trace",
+    "label",
     "lint",
     "load_transcripts",
     "model",
     "otel",
     "replay",
+    "scan",
+    "scanner",
     "stories",
     "tool",
     "workshop",

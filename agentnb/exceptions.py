@@ -27,6 +27,10 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
     ├── ValueConversionError   a value that cannot enter a run (see agentnb.values); names the path inside it
     │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
+    ├── ScanError              scanners that raised on runs, or runs a scan could not load (``anb.scan``);
+    │                          names each, with its error; the other runs' results are cached
+    ├── LabelError             a label that cannot be given (a call, turn or event the run does not have, nothing
+    │                          said) or read back (naming the file and line)
     ├── CheckTimeout           a workshop check's call into a student's code passed its time limit (it is a
     │                          TimeoutError too)
     └── ModelError             a model call failed (carries the HTTP status and whether a retry may help)
@@ -46,6 +50,10 @@ Warnings say that something is off while the run goes on; each is defined next t
     │                             stored, the other listeners got it, the run went on
     ├── ReplayDivergenceWarning   (agentnb.providers.scripted) a replayed cassette was asked something other than what
     │                             it recorded; its answer is played anyway
+    ├── LabelsRecovered           (agentnb.labels) a JSONL label book holds a line cut short by a crash; it was left
+    │                             out
+    ├── ScanWarning               (agentnb.scanners.runner) ``anb.scan(on_error="skip")`` left out runs a scanner
+    │                             raised on
     └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an
                                   incomplete last line
 """
@@ -144,6 +152,25 @@ class MCPServerError(AgentnbError):
 
 class MCPToolError(AgentnbError):
     """An MCP tool reported a failure (an ``isError`` result); its message is the server's text."""
+
+
+class ScanError(AgentnbError):
+    """Scanners raised on some runs, or some runs could not be loaded, during :func:`agentnb.scan`.
+
+    Raised once every other run is scanned; with a cache, their results are kept, so the scan started again
+    runs only what failed.
+
+    Attributes:
+        errors: one line per failure, naming the scanner and the run, with what it raised.
+    """
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        self.errors = list(errors or [])
+        super().__init__(message)
+
+
+class LabelError(AgentnbError):
+    """A label that cannot be given or read (see :mod:`agentnb.labels`); the message names what is wrong."""
 
 
 class CheckTimeout(AgentnbError, TimeoutError):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine.prices import PriceTable, resolve
 from ..providers.prices import price_table
@@ -48,6 +48,14 @@ if TYPE_CHECKING:
 Prices = Mapping[str, Sequence[float]]
 """``{model: (usd per million input tokens, usd per million output tokens)}``; keys are a model name or
 ``provider:model`` (see :mod:`agentnb.engine.prices`)."""
+
+
+class LabelBook(Protocol):
+    """Where labels live (an :class:`agentnb.Labels`): what :meth:`Frames.labels` reads."""
+
+    def frame(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """The labels of ``run_ids`` as a DataFrame keyed like the frames."""
+        ...
 
 
 class Frames:
@@ -146,6 +154,22 @@ class Frames:
         """One row per compression of the history."""
         return self._get("compressions", False)
 
+    def labels(self, book: LabelBook) -> pd.DataFrame:
+        """The labels ``book`` holds for these runs, keyed like the frames (see :mod:`agentnb.labels`).
+
+        Example:
+            >>> import agentnb as anb, tempfile, os
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> t = loop.start("Paris?", run_id="r1").run().transcript
+            >>> book = anb.Labels(os.path.join(tempfile.mkdtemp(), "labels.jsonl"))
+            >>> _ = book.add(t, call_id="call_1_1", tag="good")
+            >>> t.frames.labels(book).merge(t.frames.calls(), on=["run_id", "call_id"])[["tag", "tool"]]
+                tag         tool
+            0  good  get_weather
+        """
+        run_ids = [str(r) for r in self._get("events", False)["run_id"].cat.categories]
+        return book.frame(run_ids)
+
     def frame(self, name: str) -> pd.DataFrame:
         """A frame by name (``"calls"`` ...)."""
         if name not in FRAMES:
@@ -195,6 +219,6 @@ def flatten(calls: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = [
-    "FRAMES", "FRAME_NAMES", "Column", "Dtype", "Frames", "Prices", "build", "conform", "cost", "empty",
+    "FRAMES", "FRAME_NAMES", "Column", "Dtype", "Frames", "LabelBook", "Prices", "build", "conform", "cost", "empty",
     "events_with_payload", "flatten",
 ]
