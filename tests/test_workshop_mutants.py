@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -85,7 +86,32 @@ def undocumented(text: str) -> int:
     return len(text.split())
 
 
-TOOL_MUTANTS: dict[str, tuple[Any, str]] = {
+def documented(body: Callable[[str], Any], text: str) -> anb.Tool:
+    def word_count(text: str) -> Any:
+        return body(text)
+
+    word_count.__doc__ = text
+    return anb.tool(word_count)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+TOOL_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "a TODO docstring": (documented(_words, "TODO\n\nArgs:\n    text: The text.\n"), "description"),
+    "a docstring of dots": (documented(_words, "...\n\nArgs:\n    text: The text.\n"), "description"),
+    "an argument described as TODO": (documented(_words, "Count the words.\n\nArgs:\n    text: TODO\n"), "args-doc"),
+    "an argument described by its name": (documented(_words, "Count the words.\n\nArgs:\n    text: text\n"),
+                                          "args-doc"),
+    "an argument described by its type": (documented(_words, "Count the words.\n\nArgs:\n    text: str\n"),
+                                          "args-doc"),
+    "an argument described as '...'": (documented(_words, "Count the words.\n\nArgs:\n    text: ...\n"),
+                                       "args-doc"),
+    "\\w+ tokens": (counter(lambda t: len(re.findall(r"\w+", t))), "punctuation"),
+    "letters only": (counter(lambda t: len(re.findall(r"[^\W\d_]+", t))), None),
+    "a split on punctuation too": (counter(lambda t: len([w for w in re.split(r"[\s,.!?'-]+", t) if w])), None),
+    "words with a letter in them": (counter(lambda t: sum(any(c.isalpha() for c in w) for w in t.split())), None),
     "approval=True, a constant": (counter(lambda t: 3, approval=True), "paused"),
     "risk='write', a constant": (counter(lambda t: 3, risk="write"), "paused"),
     "client=True, a constant": (counter(lambda t: 3, client=True), "client"),
@@ -429,6 +455,10 @@ def stop_at(event: Any) -> bool:
 
 RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("tool", (word_count,), {}),
+    ("tool", (documented(lambda t: sum(1 for _ in t.split(None)), "Word count of a text, split on whitespace.\n\n"
+                         "Args:\n    text: Any text; runs of spaces, tabs and newlines separate its words.\n"),), {}),
+    ("tool", (documented(lambda t: len(re.split(r"\s+", t.strip())) if t.strip() else 0,
+                         "How many words a text has.\n\nArgs:\n    text: The text whose words are counted.\n"),), {}),
     ("tool", (regex_count,), {}),
     ("tool", (async_count,), {}),
     ("stop_at", (stop_at,), {}),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import random
+import re
 from typing import Any
 
 from ..events import BaseEvent
@@ -52,7 +53,7 @@ from ._report import Report, describe_exception
 from .policy_budget import budget_runs, check_budget, check_policy, money, takes
 
 __all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money",
-           "need_tool", "sentence", "takes"]
+           "need_tool", "placeholder", "sentence", "takes"]
 
 
 def need_tool(report: Report, obj: Any, expected: str) -> Tool | None:
@@ -79,15 +80,62 @@ def _signature(t: Tool) -> str:
 
 # -- 01: write a tool ---------------------------------------------------------------------------------------
 
+_PLACEHOLDER_WORDS = frozenset(("todo", "fixme", "tbd", "xxx", "placeholder", "describe", "description",
+                                "docstring", "lorem", "ipsum"))
+_BARE_TYPES = frozenset(("str", "string", "int", "integer", "a string", "the string", "an int", "a str"))
+
+
+def placeholder(text: str, *names: str) -> bool:
+    """Whether a description says nothing: empty, ``TODO``/``...``/``FIXME``, or only a name or a type.
+
+    Example:
+        >>> placeholder("TODO: write this"), placeholder("..."), placeholder("text", "text")
+        (True, True, True)
+        >>> placeholder("The text to count the words of.", "text")
+        False
+    """
+    words = re.findall(r"[^\W_]+", text.lower())
+    if not words or _PLACEHOLDER_WORDS & set(words):
+        return True
+    said = " ".join(words)
+    return said in _BARE_TYPES or said in {" ".join(re.findall(r"[^\W_]+", n.lower())) for n in names}
+
+
+def _described(report: Report, what: str, text: str, names: tuple[str, ...], hints: Hints, kind: str) -> bool:
+    """An ok line when ``text`` describes something, else a FIX line saying it is empty or a placeholder."""
+    if not placeholder(text, *names):
+        report.ok(what, short(text, 60))
+        return True
+    detail = "the model sees no description" if not text.strip() or text.strip() in names else \
+        f"the description is a placeholder ({short(text, 40)!r}): the model learns nothing from it"
+    report.fix(what, detail, hints, kind=kind)
+    return False
+
 
 def _blank(rng: random.Random, lo: int = 1, hi: int = 6) -> str:
     return "".join(rng.choice(" \t\n") for _ in range(rng.randint(lo, hi)))
+
+
+_JOINED = ("don't", "e-mail", "well-known", "3.5", "U.S.", "x=1", "l'été", "co-op", "it's", "$9.99", "A/B",
+           "2026-12-01")
+"""One word each, which a split on every non-letter cuts in two or more."""
+_WRAPPED = ("(yes)", "ok!", "50%", "#42", "«oui»", "naïve,", "end.", "wait...", "'quoted'", "—", "...")
+
+
+def _punctuated(rng: random.Random) -> str:
+    """Words with punctuation inside or around them, each one word (``don't``, ``e-mail``, ``3.5``)."""
+    words = [rng.choice(_JOINED)] + [rng.choice(_JOINED + _WRAPPED) for _ in range(rng.randint(2, 4))] + \
+        [rng.choice(WORDS) for _ in range(rng.randint(1, 6))]
+    rng.shuffle(words)
+    return " ".join(words)
 
 
 def _texts(rng: random.Random) -> list[tuple[str, list[str]]]:
     """Groups of random texts, each group a property of word counting (boundaries: 0 and 1 word, far beyond)."""
     runs = ("  ", "\t", "\n", " \t ", "   \n", "\n\n", " " * rng.randint(3, 9))
     return [
+        ("punctuation is part of a word (don't, e-mail and 3.5 are one word each)",
+         [_punctuated(rng) for _ in range(2)]),
         ("words separated by single spaces", [sentence(rng, rng.randint(2, 12)) for _ in range(3)]),
         ("0 and 1 words (empty, blank, one word)",
          ["", _blank(rng), rng.choice(WORDS), _blank(rng) + rng.choice(WORDS) + _blank(rng)]),
@@ -118,6 +166,10 @@ def _count_hints(text: str, got: int | None, expected: int) -> tuple[Hints, str]
                  "splitting on exactly one space character leaves empty pieces between consecutive spaces and at "
                  "the ends, and keeps tabs and newlines inside words: split on any run of whitespace instead"),
                 "split-one-space")
+    if got is not None and got == len(re.findall(r"\w+", text)) != expected:
+        return (("look at a word with an apostrophe, a hyphen or a dot in it: how many words does your tool see?",
+                 "\\w+ (and a split on every non-letter) cuts don't, e-mail and 3.5 in two: a word is everything "
+                 "between two runs of whitespace"), "punctuation")
     if got is not None and got == len(text):
         return (("your tool counts something smaller than words", "len() of a string counts its characters; "
                  "count the pieces the text splits into instead"), "characters")
@@ -151,12 +203,10 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
     if t is None:
         return
     report.ok("it is a tool", f"{t.name}{_signature(t)}")
-    if t.description.strip() and t.description.strip() != t.name:  # without a docstring it is the name
-        report.ok("it has a description", short(t.description, 60))
-    else:
-        report.fix("it has a description", "the model sees no description",
-                   ("the model reads the description to decide when to call your tool: where does it come from?",
-                    "the first lines of the function's docstring become the description"), kind="description")
+    _described(report, "it has a description", t.description, (t.name,),  # without a docstring it is the name
+               ("the model reads the description to decide when to call your tool: where does it come from?",
+                "the first lines of the function's docstring become the description: say what the tool does"),
+               "description")
     props = t.parameters.get("properties", {})
     required = list(t.parameters.get("required", []))
     strings = [k for k, v in props.items() if v.get("type") == "string"]
@@ -166,12 +216,16 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
                     "the type hint of the parameter makes the schema: `text: str` is a string"), kind="type")
         return
     param = strings[0]
-    if props[param].get("description"):
-        report.ok("the argument is described", f"{param}: {short(props[param]['description'], 50)}")
-    else:
+    said = str(props[param].get("description") or "")
+    if not said.strip():
         report.fix("the argument is described", f"{param!r} has no description",
                    ("the model also reads a description of each argument: where do those come from?",
                     f"add an `Args:` section to the docstring with a line `{param}: what it is`"), kind="args-doc")
+    else:
+        _described(report, "the argument is described", said, (param,),
+                   ("the model reads the argument's description to know what to send: what does yours say?",
+                    f"the `Args:` line `{param}: ...` should say what the text is, not TODO or its name"),
+                   "args-doc")
     extra = [k for k in required if k != param]
     if extra:
         report.fix("one argument", f"{t.name}{_signature(t)} needs {len(required)} arguments; the model sends one, "
