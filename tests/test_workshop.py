@@ -130,7 +130,7 @@ def test_a_tool_that_is_wrong_or_raises() -> None:
         raise RuntimeError("oops")
 
     report = workshop.check("tool", broken, seed=7)
-    assert len(report.failures) == 5 and "RuntimeError: oops" in str(report)
+    assert len(report.failures) == 6 and "RuntimeError: oops" in str(report)  # one per group of texts
     assert "Traceback" not in str(report)
 
 
