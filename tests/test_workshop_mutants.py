@@ -175,7 +175,18 @@ def _spin_pred(e: Any) -> bool:
         pass
 
 
+def _validated_refund(e: Any) -> bool:
+    return bool(e.type == "CallValidated" and getattr(e, "name", None) == "create_refund")
+
+
 STOP_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "the right event, as 1 or 0": (lambda e: int(_validated_refund(e)), "type"),
+    "the right event, as 'yes' or False": (lambda e: _validated_refund(e) and "yes", "type"),
+    "the right event, as the event itself": (lambda e: e if _validated_refund(e) else None, "type"),
+    "any validation that needs a person": (lambda e: e.type == "CallValidated" and getattr(e, "needs_approval", False),
+                                           "approval"),
+    "any event that needs a person": (lambda e: getattr(e, "needs_approval", False) is True, "approval"),
+    "the starter (return False)": (lambda e: False, "never"),
     "the story's seq, hard-coded": (lambda e: e.seq == 28, "seq"),
     "any validation": (lambda e: e.type == "CallValidated", "too-early"),
     "the name on every event": (lambda e: e.name == "create_refund", "crash"),
@@ -462,6 +473,8 @@ RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("tool", (regex_count,), {}),
     ("tool", (async_count,), {}),
     ("stop_at", (stop_at,), {}),
+    ("stop_at", (lambda e: True if _validated_refund(e) else None,), {}),
+    ("stop_at", (lambda e: (e.type, getattr(e, "name", "")) == ("CallValidated", "create_refund"),), {}),
     ("policy", (needs_approval,), {}),
     ("policy", (lambda c, s: c.name == "create_refund" and not c.arguments["amount_cents"] < 5000,), {}),
     ("budget", (anb.Budget(max_tool_calls=4),), {}),

@@ -30,7 +30,7 @@ from ..loop import Loop
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..states import LoopState
 from ..stories import create_refund, get_order
-from ..tools import Tool
+from ..tools import Tool, tool
 from ._common import (
     SCENARIO_BUDGET,
     TIMEOUT_HINTS,
@@ -285,8 +285,23 @@ def _tool_behaviour(report: Report, t: Tool, param: str, rng: random.Random, lea
 # -- 02: a breakpoint predicate -------------------------------------------------------------------------------
 
 
-def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: bool = False) -> tuple[Loop, str]:
-    """A run shaped like the refund story, with a random number of lookups, texts and stream chunks."""
+@tool(name="cancel_order", approval=True, risk="write")
+def _cancel(order_id: str) -> dict[str, Any]:
+    """Cancel an order. A person must approve it.
+
+    Args:
+        order_id: The order to cancel.
+    """
+    return {"order_id": order_id, "cancelled": True}
+
+
+def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: bool = False, cancel: bool = False,
+                     waived: bool = False) -> tuple[Loop, str]:
+    """A run shaped like the refund story, with a random number of lookups, texts and stream chunks.
+
+    ``cancel``: the run cancels an order (a write that waits for a person too) instead of refunding; ``waived``:
+    the loop lets the refund through without a person (its validation then says no approval is needed).
+    """
     script: list[ScriptStep] = []
     parts = []
     for _ in range(rng.randint(0 if refund else 1, 3)):
@@ -296,15 +311,22 @@ def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: b
     if reject_first:
         script.append(calls("create_refund", {"order_id": "42", "amount_cents": "all of it"}))
         parts.append("a refund call with bad arguments")
+    if cancel:
+        script.append(calls("cancel_order", {"order_id": "42"}, text="I will cancel it instead."))
+        parts.append("a cancellation, which waits for a person too")
     if refund:
         script.append(calls("create_refund", {"order_id": "42", "amount_cents": rng.randint(100, 1999)},
                             text=sentence(rng, rng.randint(0, 12))))
+    if waived:
+        parts.append("a loop that lets the refund through without a person")
     script.append(reply)
     stream = rng.random() < 0.7
     chunk = rng.randint(2, 12)
     parts.append(f"streamed in chunks of {chunk}" if stream else "not streamed")
     model = ScriptedModel(script, stream=stream, chunk_size=chunk)
-    return Loop(model=model, tools=[get_order, create_refund], budget=SCENARIO_BUDGET), ", ".join(parts)
+    options: dict[str, Any] = {"approval": False, "override_tool_approval": True} if waived else {}
+    return Loop(model=model, tools=[get_order, create_refund, _cancel], budget=SCENARIO_BUDGET, **options), \
+        ", ".join(parts)
 
 
 def _is_target(e: BaseEvent) -> bool:
@@ -312,6 +334,7 @@ def _is_target(e: BaseEvent) -> bool:
 
 
 def _stop_scenarios(rng: random.Random) -> list[tuple[str, Loop, str]]:
+    """The story, four runs of other lengths, a rejected refund, a refund with no person; then runs with no refund."""
     story = Loop(model=ScriptedModel.story("refund", stream=True, chunk_size=6), tools=[get_order, create_refund])
     out = [("the refund story", story, "the notebook's run")]
     seqs = {28}
@@ -322,8 +345,10 @@ def _stop_scenarios(rng: random.Random) -> list[tuple[str, Loop, str]]:
             seqs.add(target.seq)
             out.append(("another refund run", loop, how))
     out.append(("a refund after one with bad arguments", *_refund_scenario(rng, reject_first=True)))
+    out.append(("a refund that needs no person", *_refund_scenario(rng, waived=True)))
     for _ in range(2):
         out.append(("a run with no refund", *_refund_scenario(rng, refund=False)))
+    out.append(("a run with no refund", *_refund_scenario(rng, refund=False, cancel=True)))
     return out
 
 
@@ -361,20 +386,35 @@ def check_stop_at(report: Report, predicate: Any = None, *, rng: random.Random, 
                         "None)"), kind="crash")
             return
         results.append((what, how, stopped, loop.start("Please refund order 42").run_until(_is_target)))
+    if not any(out for _, out in seen):  # the starter's `return False`: no line can pass on nothing
+        report.fix("it stops somewhere", f"your predicate was false for all {len(seen)} events of {len(results)} "
+                   "runs, so no run ever stopped",
+                   ("which event comes when the refund's arguments have been checked, before anything is refunded?",
+                    "the event you want has a type and a tool name: return True when both match"), kind="never")
+        return
     report.ok("it works on every event", f"every event of {len(results)} runs, no errors")
-    non_bool = [out for _, out in seen if not isinstance(out, bool)]
+    non_bool = [out for _, out in seen if not isinstance(out, bool) and out is not None]
     story = results[0]
     _judge_stop(report, "it stops at the refund's validation", [story], non_bool)
     _judge_stop(report, "in runs of other lengths (streamed or not)", results[1:5], non_bool, story=story)
     _judge_stop(report, "a refund after one that was rejected", results[5:6], non_bool)
-    quiet = [r for r in results[6:] if r[2] is not None]
+    _judge_stop(report, "a refund the loop lets through without a person", results[6:7], non_bool, never=_WAIVED)
+    quiet = [r for r in results[7:] if r[2] is not None]
     if not quiet:
-        report.ok("it never stops a run with no refund", f"{len(results) - 6} runs")
+        report.ok("it never stops a run with no refund", f"{len(results) - 7} runs, one of them a cancellation")
     else:
         _, how, stopped, _ = quiet[0]
         assert stopped is not None
         report.fix("it never stops a run with no refund", f"in a run with no refund ({how}) it stopped at "
                    f"{event_label(stopped)}", _early_hints(stopped, non_bool)[0], kind="no-refund")
+    if non_bool:
+        report.fix("it returns True or False", f"your predicate returned {shown(non_bool[0])}",
+                   ("a predicate answers a yes/no question: what type is your value?",
+                    "run_until only asks whether the value is true, so 1 and 'yes' happen to work; a comparison "
+                    "(==, and, or) gives True or False, which is what the next reader of your code expects"),
+                   kind="type")
+    else:
+        report.ok("it returns True or False", f"{len(seen)} answers")
 
 
 def _early_hints(stopped: BaseEvent, non_bool: list[Any]) -> tuple[Hints, str]:
@@ -397,8 +437,13 @@ _Stop = tuple[str, str, BaseEvent | None, BaseEvent | None]
 """One stop_at scenario: what it is, how it was drawn, where the predicate stopped, where it should have."""
 
 
+_WAIVED: Hints = ("here the loop lets the refund through without a person: does your predicate look at the tool, or at "
+                  "whether a person must approve?", "the refund's validation is the same event whether or not a person "
+                  "must approve: match its type and the tool's name, not needs_approval")
+
+
 def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any], *,
-                story: _Stop | None = None) -> None:
+                story: _Stop | None = None, never: Hints | None = None) -> None:
     for _, how, stopped, target in runs:
         assert target is not None
         if stopped is not None and stopped.seq == target.seq and _is_target(stopped):
@@ -413,6 +458,9 @@ def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any
                        ("event numbers change from run to run: describe the event by what it is, not where it comes",
                         "a predicate reads the event's type and its tool's name; a number or a counter only fits "
                         "one run"), kind="seq")
+        elif stopped is None and never is not None:
+            report.fix(what, f"it never stopped{where}: your predicate was false for every event of the run", never,
+                       kind="approval")
         elif stopped is None:
             report.fix(what, f"it never stopped{where}: your predicate was false for every event up to the pause",
                        ("which event comes when the refund's arguments have been checked, before anything is refunded?",
