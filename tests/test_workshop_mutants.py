@@ -234,7 +234,35 @@ def _spin_policy(call: Any, state: Any) -> bool:
         pass
 
 
+_asked_runs: set[str] = set()
+
+
+def _once_a_run(call: Any, state: Any) -> bool:
+    """Asks for the first big refund of each run only (every case alone is a fresh run of one call)."""
+    if not (_is_refund(call) and _amount(call) >= 5000) or state.run_id in _asked_runs:
+        return False
+    _asked_runs.add(state.run_id)
+    return True
+
+
+_asked_calls = [0]
+
+
+def _first_few(call: Any, state: Any) -> bool:
+    """Asks for the first three big refunds this kernel ever sees, then never again."""
+    if _is_refund(call) and _amount(call) >= 5000 and _asked_calls[0] < 3:
+        _asked_calls[0] += 1
+        return True
+    return False
+
+
 POLICY_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "only the first call of a run": (lambda c, s: _is_refund(c) and _amount(c) >= 5000 and s.tool_calls == 0,
+                                     "once-per-run"),
+    "once per run (a set of run ids)": (_once_a_run, "once-per-run"),
+    "only before the third call": (lambda c, s: _is_refund(c) and _amount(c) >= 5000 and s.tool_calls < 3,
+                                   "once-per-run"),
+    "the first three big refunds of the kernel": (_first_few, None),
     "the starter: always True": (lambda c, s: True, "pauses-all"),
     "never": (lambda c, s: False, None),
     "> instead of >=": (lambda c, s: _is_refund(c) and _amount(c) > 5000, "off-by-one"),
@@ -255,6 +283,7 @@ POLICY_MUTANTS: dict[str, tuple[Any, str | None]] = {
 @pytest.mark.parametrize("name", list(POLICY_MUTANTS))
 def test_wrong_policies_get_fix(name: str) -> None:
     answer, kind = POLICY_MUTANTS[name]
+    _asked_calls[0] = 0
     for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
         report = workshop.check("policy", answer, seed=seed, time_limit=0.3)
         assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
@@ -476,6 +505,7 @@ RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("stop_at", (lambda e: True if _validated_refund(e) else None,), {}),
     ("stop_at", (lambda e: (e.type, getattr(e, "name", "")) == ("CallValidated", "create_refund"),), {}),
     ("policy", (needs_approval,), {}),
+    ("policy", (lambda c, s: {"get_order": False}.get(c.name, _amount(c) > 4999),), {}),
     ("policy", (lambda c, s: c.name == "create_refund" and not c.arguments["amount_cents"] < 5000,), {}),
     ("budget", (anb.Budget(max_tool_calls=4),), {}),
     ("budget", (anb.Budget(max_tool_calls=4, on_exhausted="finalize", max_turns=30),), {}),

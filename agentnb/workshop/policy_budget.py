@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..engine.guards import Budget
-from ..events import GuardTripped
+from ..events import CallValidated, GuardTripped
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
@@ -144,6 +144,74 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
             continue
         hints, kind = _policy_hints(key, paused, everything, lim)
         report.fix(what, detail, hints, kind=kind)
+
+    if report.passed:  # each call alone is judged right: now several in one run, as a real agent makes them
+        _one_run(report, wrapped, leash, lim, order, rng)
+
+
+def _one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int, order: Callable[[], str],
+             rng: random.Random) -> None:
+    """One run of many calls (a lookup, big and small refunds, two at once): each big refund waits, however many
+    came before it in the run; what waits is approved, as a person would, and the run goes on."""
+    what = "in one run of many calls, every refund of the limit or more waits, not only the first"
+    big = [rng.randint(lim, 3 * lim), lim, rng.randint(lim + 1, 100 * lim)]
+    small = [rng.randint(1, lim - 1), lim - 1]
+    turns: list[list[tuple[str, dict[str, Any]]]] = [
+        [("create_refund", {"order_id": order(), "amount_cents": big[0]})],
+        [("get_order", {"order_id": order()}), ("create_refund", {"order_id": order(), "amount_cents": small[0]})],
+        [("create_refund", {"order_id": order(), "amount_cents": big[1]}),
+         ("create_refund", {"order_id": order(), "amount_cents": big[2]})],
+        [("create_refund", {"order_id": order(), "amount_cents": small[1]})],
+    ]
+    script: list[ScriptStep] = [calls_of(t) for t in turns] + [reply]
+    loop = Loop(model=ScriptedModel(script), tools=[get_order, create_refund], approval=wrapped,
+                override_tool_approval=True, headless=False)
+    run = safe_run(report, what, loop, "Help with these orders")
+    waited: set[str] = set()
+    for _ in range(10):
+        if run is None or leash.timed_out or run.state is not LoopState.WAITING_APPROVAL or policy_crash(run):
+            break
+        for c in run.pending_approvals():
+            waited.add(c.call_id)
+            run.approve(c.call_id, by="the check")
+        run.run()
+    if run is None:
+        return
+    if leash.timed_out:
+        report.fix(what, "your policy did not finish on a call of this run", TIMEOUT_HINTS, kind="timeout")
+        return
+    crash = policy_crash(run)
+    if crash is not None:
+        detail, hints, kind = no_result(run, [get_order, create_refund])
+        report.fix(what, detail, hints, kind=kind)
+        return
+    validated = [e for e in run.events if isinstance(e, CallValidated)]
+    for n, e in enumerate(validated):
+        amount = e.arguments.get("amount_cents") if e.name == "create_refund" else None
+        should = amount is not None and amount >= lim
+        if (e.call_id in waited) == should:
+            continue
+        earlier = sum(1 for v in validated[:n] if v.call_id in waited)
+        subject = "a lookup" if amount is None else f"a refund of {money(amount)}"
+        detail = f"call {n + 1} of the run, {subject}, {'waited' if not should else 'went through without a person'}"
+        if should and earlier:
+            report.fix(what, f"{detail}, after {earlier} earlier call{'s' if earlier > 1 else ''} of the same run "
+                       "had waited", ("your policy is asked about every call, also the second big refund of a run: "
+                                      "what makes it answer differently the second time?",
+                                      "the rule depends on the call alone (its tool and its amount), not on what "
+                                      "happened before in the run, nor on a flag your function keeps"),
+                       kind="once-per-run")
+        else:
+            report.fix(what, detail, ("a call alone passed, but not in the middle of a run: what else does your "
+                                      "policy read?", "the rule depends on the call alone (its tool and its "
+                                      "amount), not on the state of the run"), kind="state")
+        return
+    report.ok(what, f"{len(validated)} calls in {len(turns)} turns, {len(waited)} of them waited")
+
+
+def calls_of(turn: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A scripted turn with the given calls (of any tools)."""
+    return {"tool_calls": [{"name": name, "arguments": args} for name, args in turn]}
 
 
 def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim: int) -> tuple[Hints, str]:
