@@ -151,8 +151,10 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
 
 def _one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int, order: Callable[[], str],
              rng: random.Random) -> None:
-    """One run of many calls (a lookup, big and small refunds, two at once): each big refund waits, however many
-    came before it in the run; what waits is approved, as a person would, and the run goes on."""
+    """One run of many calls (a lookup, big and small refunds, two at once): each big refund waits.
+
+    However many calls came before it in the run; what waits is approved, as a person would, and the run goes on.
+    """
     what = "in one run of many calls, every refund of the limit or more waits, not only the first"
     big = [rng.randint(lim, 3 * lim), lim, rng.randint(lim + 1, 100 * lim)]
     small = [rng.randint(1, lim - 1), lim - 1]
