@@ -304,6 +304,15 @@ def test_a_policy_that_pauses_everything_is_not_told_about_orders() -> None:
 # -- 04 · a budget ------------------------------------------------------------------------------------------------
 
 BUDGET_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "a turn cap that stops the runs at the same place": (anb.Budget(max_tool_calls=4, max_turns=4), "other-limit"),
+    "a token cap a long run hits": (anb.Budget(max_tool_calls=4, max_total_tokens=200_000), "too-tight"),
+    "an input token cap": (anb.Budget(max_tool_calls=4, max_input_tokens=150_000), "too-tight"),
+    "an output token cap": (anb.Budget(max_tool_calls=4, max_output_tokens=5_000), "too-tight"),
+    "a deadline the fast check never reaches": (anb.Budget(max_tool_calls=4, deadline_s=5), "other-limit"),
+    "a tool timeout": (anb.Budget(max_tool_calls=4, tool_timeout=0.5), "other-limit"),
+    "a cost cap beside the calls": (anb.Budget(max_tool_calls=4, max_cost=0.5, prices={"scripted": (1.0, 1.0)}),
+                                    "other-limit"),
+    "results cut at 1000 characters": (anb.Budget(max_tool_calls=4, max_result_chars=1000), "other-limit"),
     "max_tool_calls=1": (anb.Budget(max_tool_calls=1), "too-tight"),
     "max_tool_calls=3": (anb.Budget(max_tool_calls=3), "too-tight"),
     "max_tool_calls=5": (anb.Budget(max_tool_calls=5), "too-loose"),
@@ -509,6 +518,9 @@ RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("policy", (lambda c, s: c.name == "create_refund" and not c.arguments["amount_cents"] < 5000,), {}),
     ("budget", (anb.Budget(max_tool_calls=4),), {}),
     ("budget", (anb.Budget(max_tool_calls=4, on_exhausted="finalize", max_turns=30),), {}),
+    # limits that cannot matter once 4 calls are the most a run makes: right in other words
+    ("budget", (anb.Budget(max_tool_calls=4, max_turns=5, max_parallel=1, max_repeats=2),), {}),
+    ("budget", (anb.Budget(max_tool_calls=4, max_total_tokens=10_000_000),), {}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": BUDGET}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": anb.Budget(max_tool_calls=4)}),
 ]

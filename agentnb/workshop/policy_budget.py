@@ -39,7 +39,8 @@ from ._common import (
 from ._guard import Leash
 from ._report import Report
 
-__all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "takes"]
+__all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "no_clock_or_money",
+           "takes"]
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
@@ -270,7 +271,8 @@ def _fetch_page_fn(n: int) -> str:
     Args:
         n: The page number.
     """
-    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(10))
+    many = 700 if n == 2 else 10  # page 2 is long (about 30,000 characters), as real pages can be
+    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(many))
 
 
 _fetch_page = tool(name="fetch_page")(_fetch_page_fn)
@@ -294,13 +296,21 @@ def _fetcher(rng: random.Random, per_turn: int, scale: int) -> ScriptStep:
 
 
 def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> list[ScriptStep]:
-    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself."""
+    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself.
+
+    Every turn reads a context of 3 to 4 times ``scale`` tokens: played at the longest scale, it is the corner of
+    a task within the budget that a token cap must leave room for.
+    """
+
+    def usage() -> dict[str, int]:
+        return {"input_tokens": rng.randint(3 * scale, 4 * scale), "output_tokens": rng.randint(scale // 20, scale // 5)}
+
     out: list[ScriptStep] = []
     page = 0
     for k in shape:
-        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": _usage(rng, scale)})
+        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": usage()})
         page += k
-    out.append({"text": answer, "usage": _usage(rng, scale)})
+    out.append({"text": answer, "usage": usage()})
     return out
 
 
@@ -325,6 +335,29 @@ def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, 
     if not is_budget(report, budget):
         return
     budget_runs(report, budget, calls_allowed, rng, "")
+    no_clock_or_money(report, budget, "tool calls")
+
+
+def no_clock_or_money(report: Report, budget: Budget, asked: str) -> None:
+    """A FIX line for a limit on time (or, when ``asked`` is not dollars, money) the exercise did not ask for.
+
+    An offline check cannot show them at work: its scripted model answers in microseconds and costs nothing, so a
+    deadline of a second, a tool timeout or a cost cap would pass every run here and stop a real model early.
+    """
+    extra = [f"{name}={value!r}" for name, value in (("deadline_s", budget.deadline_s),
+                                                      ("tool_timeout", budget.tool_timeout)) if value is not None]
+    if asked != "dollars" and budget.max_cost is not None:
+        extra.append(f"max_cost={budget.max_cost!r}")
+    what = "no limit the exercise did not ask for (time, money)" if asked != "dollars" else \
+        "no limit on time the exercise did not ask for"
+    if not extra:
+        report.ok(what)
+        return
+    report.fix(what, f"your budget also sets {', '.join(extra)}",
+               ("the check's scripted model answers in microseconds and costs nothing, so these limits never showed "
+                "here: what would they do to a real model?", f"a real model takes seconds per turn and costs money: "
+                f"a deadline, a tool timeout or a cost cap can stop it early. The exercise limits {asked} only: leave "
+                "the others at their defaults"), kind="other-limit")
 
 
 def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who: str,
@@ -335,7 +368,10 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
     tools = list(tools or [_fetch_page])
     endless = endless or (lambda per, scale: _fetcher(rng, per, scale))
     finishing = finishing or (lambda shape, answer, scale: _finisher(rng, shape, answer, scale))
-    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000)]  # tokens per turn: a short and a long context
+    # tokens per turn: a short context, a long one, and the longest a model reads (the task within the budget is
+    # played at that corner, so a token cap that a real long run would hit is hit here too)
+    longest = rng.randint(40_000, 50_000)
+    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000), longest]
     for per, what in ((1, f"{who}a model that never stops calling"), (2, f"{who}a model that calls two at a time")):
         scale = rng.choice(scales)
         model = ScriptedModel([endless(per, scale)] * 60)
@@ -346,15 +382,22 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
         got = run.view.tool_calls
         trip = _trip(run)
         ok_count = got == n if exact else (n // 2 <= got <= n)
-        if run.state is LoopState.COMPLETED and ok_count and trip is not None:
+        if run.state is LoopState.COMPLETED and ok_count and trip is not None and trip.guard == "max_tool_calls":
             report.ok(what, f"stopped after {_calls_text(got)}, with an answer")
+        elif run.state is LoopState.COMPLETED and ok_count and trip is not None:
+            report.fix(what, f"it stopped after {_calls_text(got)}, but because the {trip.guard} limit ran out, "
+                       "not the limit on tool calls", ("another limit of your budget happened to stop this run at "
+                                                       "the same place: which limits did you set?",
+                                                       f"{trip.message}: the exercise limits tool calls only; a "
+                                                       "model that works differently (more calls per turn, longer "
+                                                       "pages) would be stopped elsewhere"), kind="other-limit")
         else:
             _budget_fix(report, what, run, got, n, trip, per)
     k = n - 1 if exact else max(2, n // 2)
     shape = [1] * k if rng.random() < 0.5 else ([2] + [1] * (k - 2) if k >= 2 else [1])
     answer = f"Done: {sentence(rng, rng.randint(3, 8))}."
     what = f"{who}a task that needs {k} calls"
-    model = ScriptedModel(finishing(shape, answer, rng.choice(scales)))
+    model = ScriptedModel(finishing(shape, answer, longest))
     run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})), "Find it")
     if run is None:
         return
