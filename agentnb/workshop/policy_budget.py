@@ -303,7 +303,8 @@ def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> 
     """
 
     def usage() -> dict[str, int]:
-        return {"input_tokens": rng.randint(3 * scale, 4 * scale), "output_tokens": rng.randint(scale // 20, scale // 5)}
+        return {"input_tokens": rng.randint(3 * scale, 4 * scale),
+                "output_tokens": rng.randint(scale // 20, scale // 5)}
 
     out: list[ScriptStep] = []
     page = 0
