@@ -330,6 +330,18 @@ COST_MUTANTS: dict[str, tuple[Any, str]] = {
     "stops with no answer": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="stop"), "stops"),
     "asks a person": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="escalate"), "escalates"),
     "a call limit too": (anb.Budget(max_cost=0.02, prices=PRICES, max_tool_calls=2), "wrong-limit"),
+    "a limit 2 % low": (anb.Budget(max_cost=0.0196, prices=PRICES), "limit-low"),
+    "a limit 0.5 % low": (anb.Budget(max_cost=0.0199, prices=PRICES), "limit-low"),
+    "a limit 2 % high": (anb.Budget(max_cost=0.0204, prices=PRICES), "limit-high"),
+    "a limit 0.5 % high": (anb.Budget(max_cost=0.0201, prices=PRICES), "limit-high"),
+    "a turn cap beside the cost": (anb.Budget(max_cost=0.02, prices=PRICES, max_turns=15), "wrong-limit"),
+    "a token cap beside the cost": (anb.Budget(max_cost=0.02, prices=PRICES, max_total_tokens=40_000), "wrong-limit"),
+    "an output token cap": (anb.Budget(max_cost=0.02, prices=PRICES, max_output_tokens=10_000), "wrong-limit"),
+    "a deadline the fast check never reaches": (anb.Budget(max_cost=0.02, prices=PRICES, deadline_s=30),
+                                                "other-limit"),
+    "a tool timeout": (anb.Budget(max_cost=0.02, prices=PRICES, tool_timeout=1), "other-limit"),
+    "the price of another snapshot": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-2025-04-14": (0.40, 1.60)}),
+                                      "price-name"),
 }
 
 
@@ -352,6 +364,9 @@ RIGHT: list[tuple[str, Any, int]] = [
     # prefix or under the snapshot's own name counts as well as one under the alias
     ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini": (0.40, 1.60)}), 5),
     ("cost", anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices={"openai_chat:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices=PRICES, max_turns=30, max_total_tokens=10**7), 5),
     ("mcp", lambda server: [t for t in server.tools() if t.risk == "read"], 3),
 ]
 
