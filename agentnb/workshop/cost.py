@@ -108,8 +108,11 @@ def _writing(rng: random.Random) -> tuple[int, int]:
 
 
 def _hair(rng: random.Random, above: bool) -> list[tuple[int, int]]:
-    """Turns whose running cost comes within a hair (0.05 to 0.4 %) of the limit after turn 3 to 6: just under it
-    (``above=False``: the next turn reaches it) or just over it; a limit a few per cent off stops a turn apart."""
+    """Turns whose running cost comes within a hair (0.05 to 0.4 %) of the limit after turn 3 to 6.
+
+    Just under it (``above=False``: the next turn reaches it) or just over it: a limit a few per cent off stops
+    a turn apart.
+    """
     k = rng.randint(3, 6)
     usages = [(rng.randint(3_000, 7_000), rng.randint(50, 300)) for _ in range(k - 1)]
     share = rng.uniform(0.0005, 0.004)
