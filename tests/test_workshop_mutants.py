@@ -540,7 +540,7 @@ from tests.test_workshop_wire import read_stream  # noqa: E402 - the right answe
 
 def _reader(*, key: str = "index", first_fragment: bool = True, keep_id: bool = True, one: bool = False,
             per_delta: bool = False, last_call: bool = False, first_choice: bool = False, none_safe: bool = True,
-            parse: bool = False, order: str = "index",
+            parse: bool = False, order: str = "index", first_entry: bool = False,
             may: Callable[[str | None, dict[int, Any], bool], Any] | None = None) -> Callable[[list[Any]], Any]:
     """A reader with one mistake switched on (the defaults make the right answer)."""
 
@@ -551,7 +551,8 @@ def _reader(*, key: str = "index", first_fragment: bool = True, keep_id: bool = 
             for choice in chunk["choices"][:1] if not first_choice else [chunk["choices"][0]]:
                 delta = choice.get("delta") or {}
                 refused = refused or bool(delta.get("refusal"))
-                for d in (delta.get("tool_calls") or []) if none_safe else delta.get("tool_calls", []):
+                entries = (delta.get("tool_calls") or []) if none_safe else delta.get("tool_calls", [])
+                for d in entries[:1] if first_entry else entries:
                     fn = d.get("function") or {}
                     if one:
                         k: Any = 0
@@ -607,6 +608,13 @@ def _endless_reader(chunks: list[Any]) -> Any:
 
 
 WIRE_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "reads only tool_calls[0] of a delta": (_reader(first_entry=True), "every-entry"),
+    "may_run = finish is 'tool_calls' or 'stop', refusals ignored": (
+        _reader(may=lambda f, cs, r: f in ("tool_calls", "stop") and bool(cs)), "refused-calls"),
+    "may_run = finish is not 'length' (content_filter runs)": (
+        _reader(may=lambda f, cs, r: f not in ("length", None) and not r and bool(cs)), "content-filter"),
+    "may_run = not refused and finished (content_filter runs)": (
+        _reader(may=lambda f, cs, r: f is not None and f != "length" and not r and bool(cs)), "content-filter"),
     "merges by id": (_reader(key="id"), "by-id"),
     "adds each fragment to the last call": (_reader(last_call=True), "by-index"),
     "one call for everything": (_reader(one=True), "one-call"),
