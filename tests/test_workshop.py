@@ -42,6 +42,9 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     return dict(ORDERS[order_id])
 
 
+REFUNDED: dict[str, int] = {}
+
+
 @anb.tool(risk="write")
 def refund(order_id: str, amount_cents: int) -> dict[str, Any]:
     """Refund an order.
@@ -50,8 +53,9 @@ def refund(order_id: str, amount_cents: int) -> dict[str, Any]:
         order_id: The order id.
         amount_cents: The amount, in cents.
     """
-    if order_id not in ORDERS or amount_cents > ORDERS[order_id]["amount_cents"]:
-        raise ValueError(f"order {order_id} cost less than {amount_cents} cents")
+    if order_id not in ORDERS or not 1 <= amount_cents <= ORDERS[order_id]["amount_cents"] - REFUNDED.get(order_id, 0):
+        raise ValueError(f"order {order_id} has less than {amount_cents} cents left to refund")
+    REFUNDED[order_id] = REFUNDED.get(order_id, 0) + amount_cents
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
 

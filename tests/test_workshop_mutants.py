@@ -9,8 +9,9 @@ import random
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 import pytest
 
 import agentnb as anb
@@ -355,6 +356,9 @@ def lookup_fn(order_id: str) -> dict[str, Any]:
     return dict(ORDERS[order_id])
 
 
+REFUNDED: dict[str, int] = {}  # order id -> cents refunded so far, by the right answer
+
+
 def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
     """Refund an order.
 
@@ -363,8 +367,12 @@ def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
         amount_cents: The amount, in cents.
     """
     paid = lookup_fn(order_id)["amount_cents"]
-    if amount_cents > paid:
-        raise ValueError(f"order {order_id} cost {paid} cents; {amount_cents} is more")
+    if amount_cents < 1:
+        raise ValueError(f"a refund is at least 1 cent, not {amount_cents}")
+    left = paid - REFUNDED.get(order_id, 0)
+    if amount_cents > left:
+        raise ValueError(f"order {order_id} cost {paid} cents and has {left} left to refund; {amount_cents} is more")
+    REFUNDED[order_id] = REFUNDED.get(order_id, 0) + amount_cents
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
 
@@ -419,11 +427,58 @@ def _no_unknown(order_id: str, amount_cents: int) -> None:
         raise ValueError("too much")
 
 
+def _each_alone(order_id: str, amount_cents: int) -> None:
+    """The old rule: each refund alone within the price (no record of earlier refunds), at least a cent."""
+    if amount_cents < 1 or amount_cents > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+def _any_amount_within(order_id: str, amount_cents: int) -> None:
+    """Each refund alone within the price, zero and negative amounts let through."""
+    if amount_cents > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+_SPENT: dict[str, int] = {}
+
+
+def _counts_refused_too(order_id: str, amount_cents: int) -> None:
+    """Adds every refund asked for to the total, even one it then refuses."""
+    _SPENT[order_id] = _SPENT.get(order_id, 0) + amount_cents
+    if amount_cents < 1 or _SPENT[order_id] > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+_GIVEN: dict[str, int] = {}
+
+
+def _one_cent_slack(order_id: str, amount_cents: int) -> None:
+    """Tracks the total, but lets it pass the price by a cent."""
+    if amount_cents < 1 or _GIVEN.get(order_id, 0) + amount_cents > ORDERS[order_id]["amount_cents"] + 1:
+        raise ValueError("too much")
+    _GIVEN[order_id] = _GIVEN.get(order_id, 0) + amount_cents
+
+
+def _absolute(order_id: str, amount_cents: int) -> None:
+    """Refunds the size of a negative amount: -500 becomes 500."""
+    _each_alone(order_id, abs(amount_cents))
+
+
 def _slow_lookup(order_id: str) -> Any:
     time.sleep(30)
 
 
 CAPSTONE_MUTANTS: dict[str, tuple[dict[str, Any], str | None]] = {
+    "each refund alone within the price, no record of earlier ones": ({"tools": [lookup_order,
+                                                                                 _refund_with(_each_alone)]},
+                                                                      "refund-total"),
+    "zero and negative refunds let through": ({"tools": [lookup_order, _refund_with(_any_amount_within)]},
+                                              "refund-nonpositive"),
+    "a record that counts refused refunds too": ({"tools": [lookup_order, _refund_with(_counts_refused_too)]},
+                                                 "refund-off-by-one"),
+    "a record with a cent of slack": ({"tools": [lookup_order, _refund_with(_one_cent_slack)]}, "refund-total"),
+    "a negative amount refunded as its size": ({"tools": [lookup_order, _refund_with(_absolute)]},
+                                               "refund-nonpositive"),
     "a refund capped at a hard-coded amount": ({"tools": [lookup_order, _refund_with(_over(12900))]},
                                                "refund-unchecked"),
     "a refund capped at $50": ({"tools": [lookup_order, _refund_with(_over(5000))]}, None),
@@ -467,6 +522,45 @@ def test_wrong_agents_get_fix(name: str) -> None:
 
 
 # -- right answers pass, on many draws -----------------------------------------------------------------------------
+
+
+@anb.tool(name="refund", risk="write")
+def refund_in_the_order(order_id: str, amount_cents: Annotated[int, pydantic.Field(gt=0)]) -> dict[str, Any]:
+    """Refund part of an order, writing what was refunded into the order itself.
+
+    Args:
+        order_id: The order id.
+        amount_cents: The amount, in cents (at least 1).
+    """
+    order = ORDERS.get(order_id)
+    if order is None:
+        raise KeyError(f"no order {order_id}")
+    done = order.get("refunded_cents", 0)
+    if done + amount_cents > order["amount_cents"]:
+        raise ValueError(f"only {order['amount_cents'] - done} cents of order {order_id} are left to refund")
+    order["refunded_cents"] = done + amount_cents
+    return {"order_id": order_id, "amount_cents": amount_cents}
+
+
+BALANCE: dict[str, int] = {}
+
+
+@anb.tool(name="refund", risk="write")
+def refund_from_a_balance(order_id: str, amount_cents: int) -> dict[str, Any]:
+    """Refund part of an order from what is left of it.
+
+    Args:
+        order_id: The order id.
+        amount_cents: The amount, in cents.
+    """
+    if order_id not in ORDERS:
+        raise KeyError(f"no order {order_id}")
+    left = BALANCE.setdefault(order_id, ORDERS[order_id]["amount_cents"])
+    if not 0 < amount_cents <= left:
+        raise ValueError(f"a refund of order {order_id} is 1 to {left} cents")
+    BALANCE[order_id] = left - amount_cents
+    return {"order_id": order_id, "amount_cents": amount_cents}
+
 
 
 @anb.tool
@@ -523,6 +617,8 @@ RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("budget", (anb.Budget(max_tool_calls=4, max_total_tokens=10_000_000),), {}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": BUDGET}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": anb.Budget(max_tool_calls=4)}),
+    ("capstone", (), {"tools": [lookup_order, refund_in_the_order], "policy": policy, "budget": BUDGET}),
+    ("capstone", (), {"tools": [lookup_order, refund_from_a_balance], "policy": policy, "budget": BUDGET}),
 ]
 
 
