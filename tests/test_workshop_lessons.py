@@ -85,9 +85,51 @@ OUTPUT_MUTANTS: dict[str, tuple[Any, str]] = {
 }
 
 
+def validated(field: str, fn: Callable[[Any], Any], mode: Literal["before", "after"] = "after", **changes: Any) -> Any:
+    """The right Ticket (with ``changes``) plus a validator on ``field``."""
+    base = ticket(**changes)
+    check = pydantic.field_validator(field, mode=mode)(classmethod(lambda cls, v: fn(v)))  # type: ignore[arg-type]
+    return type("Ticket", (base,), {"check_field": check})
+
+
+def _spin_validator(value: Any) -> Any:
+    while True:
+        pass
+
+
+def _slow_validator(value: Any) -> Any:
+    time.sleep(0.3)
+    return value
+
+
+def _lower(value: Any) -> Any:
+    return value.lower().strip() if isinstance(value, str) else value
+
+
+OUTPUT_MUTANTS.update({
+    "a nullable order id (required, but None allowed)": (ticket(order_id=(str | None, NO)), "nullable"),
+    "a nullable summary": (ticket(summary=(str | None, NO)), "nullable"),
+    "an Optional category with no default": (ticket(category=(Category | None, NO)), "nullable"),
+    "a fourth category": (ticket(category=(Literal["refund", "delivery", "other", "complaint"], NO)), "category"),
+    "a fifth and sixth category": (ticket(category=(Literal["refund", "delivery", "other", "billing", "return"], NO)),
+                                   "category"),
+    "a validator that lower-cases the category": (validated("category", _lower, mode="before"), "repairs"),
+    "a float priority that must be whole": (ticket(priority=(float, pydantic.Field(ge=1, le=5, multiple_of=1))),
+                                            "fraction"),
+    "an unanchored order id pattern": (ticket(order_id=(str, pydantic.Field(pattern=r"\d+|[A-Z]-\d+"))), "unanchored"),
+    "a pattern anchored at the start only": (ticket(order_id=(str, pydantic.Field(pattern=r"^(\d+|[A-Z]-\d+)"))),
+                                             "unanchored"),
+    "a validator that loops for ever": (validated("summary", _spin_validator), "timeout"),
+    "a validator that takes 0.3 s": (validated("summary", _slow_validator), "slow"),
+})
+
+
 @pytest.mark.parametrize("name", list(OUTPUT_MUTANTS))
 def test_wrong_output_types_get_fix(name: str) -> None:
-    assert_fix("output", *OUTPUT_MUTANTS[name])
+    answer, kind = OUTPUT_MUTANTS[name]
+    started = time.monotonic()
+    assert_fix("output", answer, kind, seeds=SEEDS[:2] if kind in ("timeout", "slow") else SEEDS)
+    assert time.monotonic() - started < 20  # a slow or endless validator costs about one time limit per check
 
 
 @dataclasses.dataclass
@@ -355,6 +397,9 @@ def test_wrong_cost_budgets_get_fix(name: str) -> None:
 RIGHT: list[tuple[str, Any, int]] = [
     ("output", Ticket, 10),
     ("output", TicketData, 10),
+    ("output", ticket(order_id=(str, pydantic.Field(pattern=r"^(\d+|[A-Z]-\d+)$"))), 5),
+    ("output", ticket(priority=(Annotated[int, pydantic.Field(strict=True)], pydantic.Field(ge=1, le=5))), 5),
+    ("output", validated("summary", lambda v: v), 5),
     ("errors", finder(right_table), 10),
     ("errors", find_table_by_schema, 10),
     ("injection", needs_approval, 10),

@@ -27,6 +27,7 @@ import asyncio
 import ctypes
 import inspect
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -99,19 +100,37 @@ class Leash:
         False
     """
 
-    def __init__(self, limit: float = LIMIT_S) -> None:
+    def __init__(self, limit: float = LIMIT_S, total: float | None = None) -> None:
         self.limit = limit
+        self.total = 5 * limit if total is None else total
+        """Seconds all the calls of one check may take together: a slow answer (0.3 s a call, each within the
+        limit) cannot make a check of a hundred calls take half a minute."""
+        self.spent = 0.0
         self.timed_out = False
 
     def call(self, fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        """Call ``fn`` like :func:`call_limited`; once a call timed out, raise :class:`CheckTimeout` at once."""
+        """Call ``fn`` like :func:`call_limited`; once a call timed out, raise :class:`CheckTimeout` at once.
+
+        A call gets the smaller of the limit and what is left of ``total``.
+        """
         if self.timed_out:
             raise CheckTimeout(f"not run: an earlier call did not finish within {self.limit:g} s")
-        try:
-            return call_limited(fn, args, kwargs, limit=self.limit)
-        except CheckTimeout:
+        left = self.total - self.spent
+        if left <= 0:
             self.timed_out = True
+            raise CheckTimeout(f"not run: your code already took {self.spent:.1f} s in all (the check allows "
+                               f"{self.total:g} s)")
+        started = time.monotonic()
+        try:
+            return call_limited(fn, args, kwargs, limit=min(self.limit, left))
+        except CheckTimeout as exc:
+            self.timed_out = True
+            if left < self.limit:
+                raise CheckTimeout(f"did not finish: your code took {self.total:g} s in all, the most one check "
+                                   "allows") from exc
             raise
+        finally:
+            self.spent += time.monotonic() - started
 
     def tool(self, tool: Tool) -> Tool:
         """The same tool (name, schema, risk, approval, client), with every call of its function on this leash.
