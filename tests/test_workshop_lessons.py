@@ -171,6 +171,70 @@ MCP_MUTANTS: dict[str, tuple[Any, str | tuple[str, ...] | None]] = {
 }
 
 
+def _try_every_tool(server: Any) -> list[Any]:
+    """Finds out by calling each tool (the destructive ones too), then keeps the reads."""
+    for t in server.tools():
+        try:
+            t(item_id="0")
+        except Exception:  # noqa: BLE001, S110 - a tool that fails still ran
+            pass
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+def _call_by_name(server: Any) -> list[Any]:
+    for name in server.tool_names:
+        server.call(name, {"item_id": "0"})
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+def _call_the_unsure(server: Any) -> list[Any]:
+    """Calls only the tools without a readOnlyHint to see what they do."""
+    for t in server.tools():
+        if "readOnlyHint" not in t.annotations:
+            t(item_id="0")
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+@anb.tool
+def get_help(item_id: str) -> str:
+    """Say what the shop's tools do.
+
+    Args:
+        item_id: An item.
+    """
+    return "help"
+
+
+def _with_own_tool(server: Any) -> list[Any]:
+    return [t for t in server.tools() if t.risk == "read"] + [get_help]
+
+
+def _marked_read(server: Any) -> list[Any]:
+    """Marks every tool a read (on the copies it was given), then keeps the reads."""
+    tools = server.tools()
+    for t in tools:
+        object.__setattr__(t, "risk", "read")
+    return [t for t in tools if t.risk == "read"]
+
+
+MCP_MUTANTS.update({
+    "calls every tool to find out": (_try_every_tool, "calls-tools"),
+    "calls every tool by name": (_call_by_name, "calls-tools"),
+    "calls the tools without annotations": (_call_the_unsure, "calls-tools"),
+    "adds a tool of its own": (_with_own_tool, "own-tool"),
+    "marks every tool a read": (_marked_read, "includes-write"),
+})
+
+
+def _changes_what_it_is_given(server: Any) -> list[Any]:
+    """Right, though it writes into the tools it was given (defaults in the annotations, an emptied schema)."""
+    tools = server.tools()
+    for t in tools:
+        t.annotations.setdefault("readOnlyHint", False)
+        t.parameters.get("properties", {}).clear()
+    return [t for t in tools if t.annotations["readOnlyHint"] is True]
+
+
 @pytest.mark.parametrize("name", list(MCP_MUTANTS))
 def test_wrong_mcp_tool_lists_get_fix(name: str) -> None:
     answer, kind = MCP_MUTANTS[name]
@@ -412,6 +476,7 @@ RIGHT: list[tuple[str, Any, int]] = [
     ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
     ("cost", anb.Budget(max_cost=0.02, prices={"openai_chat:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
     ("cost", anb.Budget(max_cost=0.02, prices=PRICES, max_turns=30, max_total_tokens=10**7), 5),
+    ("mcp", _changes_what_it_is_given, 2),
     ("mcp", lambda server: [t for t in server.tools() if t.risk == "read"], 3),
 ]
 
@@ -425,7 +490,7 @@ def test_right_answers_pass_every_draw(exercise: str, answer: Any, draws: int) -
 
 def test_a_passing_report_reads_the_same_on_every_draw() -> None:
     """The solutions notebook compares the passing reports as text, so nothing random may show in them."""
-    for exercise, answer, _ in RIGHT[:-1]:
+    for exercise, answer, _ in [r for r in RIGHT if r[0] != "mcp"]:
         texts = {str(workshop.check(exercise, answer, seed=s)) for s in SEEDS}
         assert len(texts) == 1, texts
 
