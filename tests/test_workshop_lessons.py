@@ -349,6 +349,50 @@ ERROR_MUTANTS: dict[str, tuple[Any, str]] = {
 }
 
 
+def _day_check(ok: Callable[[str], bool]) -> Callable[[int, str], Any]:
+    """The right tool, but with its day test replaced by ``ok(day)``."""
+
+    def find(party: int, day: str) -> Any:
+        if not 1 <= party <= 8:
+            raise ValueError(f"party must be from 1 to 8 people, got {party}")
+        if not ok(day):
+            raise ValueError(f"day must be a day of the week ({', '.join(DAYS)}), got {day!r}")
+        return {"party": party, "day": day, "time": "19:30"}
+
+    return find
+
+
+def _asserts(party: int, day: str) -> Any:
+    assert 1 <= party <= 8, f"party must be from 1 to 8 people, got {party}"
+    assert day.lower() in DAYS, f"day must be one of {', '.join(DAYS)}"
+    return {"party": party, "day": day}
+
+
+def _asserts_days_only(party: int, day: str) -> Any:
+    assert day.lower() in DAYS, f"day must be one of {', '.join(DAYS)}"
+    return right_table(party, day)
+
+
+ERROR_MUTANTS.update({
+    "days by substring of the week": (finder(_day_check(lambda d: d.lower() in " ".join(DAYS))), "accepts-day"),
+    "days by prefix": (finder(_day_check(lambda d: any(x.startswith(d.lower()) for x in DAYS))), "accepts-day"),
+    "days by suffix": (finder(_day_check(lambda d: d.lower().endswith("day"))), "accepts-day"),
+    "a text that starts with a day": (finder(_day_check(lambda d: d.lower().startswith(DAYS))), "accepts-day"),
+    "a day inside the text": (finder(_day_check(lambda d: any(x in d.lower() for x in DAYS))), "accepts-day"),
+    "the first three letters": (finder(_day_check(lambda d: d.lower()[:3] in [x[:3] for x in DAYS])), "accepts-day"),
+    "validation by assert": (finder(_asserts), "assert"),
+    "the day by assert": (finder(_asserts_days_only), "assert"),
+})
+
+
+def right_in_words(party: int, day: str) -> dict[str, Any]:
+    if party < 1 or party > 8:
+        raise ValueError("a table is for one to eight people; ask for a party in that range")
+    if day.strip().lower() not in DAYS:
+        raise ValueError("the day must be a weekday name, Monday to Sunday")
+    return {"party": party, "day": day}
+
+
 @pytest.mark.parametrize("name", list(ERROR_MUTANTS))
 def test_wrong_error_designs_get_fix(name: str) -> None:
     answer, kind = ERROR_MUTANTS[name]
@@ -466,6 +510,7 @@ RIGHT: list[tuple[str, Any, int]] = [
     ("output", validated("summary", lambda v: v), 5),
     ("errors", finder(right_table), 10),
     ("errors", find_table_by_schema, 10),
+    ("errors", finder(right_in_words), 5),
     ("injection", needs_approval, 10),
     ("cost", anb.Budget(max_cost=0.02, prices=PRICES), 10),
     ("cost", anb.Budget(max_cost=0.02, prices={**PRICES, "gpt-4o": (2.5, 10.0)}, on_exhausted="finalize"), 10),

@@ -152,16 +152,31 @@ _SLOW: Hints = ("your type's validators did not finish: look for a loop that nev
 
 
 def _quick(report: Report, adapter: pydantic.TypeAdapter[Any], rng: random.Random, leash: Leash) -> bool:
-    """Whether validating one right ticket is quick (a FIX line when it loops or takes a tenth of a second)."""
-    started = time.monotonic()
+    """Whether validating a right ticket is quick (a FIX line when it loops, or takes a tenth of a second).
+
+    The fastest of up to three validations is timed inside the call, so a busy machine does not make a type slow.
+    """
+    samples = [_ticket(rng) for _ in range(3)]
+
+    def fastest() -> float:  # up to three tries, stopping at a quick one or after a quarter of a second
+        took: list[float] = []
+        began = time.perf_counter()
+        for sample in samples:
+            started = time.perf_counter()
+            try:
+                adapter.validate_python(sample)
+            except Exception:  # noqa: BLE001, S110 - a right ticket refused: the runs below say why, in detail
+                pass
+            took.append(time.perf_counter() - started)
+            if took[-1] <= 0.1 or time.perf_counter() - began > 0.25:
+                break
+        return min(took)
+
     try:
-        leash.call(adapter.validate_python, (_ticket(rng),))
+        took: float = leash.call(fastest)
     except CheckTimeout as exc:
         report.fix("validating a ticket is quick", f"it {exc}", _SLOW, kind="timeout")
         return False
-    except Exception:  # noqa: BLE001, S110 - a right ticket refused: the runs below say why, in detail
-        pass
-    took = time.monotonic() - started
     if took > 0.1:
         report.fix("validating a ticket is quick", f"one ticket took {took:.2f} s to validate",
                    _SLOW, kind="slow")
@@ -178,6 +193,9 @@ def check_output(report: Report, ticket: Any = None, *, rng: random.Random, leas
     adapter = _as_type(report, ticket)
     if adapter is None or not _quick(report, adapter, rng, leash):
         return
+    # each run is on a leash of its own limit: the whole run is timed (the loop's own work too), so the check's
+    # total for the student's time is left to the probe above, which timed the validators alone
+    leash = Leash(leash.limit, total=max(leash.total, 60.0))
     schema = adapter.json_schema()
     for key, what, cases in _good(rng):
         if not _accepts(report, key, what, ticket, adapter, cases, rng, leash):
