@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import time
+from email.utils import parseaddr
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -418,6 +420,7 @@ SHOP = "example-shop.com"
 
 
 def host(call: Any) -> str | None:
+    """The one host a call sends to (the last recipient's, for an email): the first version of the right answer."""
     args = call.arguments or {}
     if call.name == "send_email":
         return str(args.get("to", "")).rsplit("@", 1)[-1].lower()
@@ -426,12 +429,53 @@ def host(call: Any) -> str | None:
     return None
 
 
+def hosts(call: Any) -> list[str] | None:
+    """Every host a call sends to: each recipient of an email, the host of a URL (None: not a send)."""
+    args = call.arguments or {}
+    if call.name == "send_email":
+        return [a.strip().rsplit("@", 1)[-1].lower() for a in re.split(r"[,;]", str(args.get("to", "")))]
+    if call.name == "http_post":
+        return [(urlsplit(str(args.get("url", ""))).hostname or "").lower()]
+    return None
+
+
+def ours(h: str) -> bool:
+    return h == SHOP or h.endswith("." + SHOP)
+
+
 def needs_approval(call: Any, state: Any) -> bool:
-    h = host(call)
-    return h is not None and not (h == SHOP or h.endswith("." + SHOP))
+    found = hosts(call)
+    return found is not None and not all(ours(h) for h in found)
+
+
+def _by_hand(url: str) -> str:
+    """A URL's host, parsed by hand: what follows the last @ up to the next /."""
+    return url.split("//", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0].lower()
+
+
+def _hand_parsed(call: Any, state: Any) -> bool:
+    if call.name == "http_post":
+        return not ours(_by_hand(call.arguments["url"]))
+    return needs_approval(call, state)
+
+
+def _third_piece(call: Any, state: Any) -> bool:
+    """The host as url.split('/')[2], after its last @ and before a port."""
+    if call.name == "http_post":
+        return not ours(call.arguments["url"].split("/")[2].rsplit("@", 1)[-1].split(":")[0].lower())
+    return needs_approval(call, state)
 
 
 INJECTION_MUTANTS: dict[str, tuple[Any, str]] = {
+    "the last recipient only (the first right answer)": (lambda c, s: host(c) is not None and not ours(str(host(c))),
+                                                         "recipients"),
+    "the first recipient only": (lambda c, s: c.name != "fetch_page" and not ours(
+        str(c.arguments.get("to") or urlsplit(c.arguments.get("url", "")).hostname or "").split(",")[0]
+        .rsplit("@", 1)[-1].strip().lower()), "recipients"),
+    "a host parsed by hand (after the last @)": (_hand_parsed, "hand-parsed"),
+    "the host as url.split('/')[2]": (_third_piece, "hand-parsed"),
+    "a subdomain test by substring": (lambda c, s: hosts(c) is not None and not all(
+        h == SHOP or "." + SHOP in h for h in hosts(c) or []), "lookalike"),
     "not written": (None, "missing"),
     "pauses everything": (lambda c, s: True, "pauses-all"),
     "pauses nothing": (lambda c, s: False, "pauses-none"),
@@ -512,6 +556,10 @@ RIGHT: list[tuple[str, Any, int]] = [
     ("errors", find_table_by_schema, 10),
     ("errors", finder(right_in_words), 5),
     ("injection", needs_approval, 10),
+    ("injection", lambda c, s: c.name in ("send_email", "http_post") and any(
+        not (h == SHOP or h.endswith("." + SHOP)) for h in (
+            [parseaddr(a)[1].rpartition("@")[2].lower() for a in c.arguments["to"].replace(";", ",").split(",")]
+            if c.name == "send_email" else [(urlsplit(c.arguments["url"]).hostname or "")])), 5),
     ("cost", anb.Budget(max_cost=0.02, prices=PRICES), 10),
     ("cost", anb.Budget(max_cost=0.02, prices={**PRICES, "gpt-4o": (2.5, 10.0)}, on_exhausted="finalize"), 10),
     # the runs answer as OpenAI's API does (openai_chat, gpt-4.1-mini-2025-04-14): a price under the provider's
