@@ -10,8 +10,8 @@ import dataclasses
 import random
 import re
 import time
-from email.utils import parseaddr
 from collections.abc import Callable
+from email.utils import parseaddr
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 

@@ -596,7 +596,18 @@ def stop_at(event: Any) -> bool:
     return event.type == "CallValidated" and getattr(event, "name", None) == "create_refund"
 
 
+def _scribbles(event: Any) -> bool:
+    """Right, though it writes into the events it is given (their arguments, their names)."""
+    if getattr(event, "arguments", None) is not None:
+        event.arguments.clear()
+    right = event.type == "CallValidated" and getattr(event, "name", None) == "create_refund"
+    if hasattr(event, "name"):
+        event.name = "scribbled"
+    return bool(right)
+
+
 RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("stop_at", (_scribbles,), {}),
     ("tool", (word_count,), {}),
     ("tool", (documented(lambda t: sum(1 for _ in t.split(None)), "Word count of a text, split on whitespace.\n\n"
                          "Args:\n    text: Any text; runs of spaces, tabs and newlines separate its words.\n"),), {}),

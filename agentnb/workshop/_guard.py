@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
 import ctypes
 import inspect
 import threading
@@ -144,11 +145,15 @@ class Leash:
 
         return replace(tool, fn=run, is_async=False)
 
-    def wrap(self, fn: Callable[..., Any], seen: list[tuple[tuple[Any, ...], Any]] | None = None) -> Callable[..., Any]:
-        """``fn`` on this leash; with ``seen``, every call's arguments and raw return value are appended to it."""
+    def wrap(self, fn: Callable[..., Any], seen: list[tuple[tuple[Any, ...], Any]] | None = None, *,
+             copies: bool = False) -> Callable[..., Any]:
+        """``fn`` on this leash; with ``seen``, every call's arguments and raw return value are appended to it.
+
+        With ``copies``, ``fn`` gets deep copies of its arguments: what it changes in them is its own.
+        """
 
         def run(*args: Any) -> Any:
-            out = self.call(fn, args)
+            out = self.call(fn, copy.deepcopy(args) if copies else args)
             if seen is not None:
                 seen.append((args, out))
             return out

@@ -368,7 +368,7 @@ def check_stop_at(report: Report, predicate: Any = None, *, rng: random.Random, 
                        kind="arity")
             return
     seen: list[tuple[tuple[Any, ...], Any]] = []
-    pred = leash.wrap(predicate, seen)
+    pred = leash.wrap(predicate, seen, copies=True)  # a copy of each event: the run keeps its own
     results: list[tuple[str, str, BaseEvent | None, BaseEvent | None]] = []
     for what, loop, how in _stop_scenarios(rng):
         run = loop.start("Please refund order 42")
