@@ -10,8 +10,9 @@ guess again.
 The check calls the student's ``find_table(party, day)`` through a real loop, one call per case, with values
 drawn fresh every check: right ones (parties of 1 and 8 and in between, day names in any letter case) must get
 an ``ok`` result that names the party and the day; wrong ones (0 and below, 9 and above, far beyond; days that
-are not days) must get an error result -- raised or rejected, never returned -- whose message names the allowed
-range or the allowed days.
+are not days: the empty text, pieces of a day's name, a day with more around it, words ending in *-day*) must
+get an error result -- raised or rejected, never returned, never an ``AssertionError``, which ``python -O``
+removes -- whose message names the allowed range (in figures or in words) or the allowed days.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ The check plays one call per case through a real loop (``approval=policy, overri
 policy alone decides) and draws every address fresh: random users and subdomains of the shop, in any letter
 case; random foreign domains; and the look-alikes a substring or suffix test lets through
 (``example-shop.com.attacker.net``, ``notexample-shop.com``, ``https://example-shop.com@attacker.net/``,
-a URL that only *mentions* the shop in its query). Reads of any page go through, whatever the page says.
+a URL that only *mentions* the shop in its query); URLs whose host hides behind ``?@``, ``#@`` or
+``user:password@`` (``urllib.parse.urlsplit`` says where they go, a split by hand does not); and emails to
+several people, one of them outside. Reads of any page go through, whatever the page says.
 """
 
 from __future__ import annotations

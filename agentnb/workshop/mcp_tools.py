@@ -9,6 +9,8 @@ The check starts a server whose tools are drawn at random every check (:mod:`.mc
 about what the tool does, and a tool without annotations), calls the student's ``read_only(server)`` with it
 and compares what it returns with the server's own annotations. Then it runs the answer: a scripted model
 calls every tool kept (each must answer ``ok``) and one tool left out (it must be refused as unknown).
+``read_only`` gets the server with its tools as fresh copies, and every call of a tool it makes is recorded: a
+tool run to find out what it does has done it. The loop runs the check's own tools of the names kept.
 """
 
 from __future__ import annotations

@@ -8,8 +8,13 @@ scripted models that answer with tickets drawn at random every check, through a 
 - right tickets, boundaries included (priority 1 and 5, every category, order ids of digits or letters):
   each must end the run ``COMPLETED`` on the first try, with exactly the values sent;
 - wrong tickets, one property each (priority 0 or below, 6 or above, not a whole number; a category outside
-  the three; a field left out; an order id that is not text): each must be sent back (an ``OutputValidated``
-  event with ``ok=False``), and the model's corrected second answer must then end the run.
+  the three, every value the student's own schema allows beyond them, other spellings; a field left out or sent
+  as null; an order id that is not text, or with text around it when the type has a pattern): each must be sent
+  back as it is (an ``OutputValidated`` event with ``ok=False``; a validator that repairs the value gets a FIX),
+  and the model's corrected second answer must then end the run.
+
+The type's validators are the student's code: one validation is timed first (a tenth of a second is a FIX),
+and every run is on the leash, so an endless validator ends in "timed out".
 """
 
 from __future__ import annotations
