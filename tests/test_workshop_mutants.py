@@ -477,6 +477,8 @@ CAPSTONE_MUTANTS: dict[str, tuple[dict[str, Any], str | None]] = {
     "a record that counts refused refunds too": ({"tools": [lookup_order, _refund_with(_counts_refused_too)]},
                                                  "refund-off-by-one"),
     "a record with a cent of slack": ({"tools": [lookup_order, _refund_with(_one_cent_slack)]}, "refund-total"),
+    "a policy that asks on a run's first call only": ({"policy": lambda c, s: c.name == "refund" and _amount(c) >= 5000
+                                                       and s.tool_calls == 0}, "once-per-run"),
     "a negative amount refunded as its size": ({"tools": [lookup_order, _refund_with(_absolute)]},
                                                "refund-nonpositive"),
     "a refund capped at a hard-coded amount": ({"tools": [lookup_order, _refund_with(_over(12900))]},

@@ -4,8 +4,13 @@ Theory of operation. The student's tools read :data:`SHOP_ORDERS`. For the time 
 with random ids, prices and statuses are added to that very dict (and removed afterwards), so a tool that
 answers from a table written by hand, or refuses refunds above a hard-coded amount, fails on orders it has
 never seen. Each property is tried at its boundaries: a refund just under, at and just over what the order
-cost, and far beyond it; just under, at and just over the approval limit, and far beyond it. Calls that wait
-for a person are approved by the check, so the refund tool's own rule is tried for big amounts too. The budget
+cost, and far beyond it; zero and negative amounts; the same order refunded in parts until its refunds would add
+up to more than it cost; just under, at and just over the approval limit, and far beyond it. Each group of
+refunds has fresh orders of its own, and the check keeps its own record of each price and of what it saw
+refunded (the tools get copies of the orders), so one mistake cannot spill into the next line and a tool that
+writes into the shop changes nothing the check judges by. Order ids are never drawn twice in a kernel, so a
+tool's record of earlier refunds never meets an order of an earlier check. Calls that wait for a person are
+approved by the check, so the refund tool's own rule is tried for big amounts too. The budget
 is tried on its own (with a policy that asks nobody): endless customers must be stopped with an answer, and a
 customer who needs a lookup, another lookup and a refund must be served.
 """
@@ -42,6 +47,7 @@ from ._common import shown as _shown
 from ._guard import Leash
 from ._report import Report
 from .exercises import SCENARIO_BUDGET, budget_runs, money, takes
+from .policy_budget import one_run
 
 __all__ = ["SHOP_ORDERS", "check_capstone"]
 
@@ -146,6 +152,10 @@ def check_capstone(report: Report, tools: Any = None, policy: Any = None, budget
     with _fresh_orders(rng, limit_cents) as (shop, looked_up):
         if _lookups(report, loop, shop, looked_up, rng, named):
             _refunds(report, loop, shop, rng, named, limit_cents)
+            if report.passed:  # each refund alone is right: now several in one run, as a real customer asks
+                one_run(report, leash.wrap(policy), leash, limit_cents,
+                        lambda: shop.add(rng.randint(100 * limit_cents, 200 * limit_cents)), rng, [lookup, refund],
+                        "lookup_order", "refund", {"budget": SCENARIO_BUDGET})
         _capstone_budget(report, budget, shop, rng, lookup, refund, calls_allowed)
 
 

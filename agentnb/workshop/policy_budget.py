@@ -40,7 +40,7 @@ from ._guard import Leash
 from ._report import Report
 
 __all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "no_clock_or_money",
-           "takes"]
+           "one_run", "takes"]
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
@@ -147,28 +147,31 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
         report.fix(what, detail, hints, kind=kind)
 
     if report.passed:  # each call alone is judged right: now several in one run, as a real agent makes them
-        _one_run(report, wrapped, leash, lim, order, rng)
+        one_run(report, wrapped, leash, lim, order, rng)
 
 
-def _one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int, order: Callable[[], str],
-             rng: random.Random) -> None:
+def one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int, order: Callable[[], str],
+            rng: random.Random, tools: Sequence[Tool] = (get_order, create_refund), lookup: str = "get_order",
+            refund: str = "create_refund", options: dict[str, Any] | None = None) -> None:
     """One run of many calls (a lookup, big and small refunds, two at once): each big refund waits.
 
     However many calls came before it in the run; what waits is approved, as a person would, and the run goes on.
+    ``tools`` (with the names of the lookup and the refund tool) and loop ``options`` let the capstone play it on
+    the student's own tools.
     """
     what = "in one run of many calls, every refund of the limit or more waits, not only the first"
     big = [rng.randint(lim, 3 * lim), lim, rng.randint(lim + 1, 100 * lim)]
     small = [rng.randint(1, lim - 1), lim - 1]
     turns: list[list[tuple[str, dict[str, Any]]]] = [
-        [("create_refund", {"order_id": order(), "amount_cents": big[0]})],
-        [("get_order", {"order_id": order()}), ("create_refund", {"order_id": order(), "amount_cents": small[0]})],
-        [("create_refund", {"order_id": order(), "amount_cents": big[1]}),
-         ("create_refund", {"order_id": order(), "amount_cents": big[2]})],
-        [("create_refund", {"order_id": order(), "amount_cents": small[1]})],
+        [(refund, {"order_id": order(), "amount_cents": big[0]})],
+        [(lookup, {"order_id": order()}), (refund, {"order_id": order(), "amount_cents": small[0]})],
+        [(refund, {"order_id": order(), "amount_cents": big[1]}),
+         (refund, {"order_id": order(), "amount_cents": big[2]})],
+        [(refund, {"order_id": order(), "amount_cents": small[1]})],
     ]
     script: list[ScriptStep] = [calls_of(t) for t in turns] + [reply]
-    loop = Loop(model=ScriptedModel(script), tools=[get_order, create_refund], approval=wrapped,
-                override_tool_approval=True, headless=False)
+    loop = Loop(model=ScriptedModel(script), tools=list(tools), approval=wrapped, override_tool_approval=True,
+                headless=False, **(options or {}))
     run = safe_run(report, what, loop, "Help with these orders")
     waited: set[str] = set()
     for _ in range(10):
@@ -185,12 +188,12 @@ def _one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int
         return
     crash = policy_crash(run)
     if crash is not None:
-        detail, hints, kind = no_result(run, [get_order, create_refund])
+        detail, hints, kind = no_result(run, list(tools))
         report.fix(what, detail, hints, kind=kind)
         return
     validated = [e for e in run.events if isinstance(e, CallValidated)]
     for n, e in enumerate(validated):
-        amount = e.arguments.get("amount_cents") if e.name == "create_refund" else None
+        amount = e.arguments.get("amount_cents") if e.name == refund else None
         should = amount is not None and amount >= lim
         if (e.call_id in waited) == should:
             continue
