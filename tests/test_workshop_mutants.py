@@ -153,6 +153,19 @@ def test_an_endless_tool_costs_one_time_limit() -> None:
     assert "did not finish within 0.3 s" in str(report)
 
 
+def _slow(text: str) -> int:
+    time.sleep(0.15)
+    return len(text.split())
+
+
+def test_a_slow_tool_costs_the_check_its_total_not_a_limit_per_call() -> None:
+    """Each call within its limit (0.15 s of 0.3 s), but the calls of one check share five limits (1.5 s)."""
+    started = time.monotonic()
+    report = workshop.check("tool", counter(_slow), seed=5, time_limit=0.3)
+    assert time.monotonic() - started < 4.0  # not 0.15 s for each of its 16 texts and more
+    assert "timeout" in report.kinds and "in all" in str(report), str(report)
+
+
 def test_tool_declared_for_a_person_is_not_scored_on_zero_results() -> None:
     report = workshop.check("tool", counter(lambda t: 3, approval=True), seed=3)
     text = str(report)
