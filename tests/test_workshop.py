@@ -42,6 +42,9 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     return dict(ORDERS[order_id])
 
 
+REFUNDED: dict[str, int] = {}
+
+
 @anb.tool(risk="write")
 def refund(order_id: str, amount_cents: int) -> dict[str, Any]:
     """Refund an order.
@@ -50,8 +53,9 @@ def refund(order_id: str, amount_cents: int) -> dict[str, Any]:
         order_id: The order id.
         amount_cents: The amount, in cents.
     """
-    if order_id not in ORDERS or amount_cents > ORDERS[order_id]["amount_cents"]:
-        raise ValueError(f"order {order_id} cost less than {amount_cents} cents")
+    if order_id not in ORDERS or not 1 <= amount_cents <= ORDERS[order_id]["amount_cents"] - REFUNDED.get(order_id, 0):
+        raise ValueError(f"order {order_id} has less than {amount_cents} cents left to refund")
+    REFUNDED[order_id] = REFUNDED.get(order_id, 0) + amount_cents
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
 
@@ -130,7 +134,7 @@ def test_a_tool_that_is_wrong_or_raises() -> None:
         raise RuntimeError("oops")
 
     report = workshop.check("tool", broken, seed=7)
-    assert len(report.failures) == 5 and "RuntimeError: oops" in str(report)
+    assert len(report.failures) == 6 and "RuntimeError: oops" in str(report)  # one per group of texts
     assert "Traceback" not in str(report)
 
 
@@ -170,7 +174,8 @@ def test_predicates_that_crash_stop_early_or_never() -> None:
     assert "AttributeError" in str(report) and report.kinds == ["crash"]
     assert "too early" in str(workshop.check("stop_at", lambda e: e.type == "CallValidated", seed=1))
     assert "late" in str(workshop.check("stop_at", lambda e: e.type == "ApprovalRequested", seed=1))
-    assert "never stopped" in str(workshop.check("stop_at", lambda e: False, seed=1))
+    starter = workshop.check("stop_at", lambda e: False, seed=1)  # the starter: one FIX line, no PASS on nothing
+    assert "so no run ever stopped" in str(starter) and not any(line.passed for line in starter.lines)
     report = workshop.check("stop_at", lambda e: e.seq == 28, seed=1)
     assert "it stops right in the notebook's run, but in another run" in str(report)
 

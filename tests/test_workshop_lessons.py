@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import time
 from collections.abc import Callable
+from email.utils import parseaddr
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -85,9 +87,51 @@ OUTPUT_MUTANTS: dict[str, tuple[Any, str]] = {
 }
 
 
+def validated(field: str, fn: Callable[[Any], Any], mode: Literal["before", "after"] = "after", **changes: Any) -> Any:
+    """The right Ticket (with ``changes``) plus a validator on ``field``."""
+    base = ticket(**changes)
+    check = pydantic.field_validator(field, mode=mode)(classmethod(lambda cls, v: fn(v)))  # type: ignore[arg-type]
+    return type("Ticket", (base,), {"check_field": check})
+
+
+def _spin_validator(value: Any) -> Any:
+    while True:
+        pass
+
+
+def _slow_validator(value: Any) -> Any:
+    time.sleep(0.3)
+    return value
+
+
+def _lower(value: Any) -> Any:
+    return value.lower().strip() if isinstance(value, str) else value
+
+
+OUTPUT_MUTANTS.update({
+    "a nullable order id (required, but None allowed)": (ticket(order_id=(str | None, NO)), "nullable"),
+    "a nullable summary": (ticket(summary=(str | None, NO)), "nullable"),
+    "an Optional category with no default": (ticket(category=(Category | None, NO)), "nullable"),
+    "a fourth category": (ticket(category=(Literal["refund", "delivery", "other", "complaint"], NO)), "category"),
+    "a fifth and sixth category": (ticket(category=(Literal["refund", "delivery", "other", "billing", "return"], NO)),
+                                   "category"),
+    "a validator that lower-cases the category": (validated("category", _lower, mode="before"), "repairs"),
+    "a float priority that must be whole": (ticket(priority=(float, pydantic.Field(ge=1, le=5, multiple_of=1))),
+                                            "fraction"),
+    "an unanchored order id pattern": (ticket(order_id=(str, pydantic.Field(pattern=r"\d+|[A-Z]-\d+"))), "unanchored"),
+    "a pattern anchored at the start only": (ticket(order_id=(str, pydantic.Field(pattern=r"^(\d+|[A-Z]-\d+)"))),
+                                             "unanchored"),
+    "a validator that loops for ever": (validated("summary", _spin_validator), "timeout"),
+    "a validator that takes 0.3 s": (validated("summary", _slow_validator), "slow"),
+})
+
+
 @pytest.mark.parametrize("name", list(OUTPUT_MUTANTS))
 def test_wrong_output_types_get_fix(name: str) -> None:
-    assert_fix("output", *OUTPUT_MUTANTS[name])
+    answer, kind = OUTPUT_MUTANTS[name]
+    started = time.monotonic()
+    assert_fix("output", answer, kind, seeds=SEEDS[:2] if kind in ("timeout", "slow") else SEEDS)
+    assert time.monotonic() - started < 20  # a slow or endless validator costs about one time limit per check
 
 
 @dataclasses.dataclass
@@ -127,6 +171,70 @@ MCP_MUTANTS: dict[str, tuple[Any, str | tuple[str, ...] | None]] = {
     "no argument": (_no_server, "arity"),
     "an endless loop": (_spin, "timeout"),
 }
+
+
+def _try_every_tool(server: Any) -> list[Any]:
+    """Finds out by calling each tool (the destructive ones too), then keeps the reads."""
+    for t in server.tools():
+        try:
+            t(item_id="0")
+        except Exception:  # noqa: BLE001, S110 - a tool that fails still ran
+            pass
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+def _call_by_name(server: Any) -> list[Any]:
+    for name in server.tool_names:
+        server.call(name, {"item_id": "0"})
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+def _call_the_unsure(server: Any) -> list[Any]:
+    """Calls only the tools without a readOnlyHint to see what they do."""
+    for t in server.tools():
+        if "readOnlyHint" not in t.annotations:
+            t(item_id="0")
+    return [t for t in server.tools() if t.risk == "read"]
+
+
+@anb.tool
+def get_help(item_id: str) -> str:
+    """Say what the shop's tools do.
+
+    Args:
+        item_id: An item.
+    """
+    return "help"
+
+
+def _with_own_tool(server: Any) -> list[Any]:
+    return [t for t in server.tools() if t.risk == "read"] + [get_help]
+
+
+def _marked_read(server: Any) -> list[Any]:
+    """Marks every tool a read (on the copies it was given), then keeps the reads."""
+    tools = server.tools()
+    for t in tools:
+        object.__setattr__(t, "risk", "read")
+    return [t for t in tools if t.risk == "read"]
+
+
+MCP_MUTANTS.update({
+    "calls every tool to find out": (_try_every_tool, "calls-tools"),
+    "calls every tool by name": (_call_by_name, "calls-tools"),
+    "calls the tools without annotations": (_call_the_unsure, "calls-tools"),
+    "adds a tool of its own": (_with_own_tool, "own-tool"),
+    "marks every tool a read": (_marked_read, "includes-write"),
+})
+
+
+def _changes_what_it_is_given(server: Any) -> list[Any]:
+    """Right, though it writes into the tools it was given (defaults in the annotations, an emptied schema)."""
+    tools = server.tools()
+    for t in tools:
+        t.annotations.setdefault("readOnlyHint", False)
+        t.parameters.get("properties", {}).clear()
+    return [t for t in tools if t.annotations["readOnlyHint"] is True]
 
 
 @pytest.mark.parametrize("name", list(MCP_MUTANTS))
@@ -243,6 +351,50 @@ ERROR_MUTANTS: dict[str, tuple[Any, str]] = {
 }
 
 
+def _day_check(ok: Callable[[str], bool]) -> Callable[[int, str], Any]:
+    """The right tool, but with its day test replaced by ``ok(day)``."""
+
+    def find(party: int, day: str) -> Any:
+        if not 1 <= party <= 8:
+            raise ValueError(f"party must be from 1 to 8 people, got {party}")
+        if not ok(day):
+            raise ValueError(f"day must be a day of the week ({', '.join(DAYS)}), got {day!r}")
+        return {"party": party, "day": day, "time": "19:30"}
+
+    return find
+
+
+def _asserts(party: int, day: str) -> Any:
+    assert 1 <= party <= 8, f"party must be from 1 to 8 people, got {party}"
+    assert day.lower() in DAYS, f"day must be one of {', '.join(DAYS)}"
+    return {"party": party, "day": day}
+
+
+def _asserts_days_only(party: int, day: str) -> Any:
+    assert day.lower() in DAYS, f"day must be one of {', '.join(DAYS)}"
+    return right_table(party, day)
+
+
+ERROR_MUTANTS.update({
+    "days by substring of the week": (finder(_day_check(lambda d: d.lower() in " ".join(DAYS))), "accepts-day"),
+    "days by prefix": (finder(_day_check(lambda d: any(x.startswith(d.lower()) for x in DAYS))), "accepts-day"),
+    "days by suffix": (finder(_day_check(lambda d: d.lower().endswith("day"))), "accepts-day"),
+    "a text that starts with a day": (finder(_day_check(lambda d: d.lower().startswith(DAYS))), "accepts-day"),
+    "a day inside the text": (finder(_day_check(lambda d: any(x in d.lower() for x in DAYS))), "accepts-day"),
+    "the first three letters": (finder(_day_check(lambda d: d.lower()[:3] in [x[:3] for x in DAYS])), "accepts-day"),
+    "validation by assert": (finder(_asserts), "assert"),
+    "the day by assert": (finder(_asserts_days_only), "assert"),
+})
+
+
+def right_in_words(party: int, day: str) -> dict[str, Any]:
+    if party < 1 or party > 8:
+        raise ValueError("a table is for one to eight people; ask for a party in that range")
+    if day.strip().lower() not in DAYS:
+        raise ValueError("the day must be a weekday name, Monday to Sunday")
+    return {"party": party, "day": day}
+
+
 @pytest.mark.parametrize("name", list(ERROR_MUTANTS))
 def test_wrong_error_designs_get_fix(name: str) -> None:
     answer, kind = ERROR_MUTANTS[name]
@@ -268,6 +420,7 @@ SHOP = "example-shop.com"
 
 
 def host(call: Any) -> str | None:
+    """The one host a call sends to (the last recipient's, for an email): the first version of the right answer."""
     args = call.arguments or {}
     if call.name == "send_email":
         return str(args.get("to", "")).rsplit("@", 1)[-1].lower()
@@ -276,12 +429,53 @@ def host(call: Any) -> str | None:
     return None
 
 
+def hosts(call: Any) -> list[str] | None:
+    """Every host a call sends to: each recipient of an email, the host of a URL (None: not a send)."""
+    args = call.arguments or {}
+    if call.name == "send_email":
+        return [a.strip().rsplit("@", 1)[-1].lower() for a in re.split(r"[,;]", str(args.get("to", "")))]
+    if call.name == "http_post":
+        return [(urlsplit(str(args.get("url", ""))).hostname or "").lower()]
+    return None
+
+
+def ours(h: str) -> bool:
+    return h == SHOP or h.endswith("." + SHOP)
+
+
 def needs_approval(call: Any, state: Any) -> bool:
-    h = host(call)
-    return h is not None and not (h == SHOP or h.endswith("." + SHOP))
+    found = hosts(call)
+    return found is not None and not all(ours(h) for h in found)
+
+
+def _by_hand(url: str) -> str:
+    """A URL's host, parsed by hand: what follows the last @ up to the next /."""
+    return url.split("//", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0].lower()
+
+
+def _hand_parsed(call: Any, state: Any) -> bool:
+    if call.name == "http_post":
+        return not ours(_by_hand(call.arguments["url"]))
+    return needs_approval(call, state)
+
+
+def _third_piece(call: Any, state: Any) -> bool:
+    """The host as url.split('/')[2], after its last @ and before a port."""
+    if call.name == "http_post":
+        return not ours(call.arguments["url"].split("/")[2].rsplit("@", 1)[-1].split(":")[0].lower())
+    return needs_approval(call, state)
 
 
 INJECTION_MUTANTS: dict[str, tuple[Any, str]] = {
+    "the last recipient only (the first right answer)": (lambda c, s: host(c) is not None and not ours(str(host(c))),
+                                                         "recipients"),
+    "the first recipient only": (lambda c, s: c.name != "fetch_page" and not ours(
+        str(c.arguments.get("to") or urlsplit(c.arguments.get("url", "")).hostname or "").split(",")[0]
+        .rsplit("@", 1)[-1].strip().lower()), "recipients"),
+    "a host parsed by hand (after the last @)": (_hand_parsed, "hand-parsed"),
+    "the host as url.split('/')[2]": (_third_piece, "hand-parsed"),
+    "a subdomain test by substring": (lambda c, s: hosts(c) is not None and not all(
+        h == SHOP or "." + SHOP in h for h in hosts(c) or []), "lookalike"),
     "not written": (None, "missing"),
     "pauses everything": (lambda c, s: True, "pauses-all"),
     "pauses nothing": (lambda c, s: False, "pauses-none"),
@@ -330,6 +524,18 @@ COST_MUTANTS: dict[str, tuple[Any, str]] = {
     "stops with no answer": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="stop"), "stops"),
     "asks a person": (anb.Budget(max_cost=0.02, prices=PRICES, on_exhausted="escalate"), "escalates"),
     "a call limit too": (anb.Budget(max_cost=0.02, prices=PRICES, max_tool_calls=2), "wrong-limit"),
+    "a limit 2 % low": (anb.Budget(max_cost=0.0196, prices=PRICES), "limit-low"),
+    "a limit 0.5 % low": (anb.Budget(max_cost=0.0199, prices=PRICES), "limit-low"),
+    "a limit 2 % high": (anb.Budget(max_cost=0.0204, prices=PRICES), "limit-high"),
+    "a limit 0.5 % high": (anb.Budget(max_cost=0.0201, prices=PRICES), "limit-high"),
+    "a turn cap beside the cost": (anb.Budget(max_cost=0.02, prices=PRICES, max_turns=15), "wrong-limit"),
+    "a token cap beside the cost": (anb.Budget(max_cost=0.02, prices=PRICES, max_total_tokens=40_000), "wrong-limit"),
+    "an output token cap": (anb.Budget(max_cost=0.02, prices=PRICES, max_output_tokens=10_000), "wrong-limit"),
+    "a deadline the fast check never reaches": (anb.Budget(max_cost=0.02, prices=PRICES, deadline_s=30),
+                                                "other-limit"),
+    "a tool timeout": (anb.Budget(max_cost=0.02, prices=PRICES, tool_timeout=1), "other-limit"),
+    "the price of another snapshot": (anb.Budget(max_cost=0.02, prices={"gpt-4.1-2025-04-14": (0.40, 1.60)}),
+                                      "price-name"),
 }
 
 
@@ -343,15 +549,27 @@ def test_wrong_cost_budgets_get_fix(name: str) -> None:
 RIGHT: list[tuple[str, Any, int]] = [
     ("output", Ticket, 10),
     ("output", TicketData, 10),
+    ("output", ticket(order_id=(str, pydantic.Field(pattern=r"^(\d+|[A-Z]-\d+)$"))), 5),
+    ("output", ticket(priority=(Annotated[int, pydantic.Field(strict=True)], pydantic.Field(ge=1, le=5))), 5),
+    ("output", validated("summary", lambda v: v), 5),
     ("errors", finder(right_table), 10),
     ("errors", find_table_by_schema, 10),
+    ("errors", finder(right_in_words), 5),
     ("injection", needs_approval, 10),
+    ("injection", lambda c, s: c.name in ("send_email", "http_post") and any(
+        not (h == SHOP or h.endswith("." + SHOP)) for h in (
+            [parseaddr(a)[1].rpartition("@")[2].lower() for a in c.arguments["to"].replace(";", ",").split(",")]
+            if c.name == "send_email" else [(urlsplit(c.arguments["url"]).hostname or "")])), 5),
     ("cost", anb.Budget(max_cost=0.02, prices=PRICES), 10),
     ("cost", anb.Budget(max_cost=0.02, prices={**PRICES, "gpt-4o": (2.5, 10.0)}, on_exhausted="finalize"), 10),
     # the runs answer as OpenAI's API does (openai_chat, gpt-4.1-mini-2025-04-14): a price under the provider's
     # prefix or under the snapshot's own name counts as well as one under the alias
     ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini": (0.40, 1.60)}), 5),
     ("cost", anb.Budget(max_cost=0.02, prices={"gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices={"openai:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices={"openai_chat:gpt-4.1-mini-2025-04-14": (0.40, 1.60)}), 5),
+    ("cost", anb.Budget(max_cost=0.02, prices=PRICES, max_turns=30, max_total_tokens=10**7), 5),
+    ("mcp", _changes_what_it_is_given, 2),
     ("mcp", lambda server: [t for t in server.tools() if t.risk == "read"], 3),
 ]
 
@@ -365,7 +583,7 @@ def test_right_answers_pass_every_draw(exercise: str, answer: Any, draws: int) -
 
 def test_a_passing_report_reads_the_same_on_every_draw() -> None:
     """The solutions notebook compares the passing reports as text, so nothing random may show in them."""
-    for exercise, answer, _ in RIGHT[:-1]:
+    for exercise, answer, _ in [r for r in RIGHT if r[0] != "mcp"]:
         texts = {str(workshop.check(exercise, answer, seed=s)) for s in SEEDS}
         assert len(texts) == 1, texts
 

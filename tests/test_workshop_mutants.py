@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 import pytest
 
 import agentnb as anb
@@ -85,7 +87,32 @@ def undocumented(text: str) -> int:
     return len(text.split())
 
 
-TOOL_MUTANTS: dict[str, tuple[Any, str]] = {
+def documented(body: Callable[[str], Any], text: str) -> anb.Tool:
+    def word_count(text: str) -> Any:
+        return body(text)
+
+    word_count.__doc__ = text
+    return anb.tool(word_count)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+TOOL_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "a TODO docstring": (documented(_words, "TODO\n\nArgs:\n    text: The text.\n"), "description"),
+    "a docstring of dots": (documented(_words, "...\n\nArgs:\n    text: The text.\n"), "description"),
+    "an argument described as TODO": (documented(_words, "Count the words.\n\nArgs:\n    text: TODO\n"), "args-doc"),
+    "an argument described by its name": (documented(_words, "Count the words.\n\nArgs:\n    text: text\n"),
+                                          "args-doc"),
+    "an argument described by its type": (documented(_words, "Count the words.\n\nArgs:\n    text: str\n"),
+                                          "args-doc"),
+    "an argument described as '...'": (documented(_words, "Count the words.\n\nArgs:\n    text: ...\n"),
+                                       "args-doc"),
+    "\\w+ tokens": (counter(lambda t: len(re.findall(r"\w+", t))), "punctuation"),
+    "letters only": (counter(lambda t: len(re.findall(r"[^\W\d_]+", t))), None),
+    "a split on punctuation too": (counter(lambda t: len([w for w in re.split(r"[\s,.!?'-]+", t) if w])), None),
+    "words with a letter in them": (counter(lambda t: sum(any(c.isalpha() for c in w) for w in t.split())), None),
     "approval=True, a constant": (counter(lambda t: 3, approval=True), "paused"),
     "risk='write', a constant": (counter(lambda t: 3, risk="write"), "paused"),
     "client=True, a constant": (counter(lambda t: 3, client=True), "client"),
@@ -126,6 +153,19 @@ def test_an_endless_tool_costs_one_time_limit() -> None:
     assert "did not finish within 0.3 s" in str(report)
 
 
+def _slow(text: str) -> int:
+    time.sleep(0.15)
+    return len(text.split())
+
+
+def test_a_slow_tool_costs_the_check_its_total_not_a_limit_per_call() -> None:
+    """Each call within its limit (0.15 s of 0.3 s), but the calls of one check share five limits (1.5 s)."""
+    started = time.monotonic()
+    report = workshop.check("tool", counter(_slow), seed=5, time_limit=0.3)
+    assert time.monotonic() - started < 4.0  # not 0.15 s for each of its 16 texts and more
+    assert "timeout" in report.kinds and "1.5 s for all its calls" in str(report), str(report)
+
+
 def test_tool_declared_for_a_person_is_not_scored_on_zero_results() -> None:
     report = workshop.check("tool", counter(lambda t: 3, approval=True), seed=3)
     text = str(report)
@@ -149,7 +189,18 @@ def _spin_pred(e: Any) -> bool:
         pass
 
 
+def _validated_refund(e: Any) -> bool:
+    return bool(e.type == "CallValidated" and getattr(e, "name", None) == "create_refund")
+
+
 STOP_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "the right event, as 1 or 0": (lambda e: int(_validated_refund(e)), "type"),
+    "the right event, as 'yes' or False": (lambda e: _validated_refund(e) and "yes", "type"),
+    "the right event, as the event itself": (lambda e: e if _validated_refund(e) else None, "type"),
+    "any validation that needs a person": (lambda e: e.type == "CallValidated" and getattr(e, "needs_approval", False),
+                                           "approval"),
+    "any event that needs a person": (lambda e: getattr(e, "needs_approval", False) is True, "approval"),
+    "the starter (return False)": (lambda e: False, "never"),
     "the story's seq, hard-coded": (lambda e: e.seq == 28, "seq"),
     "any validation": (lambda e: e.type == "CallValidated", "too-early"),
     "the name on every event": (lambda e: e.name == "create_refund", "crash"),
@@ -197,7 +248,35 @@ def _spin_policy(call: Any, state: Any) -> bool:
         pass
 
 
+_asked_runs: set[str] = set()
+
+
+def _once_a_run(call: Any, state: Any) -> bool:
+    """Asks for the first big refund of each run only (every case alone is a fresh run of one call)."""
+    if not (_is_refund(call) and _amount(call) >= 5000) or state.run_id in _asked_runs:
+        return False
+    _asked_runs.add(state.run_id)
+    return True
+
+
+_asked_calls = [0]
+
+
+def _first_few(call: Any, state: Any) -> bool:
+    """Asks for the first three big refunds this kernel ever sees, then never again."""
+    if _is_refund(call) and _amount(call) >= 5000 and _asked_calls[0] < 3:
+        _asked_calls[0] += 1
+        return True
+    return False
+
+
 POLICY_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "only the first call of a run": (lambda c, s: _is_refund(c) and _amount(c) >= 5000 and s.tool_calls == 0,
+                                     "once-per-run"),
+    "once per run (a set of run ids)": (_once_a_run, "once-per-run"),
+    "only before the third call": (lambda c, s: _is_refund(c) and _amount(c) >= 5000 and s.tool_calls < 3,
+                                   "once-per-run"),
+    "the first three big refunds of the kernel": (_first_few, None),
     "the starter: always True": (lambda c, s: True, "pauses-all"),
     "never": (lambda c, s: False, None),
     "> instead of >=": (lambda c, s: _is_refund(c) and _amount(c) > 5000, "off-by-one"),
@@ -218,6 +297,7 @@ POLICY_MUTANTS: dict[str, tuple[Any, str | None]] = {
 @pytest.mark.parametrize("name", list(POLICY_MUTANTS))
 def test_wrong_policies_get_fix(name: str) -> None:
     answer, kind = POLICY_MUTANTS[name]
+    _asked_calls[0] = 0
     for seed in SEEDS[:2] if kind == "timeout" else SEEDS:
         report = workshop.check("policy", answer, seed=seed, time_limit=0.3)
         assert not report.passed, f"{name} passed with seed {seed}:\n{report}"
@@ -238,6 +318,15 @@ def test_a_policy_that_pauses_everything_is_not_told_about_orders() -> None:
 # -- 04 · a budget ------------------------------------------------------------------------------------------------
 
 BUDGET_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "a turn cap that stops the runs at the same place": (anb.Budget(max_tool_calls=4, max_turns=4), "other-limit"),
+    "a token cap a long run hits": (anb.Budget(max_tool_calls=4, max_total_tokens=200_000), "too-tight"),
+    "an input token cap": (anb.Budget(max_tool_calls=4, max_input_tokens=150_000), "too-tight"),
+    "an output token cap": (anb.Budget(max_tool_calls=4, max_output_tokens=5_000), "too-tight"),
+    "a deadline the fast check never reaches": (anb.Budget(max_tool_calls=4, deadline_s=5), "other-limit"),
+    "a tool timeout": (anb.Budget(max_tool_calls=4, tool_timeout=0.5), "other-limit"),
+    "a cost cap beside the calls": (anb.Budget(max_tool_calls=4, max_cost=0.5, prices={"scripted": (1.0, 1.0)}),
+                                    "other-limit"),
+    "results cut at 1000 characters": (anb.Budget(max_tool_calls=4, max_result_chars=1000), "other-limit"),
     "max_tool_calls=1": (anb.Budget(max_tool_calls=1), "too-tight"),
     "max_tool_calls=3": (anb.Budget(max_tool_calls=3), "too-tight"),
     "max_tool_calls=5": (anb.Budget(max_tool_calls=5), "too-loose"),
@@ -280,6 +369,9 @@ def lookup_fn(order_id: str) -> dict[str, Any]:
     return dict(ORDERS[order_id])
 
 
+REFUNDED: dict[str, int] = {}  # order id -> cents refunded so far, by the right answer
+
+
 def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
     """Refund an order.
 
@@ -288,8 +380,12 @@ def refund_fn(order_id: str, amount_cents: int) -> dict[str, Any]:
         amount_cents: The amount, in cents.
     """
     paid = lookup_fn(order_id)["amount_cents"]
-    if amount_cents > paid:
-        raise ValueError(f"order {order_id} cost {paid} cents; {amount_cents} is more")
+    if amount_cents < 1:
+        raise ValueError(f"a refund is at least 1 cent, not {amount_cents}")
+    left = paid - REFUNDED.get(order_id, 0)
+    if amount_cents > left:
+        raise ValueError(f"order {order_id} cost {paid} cents and has {left} left to refund; {amount_cents} is more")
+    REFUNDED[order_id] = REFUNDED.get(order_id, 0) + amount_cents
     return {"refund_id": f"rf_{order_id}", "order_id": order_id, "amount_cents": amount_cents}
 
 
@@ -344,11 +440,60 @@ def _no_unknown(order_id: str, amount_cents: int) -> None:
         raise ValueError("too much")
 
 
+def _each_alone(order_id: str, amount_cents: int) -> None:
+    """The old rule: each refund alone within the price (no record of earlier refunds), at least a cent."""
+    if amount_cents < 1 or amount_cents > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+def _any_amount_within(order_id: str, amount_cents: int) -> None:
+    """Each refund alone within the price, zero and negative amounts let through."""
+    if amount_cents > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+_SPENT: dict[str, int] = {}
+
+
+def _counts_refused_too(order_id: str, amount_cents: int) -> None:
+    """Adds every refund asked for to the total, even one it then refuses."""
+    _SPENT[order_id] = _SPENT.get(order_id, 0) + amount_cents
+    if amount_cents < 1 or _SPENT[order_id] > ORDERS[order_id]["amount_cents"]:
+        raise ValueError("too much")
+
+
+_GIVEN: dict[str, int] = {}
+
+
+def _one_cent_slack(order_id: str, amount_cents: int) -> None:
+    """Tracks the total, but lets it pass the price by a cent."""
+    if amount_cents < 1 or _GIVEN.get(order_id, 0) + amount_cents > ORDERS[order_id]["amount_cents"] + 1:
+        raise ValueError("too much")
+    _GIVEN[order_id] = _GIVEN.get(order_id, 0) + amount_cents
+
+
+def _absolute(order_id: str, amount_cents: int) -> None:
+    """Refunds the size of a negative amount: -500 becomes 500."""
+    _each_alone(order_id, abs(amount_cents))
+
+
 def _slow_lookup(order_id: str) -> Any:
     time.sleep(30)
 
 
 CAPSTONE_MUTANTS: dict[str, tuple[dict[str, Any], str | None]] = {
+    "each refund alone within the price, no record of earlier ones": ({"tools": [lookup_order,
+                                                                                 _refund_with(_each_alone)]},
+                                                                      "refund-total"),
+    "zero and negative refunds let through": ({"tools": [lookup_order, _refund_with(_any_amount_within)]},
+                                              "refund-nonpositive"),
+    "a record that counts refused refunds too": ({"tools": [lookup_order, _refund_with(_counts_refused_too)]},
+                                                 "refund-off-by-one"),
+    "a record with a cent of slack": ({"tools": [lookup_order, _refund_with(_one_cent_slack)]}, "refund-total"),
+    "a policy that asks on a run's first call only": ({"policy": lambda c, s: c.name == "refund" and _amount(c) >= 5000
+                                                       and s.tool_calls == 0}, "once-per-run"),
+    "a negative amount refunded as its size": ({"tools": [lookup_order, _refund_with(_absolute)]},
+                                               "refund-nonpositive"),
     "a refund capped at a hard-coded amount": ({"tools": [lookup_order, _refund_with(_over(12900))]},
                                                "refund-unchecked"),
     "a refund capped at $50": ({"tools": [lookup_order, _refund_with(_over(5000))]}, None),
@@ -394,6 +539,45 @@ def test_wrong_agents_get_fix(name: str) -> None:
 # -- right answers pass, on many draws -----------------------------------------------------------------------------
 
 
+@anb.tool(name="refund", risk="write")
+def refund_in_the_order(order_id: str, amount_cents: Annotated[int, pydantic.Field(gt=0)]) -> dict[str, Any]:
+    """Refund part of an order, writing what was refunded into the order itself.
+
+    Args:
+        order_id: The order id.
+        amount_cents: The amount, in cents (at least 1).
+    """
+    order = ORDERS.get(order_id)
+    if order is None:
+        raise KeyError(f"no order {order_id}")
+    done = order.get("refunded_cents", 0)
+    if done + amount_cents > order["amount_cents"]:
+        raise ValueError(f"only {order['amount_cents'] - done} cents of order {order_id} are left to refund")
+    order["refunded_cents"] = done + amount_cents
+    return {"order_id": order_id, "amount_cents": amount_cents}
+
+
+BALANCE: dict[str, int] = {}
+
+
+@anb.tool(name="refund", risk="write")
+def refund_from_a_balance(order_id: str, amount_cents: int) -> dict[str, Any]:
+    """Refund part of an order from what is left of it.
+
+    Args:
+        order_id: The order id.
+        amount_cents: The amount, in cents.
+    """
+    if order_id not in ORDERS:
+        raise KeyError(f"no order {order_id}")
+    left = BALANCE.setdefault(order_id, ORDERS[order_id]["amount_cents"])
+    if not 0 < amount_cents <= left:
+        raise ValueError(f"a refund of order {order_id} is 1 to {left} cents")
+    BALANCE[order_id] = left - amount_cents
+    return {"order_id": order_id, "amount_cents": amount_cents}
+
+
+
 @anb.tool
 def regex_count(text: str) -> int:
     """Count the words in a text.
@@ -427,18 +611,49 @@ def stop_at(event: Any) -> bool:
     return event.type == "CallValidated" and getattr(event, "name", None) == "create_refund"
 
 
+def _scribbles(event: Any) -> bool:
+    """Right, though it writes into the events it is given (their arguments, their names)."""
+    if getattr(event, "arguments", None) is not None:
+        event.arguments.clear()
+    right = event.type == "CallValidated" and getattr(event, "name", None) == "create_refund"
+    if hasattr(event, "name"):
+        event.name = "scribbled"
+    return bool(right)
+
+
 RIGHT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("stop_at", (_scribbles,), {}),
     ("tool", (word_count,), {}),
+    ("tool", (documented(lambda t: sum(1 for _ in t.split(None)), "Word count of a text, split on whitespace.\n\n"
+                         "Args:\n    text: Any text; runs of spaces, tabs and newlines separate its words.\n"),), {}),
+    ("tool", (documented(lambda t: len(re.split(r"\s+", t.strip())) if t.strip() else 0,
+                         "How many words a text has.\n\nArgs:\n    text: The text whose words are counted.\n"),), {}),
     ("tool", (regex_count,), {}),
     ("tool", (async_count,), {}),
     ("stop_at", (stop_at,), {}),
+    ("stop_at", (lambda e: True if _validated_refund(e) else None,), {}),
+    ("stop_at", (lambda e: (e.type, getattr(e, "name", "")) == ("CallValidated", "create_refund"),), {}),
     ("policy", (needs_approval,), {}),
+    ("policy", (lambda c, s: {"get_order": False}.get(c.name, _amount(c) > 4999),), {}),
     ("policy", (lambda c, s: c.name == "create_refund" and not c.arguments["amount_cents"] < 5000,), {}),
     ("budget", (anb.Budget(max_tool_calls=4),), {}),
     ("budget", (anb.Budget(max_tool_calls=4, on_exhausted="finalize", max_turns=30),), {}),
+    # limits that cannot matter once 4 calls are the most a run makes: right in other words
+    ("budget", (anb.Budget(max_tool_calls=4, max_turns=5, max_parallel=1, max_repeats=2),), {}),
+    ("budget", (anb.Budget(max_tool_calls=4, max_total_tokens=10_000_000),), {}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": BUDGET}),
     ("capstone", (), {"tools": [lookup_order, refund], "policy": policy, "budget": anb.Budget(max_tool_calls=4)}),
+    ("capstone", (), {"tools": [lookup_order, refund_in_the_order], "policy": policy, "budget": BUDGET}),
+    ("capstone", (), {"tools": [lookup_order, refund_from_a_balance], "policy": policy, "budget": BUDGET}),
 ]
+
+
+@pytest.mark.parametrize("exercise", ["tool", "stop_at", "policy", "budget", "capstone"])
+def test_a_passing_report_reads_the_same_on_every_draw(exercise: str) -> None:
+    """The solutions notebook compares the passing reports as text, so nothing random may show in them."""
+    _, args, kwargs = next(r for r in RIGHT if r[0] == exercise)
+    texts = {str(workshop.check(exercise, *args, seed=s, **kwargs)) for s in SEEDS[:3]}
+    assert len(texts) == 1, texts
 
 
 @pytest.mark.parametrize(("exercise", "args", "kwargs"), RIGHT)
@@ -455,7 +670,7 @@ from tests.test_workshop_wire import read_stream  # noqa: E402 - the right answe
 
 def _reader(*, key: str = "index", first_fragment: bool = True, keep_id: bool = True, one: bool = False,
             per_delta: bool = False, last_call: bool = False, first_choice: bool = False, none_safe: bool = True,
-            parse: bool = False, order: str = "index",
+            parse: bool = False, order: str = "index", first_entry: bool = False,
             may: Callable[[str | None, dict[int, Any], bool], Any] | None = None) -> Callable[[list[Any]], Any]:
     """A reader with one mistake switched on (the defaults make the right answer)."""
 
@@ -466,7 +681,8 @@ def _reader(*, key: str = "index", first_fragment: bool = True, keep_id: bool = 
             for choice in chunk["choices"][:1] if not first_choice else [chunk["choices"][0]]:
                 delta = choice.get("delta") or {}
                 refused = refused or bool(delta.get("refusal"))
-                for d in (delta.get("tool_calls") or []) if none_safe else delta.get("tool_calls", []):
+                entries = (delta.get("tool_calls") or []) if none_safe else delta.get("tool_calls", [])
+                for d in entries[:1] if first_entry else entries:
                     fn = d.get("function") or {}
                     if one:
                         k: Any = 0
@@ -522,6 +738,13 @@ def _endless_reader(chunks: list[Any]) -> Any:
 
 
 WIRE_MUTANTS: dict[str, tuple[Any, str | None]] = {
+    "reads only tool_calls[0] of a delta": (_reader(first_entry=True), "every-entry"),
+    "may_run = finish is 'tool_calls' or 'stop', refusals ignored": (
+        _reader(may=lambda f, cs, r: f in ("tool_calls", "stop") and bool(cs)), "refused-calls"),
+    "may_run = finish is not 'length' (content_filter runs)": (
+        _reader(may=lambda f, cs, r: f not in ("length", None) and not r and bool(cs)), "content-filter"),
+    "may_run = not refused and finished (content_filter runs)": (
+        _reader(may=lambda f, cs, r: f is not None and f != "length" and not r and bool(cs)), "content-filter"),
     "merges by id": (_reader(key="id"), "by-id"),
     "adds each fragment to the last call": (_reader(last_call=True), "by-index"),
     "one call for everything": (_reader(one=True), "one-call"),

@@ -92,7 +92,7 @@ def test_the_solution_reads_a_real_stream_from_the_emulator() -> None:
 def test_the_right_answer_passes_with_a_line_per_property() -> None:
     report = workshop.check("wire", read_stream, seed=7)
     assert report.passed, str(report)
-    assert len(report.lines) == 10
+    assert len(report.lines) == 13
     assert all(line.detail.endswith(("stream", "streams")) for line in report.lines)
 
 
@@ -100,4 +100,4 @@ def test_a_starter_that_returns_nothing_is_told_the_shape() -> None:
     report = workshop.check("wire", lambda chunks: ([], False), seed=3)
     assert not report.passed and report.kinds[0] == "lost"
     report = workshop.check("wire", lambda chunks: None, seed=3)
-    assert report.kinds == ["shape"] and len(report.failures) == 10
+    assert report.kinds == ["shape"] and len(report.failures) == 13

@@ -75,8 +75,9 @@ def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float 
     """Run an exercise's scenarios against what the student wrote; returns a :class:`Report` (shown as text).
 
     Every check draws fresh random inputs (boundaries included) and runs the student's code with a time limit
-    per call, so neither a table of answers nor an endless loop gets through. A mistake seen again on a later
-    check of the same exercise gets a more explicit hint.
+    per call (the calls of one check share five limits), handing it copies of what it reads, so neither a table
+    of answers, an endless loop nor a write into what it was given gets through or breaks the check. A mistake
+    seen again on a later check of the same exercise gets a more explicit hint.
 
     Args:
         exercise: the exercise name (see :func:`exercises`): ``"tool"``, ``"stop_at"``, ``"policy"``,
@@ -84,7 +85,7 @@ def check(exercise: str, *args: Any, seed: int | None = None, time_limit: float 
             ``"cost"``.
         *args: what the exercise asks for, e.g. ``check("tool", word_count)``.
         seed: draw the same random inputs as an earlier check (its report names its seed when something failed).
-        time_limit: seconds one call of the student's code may take.
+        time_limit: seconds one call of the student's code may take (all the calls of the check: five times it).
         **kwargs: the same by name, e.g. ``check("capstone", tools=[lookup_order, refund], policy=policy,
             budget=budget)``.
 

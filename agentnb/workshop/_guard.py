@@ -24,9 +24,11 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
 import ctypes
 import inspect
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -99,19 +101,46 @@ class Leash:
         False
     """
 
-    def __init__(self, limit: float = LIMIT_S) -> None:
+    def __init__(self, limit: float = LIMIT_S, total: float | None = None) -> None:
         self.limit = limit
+        self.total = 5 * limit if total is None else total
+        """Seconds all the calls of one check may take together: a slow answer (0.3 s a call, each within the
+        limit) cannot make a check of a hundred calls take half a minute."""
+        self.spent = 0.0
         self.timed_out = False
 
     def call(self, fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        """Call ``fn`` like :func:`call_limited`; once a call timed out, raise :class:`CheckTimeout` at once."""
+        """Call ``fn`` like :func:`call_limited`; once a call timed out, raise :class:`CheckTimeout` at once.
+
+        A call gets the smaller of the limit and what is left of ``total``.
+        """
         if self.timed_out:
             raise CheckTimeout(f"not run: an earlier call did not finish within {self.limit:g} s")
-        try:
-            return call_limited(fn, args, kwargs, limit=self.limit)
-        except CheckTimeout:
+        left = self.total - self.spent
+        if left <= 0:
             self.timed_out = True
+            raise CheckTimeout(f"not run: the check's time ran out ({self.total:g} s for all its calls)")
+        took: list[float] = []
+
+        def timed(*a: Any, **k: Any) -> Any:  # the student's time alone, not the thread's start on a busy machine
+            started = time.perf_counter()
+            try:
+                out = fn(*a, **k)
+                return asyncio.run(out) if inspect.iscoroutine(out) else out
+            finally:
+                took.append(time.perf_counter() - started)
+
+        budget = min(self.limit, left)
+        try:
+            return call_limited(timed, args, kwargs, limit=budget)
+        except CheckTimeout as exc:
+            self.timed_out = True
+            took[:] = [budget]
+            if left < self.limit:
+                raise CheckTimeout(f"ran out of the check's time: {self.total:g} s for all its calls") from exc
             raise
+        finally:
+            self.spent += sum(took)
 
     def tool(self, tool: Tool) -> Tool:
         """The same tool (name, schema, risk, approval, client), with every call of its function on this leash.
@@ -125,11 +154,15 @@ class Leash:
 
         return replace(tool, fn=run, is_async=False)
 
-    def wrap(self, fn: Callable[..., Any], seen: list[tuple[tuple[Any, ...], Any]] | None = None) -> Callable[..., Any]:
-        """``fn`` on this leash; with ``seen``, every call's arguments and raw return value are appended to it."""
+    def wrap(self, fn: Callable[..., Any], seen: list[tuple[tuple[Any, ...], Any]] | None = None, *,
+             copies: bool = False) -> Callable[..., Any]:
+        """``fn`` on this leash; with ``seen``, every call's arguments and raw return value are appended to it.
+
+        With ``copies``, ``fn`` gets deep copies of its arguments: what it changes in them is its own.
+        """
 
         def run(*args: Any) -> Any:
-            out = self.call(fn, args)
+            out = self.call(fn, copy.deepcopy(args) if copies else args)
             if seen is not None:
                 seen.append((args, out))
             return out

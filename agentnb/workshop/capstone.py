@@ -4,8 +4,13 @@ Theory of operation. The student's tools read :data:`SHOP_ORDERS`. For the time 
 with random ids, prices and statuses are added to that very dict (and removed afterwards), so a tool that
 answers from a table written by hand, or refuses refunds above a hard-coded amount, fails on orders it has
 never seen. Each property is tried at its boundaries: a refund just under, at and just over what the order
-cost, and far beyond it; just under, at and just over the approval limit, and far beyond it. Calls that wait
-for a person are approved by the check, so the refund tool's own rule is tried for big amounts too. The budget
+cost, and far beyond it; zero and negative amounts; the same order refunded in parts until its refunds would add
+up to more than it cost; just under, at and just over the approval limit, and far beyond it. Each group of
+refunds has fresh orders of its own, and the check keeps its own record of each price and of what it saw
+refunded (the tools get copies of the orders), so one mistake cannot spill into the next line and a tool that
+writes into the shop changes nothing the check judges by. Order ids are never drawn twice in a kernel, so a
+tool's record of earlier refunds never meets an order of an earlier check. Calls that wait for a person are
+approved by the check, so the refund tool's own rule is tried for big amounts too. The budget
 is tried on its own (with a policy that asks nobody): endless customers must be stopped with an answer, and a
 customer who needs a lookup, another lookup and a refund must be served.
 """
@@ -18,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..engine.guards import Budget
-from ..events import ApprovalRequested
+from ..events import ApprovalRequested, CallRejected
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
@@ -42,6 +47,7 @@ from ._common import shown as _shown
 from ._guard import Leash
 from ._report import Report
 from .exercises import SCENARIO_BUDGET, budget_runs, money, takes
+from .policy_budget import one_run
 
 __all__ = ["SHOP_ORDERS", "check_capstone"]
 
@@ -61,23 +67,54 @@ _STALE: Hints = ("the check adds fresh orders to anb.workshop.SHOP_ORDERS while 
                  "copy, or a table of answers written by hand, cannot know an order added later")
 
 
-@contextlib.contextmanager
-def _fresh_orders(rng: random.Random, limit: int) -> Iterator[dict[str, dict[str, Any]]]:
-    """Add fresh random orders to the shop for the time of a check: two cheap (under the limit), one dear."""
-    fresh: dict[str, dict[str, Any]] = {}
-    prices = [rng.randint(600, limit - 700), rng.randint(600, limit - 700), rng.randint(limit + 1000, 60 * limit)]
-    for price in prices:
+_DRAWN: set[str] = set()
+"""Every order id a check of this kernel drew: none is drawn twice, so a refund tool's record of what it refunded
+(a dict by order id) never meets an order of an earlier check."""
+
+
+class _Shop:
+    """The fresh orders of one check: added to :data:`SHOP_ORDERS` as copies, their prices kept by the check.
+
+    The student's tools may change what they read (a refund may write down what it refunded): the check judges
+    by its own record of each price and of what it saw refunded, never by the dict the tools share.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.price: dict[str, int] = {}
+        """What each fresh order cost, as the check drew it."""
+        self.left: dict[str, int] = {}
+        """What is left to refund of each fresh order: its price less the refunds the check saw done."""
+
+    def add(self, price: int) -> str:
+        """A new order of ``price`` cents, in the shop until the check ends; returns its id."""
+        rng = self.rng
         while True:
-            oid = f"{rng.choice('KMNPRSTVW')}{rng.randint(100, 999)}"
-            if oid not in SHOP_ORDERS and oid not in fresh:
+            oid = f"{rng.choice('KMNPRSTVW')}{rng.randint(100, 9999)}"
+            if oid not in SHOP_ORDERS and oid not in _DRAWN:
                 break
-        fresh[oid] = {"order_id": oid, "item": f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)}",
-                      "amount_cents": price, "status": rng.choice(("shipped", "delivered", "processing", "returned"))}
-    SHOP_ORDERS.update(fresh)
+        _DRAWN.add(oid)
+        order = {"order_id": oid, "item": f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)}",
+                 "amount_cents": price, "status": rng.choice(("shipped", "delivered", "processing", "returned"))}
+        SHOP_ORDERS[oid] = dict(order)
+        self.price[oid] = self.left[oid] = price
+        return oid
+
+    def expect(self, oid: str, amount: int) -> str:
+        """``ok`` when a refund of ``amount`` must be done (1 cent up to what is left), else ``error``."""
+        return "ok" if oid in self.left and 1 <= amount <= self.left[oid] else "error"
+
+
+@contextlib.contextmanager
+def _fresh_orders(rng: random.Random, limit: int) -> Iterator[tuple[_Shop, list[str]]]:
+    """A shop for the time of a check, with three fresh orders to look up: two cheap (under the limit), one dear."""
+    shop = _Shop(rng)
     try:
-        yield fresh
+        ids = [shop.add(rng.randint(600, limit - 700)) for _ in range(2)]
+        ids.append(shop.add(rng.randint(limit + 1000, 60 * limit)))
+        yield shop, ids
     finally:
-        for oid in fresh:
+        for oid in shop.price:
             SHOP_ORDERS.pop(oid, None)
 
 
@@ -112,10 +149,14 @@ def check_capstone(report: Report, tools: Any = None, policy: Any = None, budget
                     override_tool_approval=True, budget=SCENARIO_BUDGET,
                     system="You are the support agent of a small shop.")
 
-    with _fresh_orders(rng, limit_cents) as fresh:
-        if _lookups(report, loop, fresh, rng, named):
-            _refunds(report, loop, fresh, rng, named, limit_cents)
-        _capstone_budget(report, budget, fresh, rng, lookup, refund, calls_allowed)
+    with _fresh_orders(rng, limit_cents) as (shop, looked_up):
+        if _lookups(report, loop, shop, looked_up, rng, named):
+            _refunds(report, loop, shop, rng, named, limit_cents)
+            if report.passed:  # each refund alone is right: now several in one run, as a real customer asks
+                one_run(report, leash.wrap(policy), leash, limit_cents,
+                        lambda: shop.add(rng.randint(100 * limit_cents, 200 * limit_cents)), rng, [lookup, refund],
+                        "lookup_order", "refund", {"budget": SCENARIO_BUDGET})
+        _capstone_budget(report, budget, shop, rng, lookup, refund, calls_allowed)
 
 
 def _capstone_tools(report: Report, tools: Any) -> list[Tool] | None:
@@ -156,10 +197,11 @@ def _capstone_tools(report: Report, tools: Any) -> list[Tool] | None:
     return [look, ref]
 
 
-def _lookups(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: random.Random,
+def _lookups(report: Report, loop: Any, shop: _Shop, looked_up: list[str], rng: random.Random,
              tools: Sequence[Tool]) -> bool:
     """Every order of the shop, the fresh ones too, is looked up whole; an unknown one is an error naming it."""
-    ids = [*fresh, rng.choice(["A100", "B200", "C300"])]
+    fresh = shop.price
+    ids = [*looked_up, rng.choice(["A100", "B200", "C300"])]
     rng.shuffle(ids)
     what = "looking up orders (fresh ones too)"
     for oid in ids:
@@ -228,26 +270,30 @@ def _approve_all(run: Run) -> tuple[Run, bool]:
     return run, waited
 
 
-def _refunds(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: random.Random,
-             tools: Sequence[Tool], lim: int) -> None:
-    cheap, cheap2, dear = fresh
-    pc, pc2, pd = (fresh[o]["amount_cents"] for o in (cheap, cheap2, dear))
+def _refunds(report: Report, loop: Any, shop: _Shop, rng: random.Random, tools: Sequence[Tool], lim: int) -> None:
+    """Refunds in groups, one property each, every group on orders of its own (one mistake cannot spill over)."""
+    c1, c2, c3, c4, c5 = (shop.add(rng.randint(600, lim - 700)) for _ in range(5))
+    d1, d2, d3 = (shop.add(rng.randint(3 * lim, 60 * lim)) for _ in range(3))
+    p = shop.price
+    parts = [rng.randint(p[c5] // 4, p[c5] // 3), rng.randint(p[c5] // 4, p[c5] // 3)]
+    rest = p[c5] - sum(parts)
     unknown = _unknown_id(rng)
-    groups: list[tuple[str, list[tuple[str, int, str]]]] = [
-        ("a small refund goes through, and is done", [(cheap, rng.randint(1, pc - 1), "ok"),
-                                                       (dear, rng.randint(1, lim - 2), "ok")]),
-        ("refunding exactly what was paid is done", [(cheap2, pc2, "ok")]),
-        ("a refund just over what was paid is refused", [(cheap, pc + 1, "error")]),
-        ("refunds far beyond what was paid are refused", [(cheap2, pc2 * rng.randint(100, 10_000), "error"),
-                                                          (dear, pd + 1, "error")]),
-        (f"the approval limit: {money(lim - 1)} goes through", [(dear, lim - 1, "ok")]),
-        (f"the approval limit: {money(lim)} and {money(lim + 1)} wait", [(dear, lim, "ok"), (dear, lim + 1, "ok")]),
-        ("refunding an order that does not exist is refused", [(unknown, rng.randint(1, lim - 1), "error")]),
+    groups: list[tuple[str, list[tuple[str, int]]]] = [
+        ("a small refund goes through, and is done", [(c1, rng.randint(1, p[c1] - 1)), (d1, rng.randint(1, lim - 2))]),
+        ("refunding exactly what was paid is done", [(c2, p[c2])]),
+        ("a refund just over what was paid is refused", [(c3, p[c3] + 1)]),
+        ("refunds far beyond what was paid are refused", [(c3, p[c3] * rng.randint(100, 10_000)), (d1, p[d1] + 1)]),
+        ("a refund of zero or fewer cents is refused", [(c4, 0), (c4, -rng.randint(1, p[c4]))]),
+        ("refunds of one order add up to at most what it cost",
+         [(c5, parts[0]), (c5, parts[1]), (c5, rest + rng.randint(1, parts[0])), (c5, rest), (c5, 1)]),
+        (f"the approval limit: {money(lim - 1)} goes through", [(d2, lim - 1)]),
+        (f"the approval limit: {money(lim)} and {money(lim + 1)} wait", [(d3, lim), (d3, lim + 1)]),
+        ("refunding an order that does not exist is refused", [(unknown, rng.randint(1, lim - 1))]),
     ]
     for what, cases in groups:
         problem = None
-        for oid, amount, expected in cases:
-            problem = _one_refund(loop, tools, oid, amount, expected, lim, oid in fresh)
+        for oid, amount in cases:
+            problem = _one_refund(loop, tools, shop, oid, amount, lim)
             if problem is not None:
                 break
         if problem is None:
@@ -257,17 +303,31 @@ def _refunds(report: Report, loop: Any, fresh: dict[str, dict[str, Any]], rng: r
             report.fix(what, detail, hints, kind=kind)
 
 
-def _one_refund(loop: Any, tools: Sequence[Tool], oid: str, amount: int, expected: str, lim: int,
-                fresh: bool) -> tuple[str, Hints, str] | None:
+def _refund_outcome(run: Run) -> tuple[str, str, str] | None:
+    """``(status, content, error type)`` of the run's refund call: its result, or its rejection by the schema."""
+    ev = finished(run, "refund")
+    if ev:
+        return ev[0].status, ev[0].content, ev[0].error_type or ""
+    rejected = [e for e in run.events if isinstance(e, CallRejected) and e.name == "refund" and e.reason == "schema"]
+    if rejected:  # a bound in the schema (pydantic.Field(gt=0)) refuses the call before it runs: a refusal too
+        return "error", rejected[0].message, "schema"
+    return None
+
+
+def _one_refund(loop: Any, tools: Sequence[Tool], shop: _Shop, oid: str, amount: int,
+                lim: int) -> tuple[str, Hints, str] | None:
     """One refund through the agent; None when it behaved, else (what happened, hints, kind)."""
     call = f"refund({oid!r}, {amount})"
+    expected = shop.expect(oid, amount)
+    fresh = oid in shop.price
     run = loop([calls("refund", {"order_id": oid, "amount_cents": amount}), reply]).start("Refund please").run()
     crash = policy_crash(run)
     if crash is not None:
         detail, hints, kind = no_result(run, tools)
         return f"{call}: {detail}", hints, kind
     run, waited = _approve_all(run)
-    if amount >= lim and not waited and SHOP_ORDERS.get(oid) is not None:
+    outcome = _refund_outcome(run)
+    if amount >= lim and not waited and fresh and (outcome is None or outcome[2] != "schema"):
         return (f"{call} went through without a person",
                 (f"refunds of {money(lim)} or more must wait: where does your policy's rule start, and does it end?",
                  f"the policy must say yes for {lim}, {lim + 1} and any bigger amount; read call.arguments of the "
@@ -277,40 +337,63 @@ def _one_refund(loop: Any, tools: Sequence[Tool], oid: str, amount: int, expecte
                 (f"a refund under {money(lim)} needs no person: which calls does your policy stop?",
                  f"{lim - 1} cents must go through; only refunds of {lim} cents or more wait, and lookups never"),
                 "policy-pauses")
-    ev = finished(run, "refund")
-    if not ev:
+    if outcome is None:
         detail, hints, kind = no_result(run, tools)
         return f"{call} got no result: {detail}", hints, kind
-    e = ev[0]
-    if e.status == expected:
+    status, content, error_type = outcome
+    if status == expected:
+        if status == "ok":
+            shop.left[oid] -= amount
         return None
-    if e.error_type == "CheckTimeout":
-        return f"{call}: {e.error_message}", TIMEOUT_HINTS, "timeout"
-    paid = SHOP_ORDERS[oid]["amount_cents"] if oid in SHOP_ORDERS else None
+    if error_type == "CheckTimeout":
+        return f"{call}: {content}", TIMEOUT_HINTS, "timeout"
+    return _refund_mistake(call, shop, oid, amount, expected, status, content)
+
+
+def _refund_mistake(call: str, shop: _Shop, oid: str, amount: int, expected: str, status: str,
+                    content: str) -> tuple[str, Hints, str]:
+    """Why a refund's outcome is not the one expected (the check's own record of the order says which)."""
+    paid, left = shop.price.get(oid), shop.left.get(oid)
+    if status == "ok":
+        shop.left[oid] = (left or 0) - amount  # it was done: the student's tool counts it, so the check does too
     if expected == "error" and paid is None:
         return (f"{call} was done, but there is no order {oid}",
                 ("a refund of an order that does not exist must fail: does your refund look the order up?",
                  "raise an error naming the order when it is not in the shop"), "refund-unknown")
+    assert paid is not None and left is not None
+    if expected == "error" and amount < 1:
+        return (f"{call} was done: a refund of {amount} cents",
+                ("a refund of 0 cents moves no money, and one of fewer takes money from the customer: what should "
+                 "your tool do with it?", "raise an error when amount_cents is less than 1 (or bound the parameter "
+                 "in its schema: pydantic.Field(gt=0))"), "refund-nonpositive")
+    if expected == "error" and left < paid:
+        return (f"{call} was done, but order {oid} cost {money(paid)} and {money(paid - left)} of it was refunded "
+                f"already: {money(left)} was left", ("this order was refunded before: how much of it is left to "
+                                                     "refund?", "keep what each order has been refunded (a dict by "
+                                                     "order id, added to when a refund is done) and refuse a refund "
+                                                     "bigger than the price less that"), "refund-total")
     if expected == "error":
-        return (f"{call} was done, but order {oid} cost {money(paid or 0)}",
+        return (f"{call} was done, but order {oid} cost {money(paid)}",
                 ("compare the amount with what this very order cost",
                  "read the order's amount_cents from the shop when refund is called, and raise an error when the "
                  "refund is more; a fixed amount cannot fit every order"), "refund-unchecked")
-    if e.status == "error" and paid is not None and amount == paid:
-        return (f"{call} was refused, but the customer paid exactly {money(paid)}",
-                ("refunding exactly what the customer paid is allowed", "a refund is refused only when it is *more* "
-                 "than the order's amount_cents"), "refund-off-by-one")
-    if e.status == "error" and fresh:
-        return f"{call} failed: {short(e.content, 80)}", _STALE, "stale"
-    return (f"{call} failed: {short(e.content, 80)}",
-            ("the model gets this error as the result; make the refund work for this order",
-             "try refund.fn(order_id, amount) in a cell with these values"), "crash")
+    if amount == left:
+        said = f"the customer paid exactly {money(paid)}" if left == paid else \
+            f"{money(left)} of the {money(paid)} paid was left to refund"
+        return (f"{call} was refused, but {said}",
+                ("refunding all that is left is allowed", "a refund is refused only when it is *more* than what is "
+                 "left of the order's amount_cents"), "refund-off-by-one")
+    if left < paid:
+        return (f"{call} was refused: {short(content, 80)}; {money(left)} of the {money(paid)} paid was left",
+                ("this order was refunded before: what is left of it?", "what is left is the price less the refunds "
+                 "done; refuse only what is more than that"), "refund-total")
+    return f"{call} failed: {short(content, 80)}", _STALE, "stale"
 
 
-def _capstone_budget(report: Report, budget: Budget, fresh: dict[str, dict[str, Any]], rng: random.Random,
+def _capstone_budget(report: Report, budget: Budget, shop: _Shop, rng: random.Random,
                      lookup: Tool, refund: Tool, n: int) -> None:
+    cheap = shop.add(rng.randint(600, 4000))  # an order of its own: nothing refunded yet
     ids = [*SHOP_ORDERS]
-    cheap = next(iter(fresh))
 
     def endless(per: int, scale: int) -> ScriptStep:
         def step(messages: Sequence[Message]) -> dict[str, Any]:
@@ -327,7 +410,7 @@ def _capstone_budget(report: Report, budget: Budget, fresh: dict[str, dict[str, 
         first = [{"order_id": cheap}, {"order_id": other}]
         turns: list[ScriptStep] = ([{**calls("lookup_order", *first), "usage": usage}] if rng.random() < 0.5 else
                                    [{**calls("lookup_order", a), "usage": usage} for a in first])
-        amount = rng.randint(1, fresh[cheap]["amount_cents"])
+        amount = rng.randint(1, shop.price[cheap])
         turns.append({**calls("refund", {"order_id": cheap, "amount_cents": amount}), "usage": usage})
         turns.append({"text": answer, "usage": usage})
         return turns

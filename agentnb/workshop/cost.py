@@ -40,7 +40,7 @@ from ..tools import tool
 from ._common import Hints, calls, safe_run
 from ._guard import Leash
 from ._report import Report
-from .policy_budget import is_budget
+from .policy_budget import is_budget, no_clock_or_money
 
 __all__ = ["COST_ANSWER", "COST_LIMIT", "COST_MODEL", "COST_PRICES", "COST_PROVIDER", "check_cost"]
 
@@ -107,6 +107,30 @@ def _writing(rng: random.Random) -> tuple[int, int]:
     return out // 4 + rng.randint(0, 50), out
 
 
+def _hair(rng: random.Random, above: bool) -> list[tuple[int, int]]:
+    """Turns whose running cost comes within a hair (0.05 to 0.4 %) of the limit after turn 3 to 6.
+
+    Just under it (``above=False``: the next turn reaches it) or just over it: a limit a few per cent off stops
+    a turn apart.
+    """
+    k = rng.randint(3, 6)
+    usages = [(rng.randint(3_000, 7_000), rng.randint(50, 300)) for _ in range(k - 1)]
+    share = rng.uniform(0.0005, 0.004)
+    target = COST_LIMIT * (1 + share if above else 1 - share)
+    out = rng.randint(50, 300)
+    rest = target - sum(dollars(u) for u in usages) - dollars((0, out))
+    usages.append((round(rest / COST_PRICES[0] * 1e6), out))
+    return usages + [_reading(rng) for _ in range(40)]
+
+
+def _short_pages(rng: random.Random) -> list[tuple[int, int]]:
+    """Many cheap turns: the limit is reached after 17 to 22 of them (within the default of 25 turns)."""
+    m = rng.randint(17, 22)
+    out = rng.randint(20, 60)
+    tin = round((COST_LIMIT / m - dollars((0, out))) / COST_PRICES[0] * 1e6)
+    return [(round(tin * rng.uniform(0.97, 1.03)), out) for _ in range(40)]
+
+
 def _endless(usages: list[tuple[int, int]]) -> ScriptStep:
     """A model that reads page after page with the given usage per turn, and answers only when made to."""
 
@@ -120,6 +144,21 @@ def _endless(usages: list[tuple[int, int]]) -> ScriptStep:
         return {**calls("search", {"page": done + 1}), "usage": usage}
 
     return step
+
+
+def _untied(usages: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The turns, with any running cost that lands within 0.03 % of the limit moved clear of it (30 tokens).
+
+    A tie within rounding would make the expected turn a matter of float error; the hair scenarios stay 0.05 %
+    or more away on purpose.
+    """
+    out, spent = [], 0.0
+    for tin, tout in usages:
+        if abs(spent + dollars((tin, tout)) - COST_LIMIT) < COST_LIMIT * 3e-4:
+            tin += round(COST_LIMIT * 6e-4 / COST_PRICES[0] * 1e6)
+        spent += dollars((tin, tout))
+        out.append((tin, tout))
+    return out
 
 
 def _first_over(usages: list[tuple[int, int]], limit: float) -> int:
@@ -150,8 +189,12 @@ def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash:
     scenarios = [
         ("a model that reads long pages and never stops", [_reading(rng) for _ in range(40)]),
         ("a model that writes a lot and never stops", [_writing(rng) for _ in range(40)]),
+        (f"a run a hair under ${COST_LIMIT:.2f} goes on; the next turn reaches it", _hair(rng, above=False)),
+        (f"a run a hair over ${COST_LIMIT:.2f} stops there", _hair(rng, above=True)),
+        ("a model that reads many short pages (about 20 turns)", _short_pages(rng)),
     ]
-    for what, usages in scenarios:
+    for what, drawn in scenarios:
+        usages = _untied(drawn)
         model = _model([_endless(usages)] * 45)
         run = safe_run(report, what, Loop(model=model, tools=[_search], budget=_counted(budget)), "Find everything")
         if run is None:
@@ -163,6 +206,7 @@ def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash:
             continue
         _fix(report, what, budget, run, trip, turns, expected, usages)
     _cheap_task(report, budget, rng)
+    no_clock_or_money(report, budget, "dollars")
 
 
 def _cheap_task(report: Report, budget: Budget, rng: random.Random) -> None:

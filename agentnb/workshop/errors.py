@@ -10,8 +10,9 @@ guess again.
 The check calls the student's ``find_table(party, day)`` through a real loop, one call per case, with values
 drawn fresh every check: right ones (parties of 1 and 8 and in between, day names in any letter case) must get
 an ``ok`` result that names the party and the day; wrong ones (0 and below, 9 and above, far beyond; days that
-are not days) must get an error result -- raised or rejected, never returned -- whose message names the allowed
-range or the allowed days.
+are not days: the empty text, pieces of a day's name, a day with more around it, words ending in *-day*) must
+get an error result -- raised or rejected, never returned, never an ``AssertionError``, which ``python -O``
+removes -- whose message names the allowed range (in figures or in words) or the allowed days.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ __all__ = ["DAYS", "MAX_PARTY", "check_errors"]
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MAX_PARTY = 8
 _NOT_DAYS = ("Funday", "tomorrow", "2026-12-05", "weekend", "Mon-day", "Someday", "noon", "Fri day", "Caturday")
+_ENDS_IN_DAY = ("today", "yesterday", "holiday", "birthday", "Funday", "Someday", "Caturday", "day")
+"""Not days, though they end like one: a test by suffix lets them through."""
+_PIECES = ("mon", "tue", "wed", "fri", "nesday", "urs", "sat", "s", "y")
+"""Pieces of a day's name: a test by prefix or substring lets them through."""
+_STARTS = ("mondays", "monday morning", "sunday!", "fridayy", "tuesday, please", "mondaytuesday")
+"""A day with more after it: a test that the text *starts* with a day lets them through."""
+_HOLDS = ("every friday", "next monday", "on sunday", "this saturday", "the wednesday after")
+"""A day inside a longer text: a test that a day is *in* the text lets them through."""
+
+
+def _not_days(rng: random.Random) -> list[str]:
+    """Texts that are no day of the week: the empty text, a piece of one, one with more, a word ending in -day."""
+    return ["", rng.choice(_PIECES), rng.choice(_STARTS), rng.choice(_HOLDS), rng.choice(_ENDS_IN_DAY),
+            rng.choice(_NOT_DAYS)]
 
 
 def _day(rng: random.Random) -> str:
@@ -41,17 +56,18 @@ def _day(rng: random.Random) -> str:
     return rng.choice((d, d.capitalize(), d.upper(), "".join(c.upper() if rng.random() < 0.5 else c for c in d)))
 
 
-Outcome = tuple[str, str, str]
-"""``(status, what the model sees, the message alone)``: status ``ok``, ``error``, ``rejected`` or ``none``."""
+Outcome = tuple[str, str, str, str]
+"""``(status, what the model sees, the message alone, the error's type)``: status ``ok``, ``error``, ``rejected``
+or ``none``."""
 
 
 def _outcome(run: Run) -> Outcome:
     for e in run.events:
         if isinstance(e, CallRejected):
-            return "rejected", e.message, e.message
+            return "rejected", e.message, e.message, "schema"
         if isinstance(e, ToolFinished):
-            return e.status, e.content, e.error_message or e.content
-    return "none", "", ""
+            return e.status, e.content, e.error_message or e.content, e.error_type or ""
+    return "none", "", "", ""
 
 
 def check_errors(report: Report, find_table: Any = None, *, rng: random.Random, leash: Leash) -> None:
@@ -76,7 +92,7 @@ def check_errors(report: Report, find_table: Any = None, *, rng: random.Random, 
         ("small", "a party under 1 gets an error that says the limit",
          [{"party": 0, "day": _day(rng)}, {"party": -rng.randint(1, 50), "day": _day(rng)}], False),
         ("day", "a day that is not a day gets an error that names the days",
-         [{"party": rng.randint(1, MAX_PARTY), "day": d} for d in rng.sample(_NOT_DAYS, 2)], False),
+         [{"party": rng.randint(1, MAX_PARTY), "day": d} for d in _not_days(rng)], False),
     ]
     tool = leash.tool(t)
     for key, what, args_list, fine in cases:
@@ -136,7 +152,7 @@ def _shape(report: Report, t: Tool) -> bool:
 def _judge(key: str, t: Tool, run: Run, args: dict[str, Any], fine: bool,
            leash: Leash) -> tuple[str, Hints, str] | None:
     call = f"{t.name}(party={args['party']!r}, day={args['day']!r})"
-    status, content, message = _outcome(run)
+    status, content, message, error_type = _outcome(run)
     if status == "none":
         detail, hints, kind = no_result(run, [t])
         return f"{call} got no result: {detail}", hints, kind
@@ -163,7 +179,12 @@ def _judge(key: str, t: Tool, run: Run, args: dict[str, Any], fine: bool,
                 _accepts_hints(key), {"big": "accepts-big", "small": "accepts-small", "day": "accepts-day"}[key])
     if status not in ("error", "rejected"):
         return f"{call} ended {status}: {short(content, 80)}", TIMEOUT_HINTS, status
-    needs = {"big": [rf"\b{MAX_PARTY}\b"], "small": [r"\b1\b"], "day": list(DAYS)}[key]
+    if error_type == "AssertionError":
+        return (f"{call} is an error, but an AssertionError: {short(message, 60)!r}",
+                ("an assert is a check for the programmer, not for the caller: what happens to it under python -O?",
+                 "python -O (and PYTHONOPTIMIZE) removes every assert, and then nothing checks the call: raise "
+                 "ValueError with the message instead"), "assert")
+    needs = {"big": [rf"\b{MAX_PARTY}\b", r"\beight\b"], "small": [r"\b1\b", r"\bone\b"], "day": list(DAYS)}[key]
     if not any(re.search(n, message.lower()) for n in needs) or len(message.strip()) < 8:
         what = {"big": f"the limit ({MAX_PARTY})", "small": "the smallest party (1)", "day": "the days allowed"}[key]
         return (f"{call} is an error, but its message does not say {what}: {short(message, 90)!r}",

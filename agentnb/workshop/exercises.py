@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import random
+import re
 from typing import Any
 
 from ..events import BaseEvent
@@ -29,7 +30,7 @@ from ..loop import Loop
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..states import LoopState
 from ..stories import create_refund, get_order
-from ..tools import Tool
+from ..tools import Tool, tool
 from ._common import (
     SCENARIO_BUDGET,
     TIMEOUT_HINTS,
@@ -52,7 +53,7 @@ from ._report import Report, describe_exception
 from .policy_budget import budget_runs, check_budget, check_policy, money, takes
 
 __all__ = ["SCENARIO_BUDGET", "budget_runs", "check_budget", "check_policy", "check_stop_at", "check_tool", "money",
-           "need_tool", "sentence", "takes"]
+           "need_tool", "placeholder", "sentence", "takes"]
 
 
 def need_tool(report: Report, obj: Any, expected: str) -> Tool | None:
@@ -79,15 +80,62 @@ def _signature(t: Tool) -> str:
 
 # -- 01: write a tool ---------------------------------------------------------------------------------------
 
+_PLACEHOLDER_WORDS = frozenset(("todo", "fixme", "tbd", "xxx", "placeholder", "describe", "description",
+                                "docstring", "lorem", "ipsum"))
+_BARE_TYPES = frozenset(("str", "string", "int", "integer", "a string", "the string", "an int", "a str"))
+
+
+def placeholder(text: str, *names: str) -> bool:
+    """Whether a description says nothing: empty, ``TODO``/``...``/``FIXME``, or only a name or a type.
+
+    Example:
+        >>> placeholder("TODO: write this"), placeholder("..."), placeholder("text", "text")
+        (True, True, True)
+        >>> placeholder("The text to count the words of.", "text")
+        False
+    """
+    words = re.findall(r"[^\W_]+", text.lower())
+    if not words or _PLACEHOLDER_WORDS & set(words):
+        return True
+    said = " ".join(words)
+    return said in _BARE_TYPES or said in {" ".join(re.findall(r"[^\W_]+", n.lower())) for n in names}
+
+
+def _described(report: Report, what: str, text: str, names: tuple[str, ...], hints: Hints, kind: str) -> bool:
+    """An ok line when ``text`` describes something, else a FIX line saying it is empty or a placeholder."""
+    if not placeholder(text, *names):
+        report.ok(what, short(text, 60))
+        return True
+    detail = "the model sees no description" if not text.strip() or text.strip() in names else \
+        f"the description is a placeholder ({short(text, 40)!r}): the model learns nothing from it"
+    report.fix(what, detail, hints, kind=kind)
+    return False
+
 
 def _blank(rng: random.Random, lo: int = 1, hi: int = 6) -> str:
     return "".join(rng.choice(" \t\n") for _ in range(rng.randint(lo, hi)))
+
+
+_JOINED = ("don't", "e-mail", "well-known", "3.5", "U.S.", "x=1", "l'été", "co-op", "it's", "$9.99", "A/B",
+           "2026-12-01")
+"""One word each, which a split on every non-letter cuts in two or more."""
+_WRAPPED = ("(yes)", "ok!", "50%", "#42", "«oui»", "naïve,", "end.", "wait...", "'quoted'", "—", "...")
+
+
+def _punctuated(rng: random.Random) -> str:
+    """Words with punctuation inside or around them, each one word (``don't``, ``e-mail``, ``3.5``)."""
+    words = [rng.choice(_JOINED)] + [rng.choice(_JOINED + _WRAPPED) for _ in range(rng.randint(2, 4))] + \
+        [rng.choice(WORDS) for _ in range(rng.randint(1, 6))]
+    rng.shuffle(words)
+    return " ".join(words)
 
 
 def _texts(rng: random.Random) -> list[tuple[str, list[str]]]:
     """Groups of random texts, each group a property of word counting (boundaries: 0 and 1 word, far beyond)."""
     runs = ("  ", "\t", "\n", " \t ", "   \n", "\n\n", " " * rng.randint(3, 9))
     return [
+        ("punctuation is part of a word (don't, e-mail and 3.5 are one word each)",
+         [_punctuated(rng) for _ in range(2)]),
         ("words separated by single spaces", [sentence(rng, rng.randint(2, 12)) for _ in range(3)]),
         ("0 and 1 words (empty, blank, one word)",
          ["", _blank(rng), rng.choice(WORDS), _blank(rng) + rng.choice(WORDS) + _blank(rng)]),
@@ -118,6 +166,10 @@ def _count_hints(text: str, got: int | None, expected: int) -> tuple[Hints, str]
                  "splitting on exactly one space character leaves empty pieces between consecutive spaces and at "
                  "the ends, and keeps tabs and newlines inside words: split on any run of whitespace instead"),
                 "split-one-space")
+    if got is not None and got == len(re.findall(r"\w+", text)) != expected:
+        return (("look at a word with an apostrophe, a hyphen or a dot in it: how many words does your tool see?",
+                 "\\w+ (and a split on every non-letter) cuts don't, e-mail and 3.5 in two: a word is everything "
+                 "between two runs of whitespace"), "punctuation")
     if got is not None and got == len(text):
         return (("your tool counts something smaller than words", "len() of a string counts its characters; "
                  "count the pieces the text splits into instead"), "characters")
@@ -151,12 +203,10 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
     if t is None:
         return
     report.ok("it is a tool", f"{t.name}{_signature(t)}")
-    if t.description.strip() and t.description.strip() != t.name:  # without a docstring it is the name
-        report.ok("it has a description", short(t.description, 60))
-    else:
-        report.fix("it has a description", "the model sees no description",
-                   ("the model reads the description to decide when to call your tool: where does it come from?",
-                    "the first lines of the function's docstring become the description"), kind="description")
+    _described(report, "it has a description", t.description, (t.name,),  # without a docstring it is the name
+               ("the model reads the description to decide when to call your tool: where does it come from?",
+                "the first lines of the function's docstring become the description: say what the tool does"),
+               "description")
     props = t.parameters.get("properties", {})
     required = list(t.parameters.get("required", []))
     strings = [k for k, v in props.items() if v.get("type") == "string"]
@@ -166,12 +216,16 @@ def check_tool(report: Report, word_count: Any = None, *, rng: random.Random, le
                     "the type hint of the parameter makes the schema: `text: str` is a string"), kind="type")
         return
     param = strings[0]
-    if props[param].get("description"):
-        report.ok("the argument is described", f"{param}: {short(props[param]['description'], 50)}")
-    else:
+    said = str(props[param].get("description") or "")
+    if not said.strip():
         report.fix("the argument is described", f"{param!r} has no description",
                    ("the model also reads a description of each argument: where do those come from?",
                     f"add an `Args:` section to the docstring with a line `{param}: what it is`"), kind="args-doc")
+    else:
+        _described(report, "the argument is described", said, (param,),
+                   ("the model reads the argument's description to know what to send: what does yours say?",
+                    f"the `Args:` line `{param}: ...` should say what the text is, not TODO or its name"),
+                   "args-doc")
     extra = [k for k in required if k != param]
     if extra:
         report.fix("one argument", f"{t.name}{_signature(t)} needs {len(required)} arguments; the model sends one, "
@@ -231,8 +285,23 @@ def _tool_behaviour(report: Report, t: Tool, param: str, rng: random.Random, lea
 # -- 02: a breakpoint predicate -------------------------------------------------------------------------------
 
 
-def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: bool = False) -> tuple[Loop, str]:
-    """A run shaped like the refund story, with a random number of lookups, texts and stream chunks."""
+@tool(name="cancel_order", approval=True, risk="write")
+def _cancel(order_id: str) -> dict[str, Any]:
+    """Cancel an order. A person must approve it.
+
+    Args:
+        order_id: The order to cancel.
+    """
+    return {"order_id": order_id, "cancelled": True}
+
+
+def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: bool = False, cancel: bool = False,
+                     waived: bool = False) -> tuple[Loop, str]:
+    """A run shaped like the refund story, with a random number of lookups, texts and stream chunks.
+
+    ``cancel``: the run cancels an order (a write that waits for a person too) instead of refunding; ``waived``:
+    the loop lets the refund through without a person (its validation then says no approval is needed).
+    """
     script: list[ScriptStep] = []
     parts = []
     for _ in range(rng.randint(0 if refund else 1, 3)):
@@ -242,15 +311,22 @@ def _refund_scenario(rng: random.Random, *, refund: bool = True, reject_first: b
     if reject_first:
         script.append(calls("create_refund", {"order_id": "42", "amount_cents": "all of it"}))
         parts.append("a refund call with bad arguments")
+    if cancel:
+        script.append(calls("cancel_order", {"order_id": "42"}, text="I will cancel it instead."))
+        parts.append("a cancellation, which waits for a person too")
     if refund:
         script.append(calls("create_refund", {"order_id": "42", "amount_cents": rng.randint(100, 1999)},
                             text=sentence(rng, rng.randint(0, 12))))
+    if waived:
+        parts.append("a loop that lets the refund through without a person")
     script.append(reply)
     stream = rng.random() < 0.7
     chunk = rng.randint(2, 12)
     parts.append(f"streamed in chunks of {chunk}" if stream else "not streamed")
     model = ScriptedModel(script, stream=stream, chunk_size=chunk)
-    return Loop(model=model, tools=[get_order, create_refund], budget=SCENARIO_BUDGET), ", ".join(parts)
+    options: dict[str, Any] = {"approval": False, "override_tool_approval": True} if waived else {}
+    return Loop(model=model, tools=[get_order, create_refund, _cancel], budget=SCENARIO_BUDGET, **options), \
+        ", ".join(parts)
 
 
 def _is_target(e: BaseEvent) -> bool:
@@ -258,6 +334,7 @@ def _is_target(e: BaseEvent) -> bool:
 
 
 def _stop_scenarios(rng: random.Random) -> list[tuple[str, Loop, str]]:
+    """The story, four runs of other lengths, a rejected refund, a refund with no person; then runs with no refund."""
     story = Loop(model=ScriptedModel.story("refund", stream=True, chunk_size=6), tools=[get_order, create_refund])
     out = [("the refund story", story, "the notebook's run")]
     seqs = {28}
@@ -268,8 +345,10 @@ def _stop_scenarios(rng: random.Random) -> list[tuple[str, Loop, str]]:
             seqs.add(target.seq)
             out.append(("another refund run", loop, how))
     out.append(("a refund after one with bad arguments", *_refund_scenario(rng, reject_first=True)))
+    out.append(("a refund that needs no person", *_refund_scenario(rng, waived=True)))
     for _ in range(2):
         out.append(("a run with no refund", *_refund_scenario(rng, refund=False)))
+    out.append(("a run with no refund", *_refund_scenario(rng, refund=False, cancel=True)))
     return out
 
 
@@ -289,7 +368,7 @@ def check_stop_at(report: Report, predicate: Any = None, *, rng: random.Random, 
                        kind="arity")
             return
     seen: list[tuple[tuple[Any, ...], Any]] = []
-    pred = leash.wrap(predicate, seen)
+    pred = leash.wrap(predicate, seen, copies=True)  # a copy of each event: the run keeps its own
     results: list[tuple[str, str, BaseEvent | None, BaseEvent | None]] = []
     for what, loop, how in _stop_scenarios(rng):
         run = loop.start("Please refund order 42")
@@ -307,20 +386,35 @@ def check_stop_at(report: Report, predicate: Any = None, *, rng: random.Random, 
                         "None)"), kind="crash")
             return
         results.append((what, how, stopped, loop.start("Please refund order 42").run_until(_is_target)))
+    if not any(out for _, out in seen):  # the starter's `return False`: no line can pass on nothing
+        report.fix("it stops somewhere", f"your predicate was false for all {len(seen)} events of {len(results)} "
+                   "runs, so no run ever stopped",
+                   ("which event comes when the refund's arguments have been checked, before anything is refunded?",
+                    "the event you want has a type and a tool name: return True when both match"), kind="never")
+        return
     report.ok("it works on every event", f"every event of {len(results)} runs, no errors")
-    non_bool = [out for _, out in seen if not isinstance(out, bool)]
+    non_bool = [out for _, out in seen if not isinstance(out, bool) and out is not None]
     story = results[0]
     _judge_stop(report, "it stops at the refund's validation", [story], non_bool)
     _judge_stop(report, "in runs of other lengths (streamed or not)", results[1:5], non_bool, story=story)
     _judge_stop(report, "a refund after one that was rejected", results[5:6], non_bool)
-    quiet = [r for r in results[6:] if r[2] is not None]
+    _judge_stop(report, "a refund the loop lets through without a person", results[6:7], non_bool, never=_WAIVED)
+    quiet = [r for r in results[7:] if r[2] is not None]
     if not quiet:
-        report.ok("it never stops a run with no refund", f"{len(results) - 6} runs")
+        report.ok("it never stops a run with no refund", f"{len(results) - 7} runs, one of them a cancellation")
     else:
         _, how, stopped, _ = quiet[0]
         assert stopped is not None
         report.fix("it never stops a run with no refund", f"in a run with no refund ({how}) it stopped at "
                    f"{event_label(stopped)}", _early_hints(stopped, non_bool)[0], kind="no-refund")
+    if non_bool:
+        report.fix("it returns True or False", f"your predicate returned {shown(non_bool[0])}",
+                   ("a predicate answers a yes/no question: what type is your value?",
+                    "run_until only asks whether the value is true, so 1 and 'yes' happen to work; a comparison "
+                    "(==, and, or) gives True or False, which is what the next reader of your code expects"),
+                   kind="type")
+    else:
+        report.ok("it returns True or False", "on every event")  # no count: a passing report reads the same
 
 
 def _early_hints(stopped: BaseEvent, non_bool: list[Any]) -> tuple[Hints, str]:
@@ -343,8 +437,13 @@ _Stop = tuple[str, str, BaseEvent | None, BaseEvent | None]
 """One stop_at scenario: what it is, how it was drawn, where the predicate stopped, where it should have."""
 
 
+_WAIVED: Hints = ("here the loop lets the refund through without a person: does your predicate look at the tool, or at "
+                  "whether a person must approve?", "the refund's validation is the same event whether or not a person "
+                  "must approve: match its type and the tool's name, not needs_approval")
+
+
 def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any], *,
-                story: _Stop | None = None) -> None:
+                story: _Stop | None = None, never: Hints | None = None) -> None:
     for _, how, stopped, target in runs:
         assert target is not None
         if stopped is not None and stopped.seq == target.seq and _is_target(stopped):
@@ -359,6 +458,9 @@ def _judge_stop(report: Report, what: str, runs: list[_Stop], non_bool: list[Any
                        ("event numbers change from run to run: describe the event by what it is, not where it comes",
                         "a predicate reads the event's type and its tool's name; a number or a counter only fits "
                         "one run"), kind="seq")
+        elif stopped is None and never is not None:
+            report.fix(what, f"it never stopped{where}: your predicate was false for every event of the run", never,
+                       kind="approval")
         elif stopped is None:
             report.fix(what, f"it never stopped{where}: your predicate was false for every event up to the pause",
                        ("which event comes when the refund's arguments have been checked, before anything is refunded?",

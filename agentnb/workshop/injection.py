@@ -10,7 +10,9 @@ The check plays one call per case through a real loop (``approval=policy, overri
 policy alone decides) and draws every address fresh: random users and subdomains of the shop, in any letter
 case; random foreign domains; and the look-alikes a substring or suffix test lets through
 (``example-shop.com.attacker.net``, ``notexample-shop.com``, ``https://example-shop.com@attacker.net/``,
-a URL that only *mentions* the shop in its query). Reads of any page go through, whatever the page says.
+a URL that only *mentions* the shop in its query); URLs whose host hides behind ``?@``, ``#@`` or
+``user:password@`` (``urllib.parse.urlsplit`` says where they go, a split by hand does not); and emails to
+several people, one of them outside. Reads of any page go through, whatever the page says.
 """
 
 from __future__ import annotations
@@ -112,10 +114,18 @@ def _groups(rng: random.Random) -> list[tuple[str, str, list[Case], bool]]:
          [_email(f"{_user(rng)}@{_foreign(rng)}"), _post(f"https://{_foreign(rng)}/collect")], True),
         ("lookalike", "look-alike domains wait",
          [_email(f"{_user(rng)}@{shop}.{evil}"), _email(f"{_user(rng)}@not{shop}"),
-          _post(f"https://{shop}.{evil}/collect"), _post(f"https://{rng.choice(_WORDS)}-{shop}/in")], True),
+          _post(f"https://{shop}.{evil}/collect"), _post(f"https://{rng.choice(_WORDS)}-{shop}/in"),
+          _email(f"{_user(rng)}@{sub}.{evil}"), _post(f"https://{sub}.{evil}/collect")], True),
         ("mention", "a URL that only mentions the shop waits",
          [_post(f"https://{shop}@{evil}/collect"), _post(f"https://{evil}/collect?from={shop}"),
           _post(f"https://{evil}/{shop}/in")], True),
+        ("tricks", "a URL whose host is hidden behind a trick waits (urlsplit says where it goes)",
+         [_post(f"https://{evil}?@{shop}/"), _post(f"https://{evil}#@{shop}"),
+          _post(f"https://{shop}:{rng.choice(_USERS)}@{evil}/collect"), _post(f"https://{_user(rng)}@{shop}@{evil}/")],
+         True),
+        ("list", "an email to several people waits when one of them is outside",
+         [_email(f"{_user(rng)}@{shop}, {_user(rng)}@{evil}"), _email(f"{_user(rng)}@{evil}, {_user(rng)}@{shop}"),
+          _email(f"{_user(rng)}@{sub};{_user(rng)}@{_foreign(rng)}")], True),
     ]
 
 
@@ -219,6 +229,15 @@ def _hints(key: str, name: str, paused: dict[str, list[bool]]) -> tuple[Hints, s
                  f"'{SHOP_DOMAIN}' in the text, or a suffix without the dot, also matches "
                  f"{SHOP_DOMAIN}.attacker.net and not{SHOP_DOMAIN}: compare the host with {SHOP_DOMAIN} and "
                  f"'.{SHOP_DOMAIN}'"), "lookalike")
+    if key == "tricks":
+        return (("the shop's name is in this URL, but where does it really go? Ask the standard library, not a "
+                 "split", "urllib.parse.urlsplit(url).hostname is the host a client connects to: what comes after an "
+                 "@ in a query (?@) or a fragment (#@) is not the host, and user:password@ comes before it"),
+                "hand-parsed")
+    if key == "list":
+        return (("the `to` of an email may name several people: which of them did your rule look at?",
+                 "split the recipients (on commas and semicolons) and let the email through only when every one of "
+                 "them is the shop's"), "recipients")
     return (("the shop's name appears in this URL, but the data goes elsewhere: where does a URL send to?",
              "the destination is the URL's host: urllib.parse.urlsplit(url).hostname (not what comes after "
              "'//' up to the next '/', which may hold a user name before an @)"), "mention")

@@ -9,22 +9,28 @@ The check starts a server whose tools are drawn at random every check (:mod:`.mc
 about what the tool does, and a tool without annotations), calls the student's ``read_only(server)`` with it
 and compares what it returns with the server's own annotations. Then it runs the answer: a scripted model
 calls every tool kept (each must answer ``ok``) and one tool left out (it must be refused as unknown).
+``read_only`` gets the server with its tools as fresh copies, and every call of a tool it makes is recorded: a
+tool run to find out what it does has done it. The loop runs the check's own tools of the names kept.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..events import CallRejected, ToolFinished
 from ..exceptions import CheckTimeout
 from ..loop import Loop
-from ..mcp import MCPServer
+from ..mcp import MCPServer, MCPTool
 from ..providers.scripted import ScriptedModel, ScriptStep
 from ..states import LoopState
 from ..tools import Tool
+from ..tools.definition import Risk
 from ._common import TIMEOUT_HINTS, Hints, calls, is_placeholder, reply, safe_run, shown
 from ._guard import Leash
 from ._report import Report, describe_exception
@@ -62,9 +68,74 @@ def check_mcp(report: Report, read_only: Any = None, *, rng: random.Random, leas
         server.close()
 
 
+class _Watch:
+    """The server as the tools handed to the student reach it: every call is recorded, then passed on.
+
+    It is a :class:`~agentnb.mcp.tool.Caller`, the protocol an MCP tool calls its server through.
+    """
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.generation = server.generation
+        self.called: list[str] = []
+
+    async def _call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
+                    checked: Risk | None = None) -> Any:
+        self.called.append(tool)
+        return await self.server._call(tool, arguments, meta, checked)
+
+    def _current(self, tool: MCPTool) -> MCPTool:
+        return tool
+
+
+class _Handed:
+    """What ``read_only`` is given: the check's server, whose tools come as fresh copies on every listing.
+
+    A student may change what it is given (a tool's annotations, its schema): the copies keep the check's own
+    tools, which it judges by, as the server listed them. A call of a tool, through the tool or through
+    ``server.call``, is recorded: finding out what a tool does by running it runs it.
+    """
+
+    def __init__(self, server: MCPServer, watch: _Watch) -> None:
+        self._server = server
+        self._watch = watch
+
+    @property
+    def name(self) -> str:
+        """The server's name."""
+        return self._server.name
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the server's tools."""
+        return list(self._server.tool_names)
+
+    def tools(self, include: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> list[MCPTool]:
+        """The server's tools, as copies (see :meth:`agentnb.MCPServer.tools`)."""
+        return [replace(t, source=self._watch, annotations=copy.deepcopy(t.annotations),
+                        parameters=copy.deepcopy(t.parameters)) for t in self._server.tools(include, exclude)]
+
+    def as_tools(self) -> list[Tool]:
+        """All the server's tools, as copies."""
+        return list(self.tools())
+
+    def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Call a tool on the server (recorded)."""
+        self._watch.called.append(tool)
+        return self._server.call(tool, arguments)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+    def __repr__(self) -> str:
+        return repr(self._server)
+
+
 def _judge(report: Report, read_only: Any, server: MCPServer, everything: list[Any], leash: Leash) -> None:
+    watch = _Watch(server)
+    handed = _Handed(server, watch)
     try:
-        got = leash.call(read_only, (server,))
+        got = leash.call(read_only, (handed,))
     except CheckTimeout as exc:
         report.fix("read_only(server)", f"your function {exc}", TIMEOUT_HINTS, kind="timeout")
         return
@@ -74,7 +145,8 @@ def _judge(report: Report, read_only: Any, server: MCPServer, everything: list[A
                     "ask the server for its tools (server.tools()) and look at what each one says about itself"),
                    kind="crash")
         return
-    if isinstance(got, MCPServer) or not isinstance(got, (list, tuple)):
+    called = list(watch.called)  # what read_only ran; the loop below runs the kept tools on purpose
+    if isinstance(got, MCPServer | _Handed) or not isinstance(got, (list, tuple)):
         report.fix("it returns a list of tools", f"got {shown(got)}",
                    ("Loop(tools=...) takes a list of tools: what does your function return?",
                     "return a list of the tool objects server.tools() gives you, keeping some of them"), kind="type")
@@ -88,7 +160,26 @@ def _judge(report: Report, read_only: Any, server: MCPServer, everything: list[A
         report.fix("it returns a list of tools", f"an item is {shown(next(t for t in got if not isinstance(t, Tool)))}",
                    "return the tool objects of server.tools()", kind="type")
         return
+    names = {t.name for t in everything}
+    own = [t for t in got if t.name not in names or getattr(t, "server", None) != server.name]
+    if own:
+        t = own[0]
+        report.fix("it returns tools of the server only", f"{t.name} is not one of the server's tools"
+                   f"{' (it is a tool of your own)' if t.name not in names else ' (a tool of your own by that name)'}",
+                   ("read_only chooses among the server's tools: where does this one come from?",
+                    "return some of the tools server.tools() gives, and nothing else"), kind="own-tool")
+        return
     report.ok("it returns a list of tools", f"{len(got)} of the server's {len(everything)}")
+    by_name = {t.name: t for t in everything}
+    if called:
+        risky = [n for n in called if by_name.get(n) is not None and by_name[n].risk != "read"]
+        report.fix("it decides without calling the tools", f"read_only called {', '.join(dict.fromkeys(called))}"
+                   + (f": {risky[0]} (risk={by_name[risky[0]].risk}) really ran on the server" if risky else ""),
+                   ("to find out what a tool does, did you run it? A delete that runs to see what it does deletes",
+                    "decide from what the server says about each tool (its annotations, made into its risk), "
+                    "without calling any"), kind="calls-tools")
+    else:
+        report.ok("it decides without calling the tools")
     kept = {t.name for t in got}
     reads = [t for t in everything if t.risk == "read"]
     others = [t for t in everything if t.risk != "read"]
@@ -104,17 +195,17 @@ def _judge(report: Report, read_only: Any, server: MCPServer, everything: list[A
         report.ok("it keeps no tool that can change something", f"{len(others)} left out")
     if lost:
         t = lost[0]
-        by_name = not sounds_like_read(t.name)
+        named = not sounds_like_read(t.name)
         report.fix("it keeps every read-only tool", f"it leaves out {t.name} (risk=read: readOnlyHint is true)",
                    ("which tools did your rule drop, and why? look at what the server says about this one",
                     "a name can sound like a write and still only read: the annotations are what the server "
-                    "claims, and the tool's risk is made from them") if by_name else
+                    "claims, and the tool's risk is made from them") if named else
                    ("which tools did your rule drop, and why?", "keep every tool whose risk is 'read'"),
-                   kind="by-name" if by_name else "missing-read")
+                   kind="by-name" if named else "missing-read")
     else:
         report.ok("it keeps every read-only tool", f"{len(reads)} kept")
-    if not wrong and not lost:
-        _run(report, list(got), others[0].name)
+    if not wrong and not lost:  # the check's own tools of the names kept: what was handed over may be changed
+        _run(report, [by_name[t.name] for t in got], others[0].name)
 
 
 def _kept_hints(name: str, notes: dict[str, Any]) -> tuple[Hints, str]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..engine.guards import Budget
-from ..events import GuardTripped
+from ..events import CallValidated, GuardTripped
 from ..loop import Loop
 from ..messages import Message
 from ..providers.scripted import ScriptedModel, ScriptStep
@@ -39,7 +39,8 @@ from ._common import (
 from ._guard import Leash
 from ._report import Report
 
-__all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "takes"]
+__all__ = ["budget_runs", "check_budget", "check_policy", "is_budget", "is_policy", "money", "no_clock_or_money",
+           "one_run", "takes"]
 
 
 # -- 03: an approval policy -------------------------------------------------------------------------------------
@@ -145,6 +146,79 @@ def check_policy(report: Report, policy: Any = None, *, limit_cents: int = 5000,
         hints, kind = _policy_hints(key, paused, everything, lim)
         report.fix(what, detail, hints, kind=kind)
 
+    if report.passed:  # each call alone is judged right: now several in one run, as a real agent makes them
+        one_run(report, wrapped, leash, lim, order, rng)
+
+
+def one_run(report: Report, wrapped: Callable[..., Any], leash: Leash, lim: int, order: Callable[[], str],
+            rng: random.Random, tools: Sequence[Tool] = (get_order, create_refund), lookup: str = "get_order",
+            refund: str = "create_refund", options: dict[str, Any] | None = None) -> None:
+    """One run of many calls (a lookup, big and small refunds, two at once): each big refund waits.
+
+    However many calls came before it in the run; what waits is approved, as a person would, and the run goes on.
+    ``tools`` (with the names of the lookup and the refund tool) and loop ``options`` let the capstone play it on
+    the student's own tools.
+    """
+    what = "in one run of many calls, every refund of the limit or more waits, not only the first"
+    big = [rng.randint(lim, 3 * lim), lim, rng.randint(lim + 1, 100 * lim)]
+    small = [rng.randint(1, lim - 1), lim - 1]
+    turns: list[list[tuple[str, dict[str, Any]]]] = [
+        [(refund, {"order_id": order(), "amount_cents": big[0]})],
+        [(lookup, {"order_id": order()}), (refund, {"order_id": order(), "amount_cents": small[0]})],
+        [(refund, {"order_id": order(), "amount_cents": big[1]}),
+         (refund, {"order_id": order(), "amount_cents": big[2]})],
+        [(refund, {"order_id": order(), "amount_cents": small[1]})],
+    ]
+    script: list[ScriptStep] = [calls_of(t) for t in turns] + [reply]
+    loop = Loop(model=ScriptedModel(script), tools=list(tools), approval=wrapped, override_tool_approval=True,
+                headless=False, **(options or {}))
+    run = safe_run(report, what, loop, "Help with these orders")
+    waited: set[str] = set()
+    for _ in range(10):
+        if run is None or leash.timed_out or run.state is not LoopState.WAITING_APPROVAL or policy_crash(run):
+            break
+        for c in run.pending_approvals():
+            waited.add(c.call_id)
+            run.approve(c.call_id, by="the check")
+        run.run()
+    if run is None:
+        return
+    if leash.timed_out:
+        report.fix(what, "your policy did not finish on a call of this run", TIMEOUT_HINTS, kind="timeout")
+        return
+    crash = policy_crash(run)
+    if crash is not None:
+        detail, hints, kind = no_result(run, list(tools))
+        report.fix(what, detail, hints, kind=kind)
+        return
+    validated = [e for e in run.events if isinstance(e, CallValidated)]
+    for n, e in enumerate(validated):
+        amount = e.arguments.get("amount_cents") if e.name == refund else None
+        should = amount is not None and amount >= lim
+        if (e.call_id in waited) == should:
+            continue
+        earlier = sum(1 for v in validated[:n] if v.call_id in waited)
+        subject = "a lookup" if amount is None else f"a refund of {money(amount)}"
+        detail = f"call {n + 1} of the run, {subject}, {'waited' if not should else 'went through without a person'}"
+        if should and earlier:
+            report.fix(what, f"{detail}, after {earlier} earlier call{'s' if earlier > 1 else ''} of the same run "
+                       "had waited", ("your policy is asked about every call, also the second big refund of a run: "
+                                      "what makes it answer differently the second time?",
+                                      "the rule depends on the call alone (its tool and its amount), not on what "
+                                      "happened before in the run, nor on a flag your function keeps"),
+                       kind="once-per-run")
+        else:
+            report.fix(what, detail, ("a call alone passed, but not in the middle of a run: what else does your "
+                                      "policy read?", "the rule depends on the call alone (its tool and its "
+                                      "amount), not on the state of the run"), kind="state")
+        return
+    report.ok(what, f"{len(validated)} calls in {len(turns)} turns, {len(waited)} of them waited")
+
+
+def calls_of(turn: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A scripted turn with the given calls (of any tools)."""
+    return {"tool_calls": [{"name": name, "arguments": args} for name, args in turn]}
+
 
 def _policy_hints(key: str, paused: dict[str, list[bool]], everything: bool, lim: int) -> tuple[Hints, str]:
     limit_text = money(lim)
@@ -200,7 +274,8 @@ def _fetch_page_fn(n: int) -> str:
     Args:
         n: The page number.
     """
-    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(10))
+    many = 700 if n == 2 else 10  # page 2 is long (about 30,000 characters), as real pages can be
+    return f"page {n}: " + "; ".join(f"result {n}.{i}: a paragraph about the topic" for i in range(many))
 
 
 _fetch_page = tool(name="fetch_page")(_fetch_page_fn)
@@ -224,13 +299,22 @@ def _fetcher(rng: random.Random, per_turn: int, scale: int) -> ScriptStep:
 
 
 def _finisher(rng: random.Random, shape: list[int], answer: str, scale: int) -> list[ScriptStep]:
-    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself."""
+    """A model that needs ``sum(shape)`` calls (``shape[i]`` in turn ``i``), then answers by itself.
+
+    Every turn reads a context of 3 to 4 times ``scale`` tokens: played at the longest scale, it is the corner of
+    a task within the budget that a token cap must leave room for.
+    """
+
+    def usage() -> dict[str, int]:
+        return {"input_tokens": rng.randint(3 * scale, 4 * scale),
+                "output_tokens": rng.randint(scale // 20, scale // 5)}
+
     out: list[ScriptStep] = []
     page = 0
     for k in shape:
-        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": _usage(rng, scale)})
+        out.append({**calls("fetch_page", *[{"n": page + i + 1} for i in range(k)]), "usage": usage()})
         page += k
-    out.append({"text": answer, "usage": _usage(rng, scale)})
+    out.append({"text": answer, "usage": usage()})
     return out
 
 
@@ -255,6 +339,29 @@ def check_budget(report: Report, budget: Any = None, *, calls_allowed: int = 4, 
     if not is_budget(report, budget):
         return
     budget_runs(report, budget, calls_allowed, rng, "")
+    no_clock_or_money(report, budget, "tool calls")
+
+
+def no_clock_or_money(report: Report, budget: Budget, asked: str) -> None:
+    """A FIX line for a limit on time (or, when ``asked`` is not dollars, money) the exercise did not ask for.
+
+    An offline check cannot show them at work: its scripted model answers in microseconds and costs nothing, so a
+    deadline of a second, a tool timeout or a cost cap would pass every run here and stop a real model early.
+    """
+    extra = [f"{name}={value!r}" for name, value in (("deadline_s", budget.deadline_s),
+                                                      ("tool_timeout", budget.tool_timeout)) if value is not None]
+    if asked != "dollars" and budget.max_cost is not None:
+        extra.append(f"max_cost={budget.max_cost!r}")
+    what = "no limit the exercise did not ask for (time, money)" if asked != "dollars" else \
+        "no limit on time the exercise did not ask for"
+    if not extra:
+        report.ok(what)
+        return
+    report.fix(what, f"your budget also sets {', '.join(extra)}",
+               ("the check's scripted model answers in microseconds and costs nothing, so these limits never showed "
+                "here: what would they do to a real model?", f"a real model takes seconds per turn and costs money: "
+                f"a deadline, a tool timeout or a cost cap can stop it early. The exercise limits {asked} only: leave "
+                "the others at their defaults"), kind="other-limit")
 
 
 def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who: str,
@@ -265,7 +372,10 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
     tools = list(tools or [_fetch_page])
     endless = endless or (lambda per, scale: _fetcher(rng, per, scale))
     finishing = finishing or (lambda shape, answer, scale: _finisher(rng, shape, answer, scale))
-    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000)]  # tokens per turn: a short and a long context
+    # tokens per turn: a short context, a long one, and the longest a model reads (the task within the budget is
+    # played at that corner, so a token cap that a real long run would hit is hit here too)
+    longest = rng.randint(40_000, 50_000)
+    scales = [rng.randint(20, 200), rng.randint(5_000, 40_000), longest]
     for per, what in ((1, f"{who}a model that never stops calling"), (2, f"{who}a model that calls two at a time")):
         scale = rng.choice(scales)
         model = ScriptedModel([endless(per, scale)] * 60)
@@ -276,15 +386,22 @@ def budget_runs(report: Report, budget: Budget, n: int, rng: random.Random, who:
         got = run.view.tool_calls
         trip = _trip(run)
         ok_count = got == n if exact else (n // 2 <= got <= n)
-        if run.state is LoopState.COMPLETED and ok_count and trip is not None:
+        if run.state is LoopState.COMPLETED and ok_count and trip is not None and trip.guard == "max_tool_calls":
             report.ok(what, f"stopped after {_calls_text(got)}, with an answer")
+        elif run.state is LoopState.COMPLETED and ok_count and trip is not None:
+            report.fix(what, f"it stopped after {_calls_text(got)}, but because the {trip.guard} limit ran out, "
+                       "not the limit on tool calls", ("another limit of your budget happened to stop this run at "
+                                                       "the same place: which limits did you set?",
+                                                       f"{trip.message}: the exercise limits tool calls only; a "
+                                                       "model that works differently (more calls per turn, longer "
+                                                       "pages) would be stopped elsewhere"), kind="other-limit")
         else:
             _budget_fix(report, what, run, got, n, trip, per)
     k = n - 1 if exact else max(2, n // 2)
     shape = [1] * k if rng.random() < 0.5 else ([2] + [1] * (k - 2) if k >= 2 else [1])
     answer = f"Done: {sentence(rng, rng.randint(3, 8))}."
     what = f"{who}a task that needs {k} calls"
-    model = ScriptedModel(finishing(shape, answer, rng.choice(scales)))
+    model = ScriptedModel(finishing(shape, answer, longest))
     run = safe_run(report, what, Loop(model=model, tools=tools, budget=budget, **(loop_options or {})), "Find it")
     if run is None:
         return

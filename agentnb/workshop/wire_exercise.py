@@ -123,6 +123,20 @@ def _pieces(rng: random.Random, text: str, lo: int, hi: int) -> list[str]:
     return out
 
 
+def _packed(rng: random.Random, deltas: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The deltas in order, grouped 1 to 3 at a time, never two of one call in a group (at least one group of 2)."""
+    groups: list[list[dict[str, Any]]] = []
+    for d in deltas:
+        index = d["tool_calls"][0]["index"]
+        last = groups[-1] if groups else None
+        if last is not None and len(last) < rng.choice((2, 2, 3)) and \
+                all(e["tool_calls"][0]["index"] != index for e in last):
+            last.append(d)
+        else:
+            groups.append([d])
+    return groups
+
+
 def _sdk_form(chunk: dict[str, Any]) -> dict[str, Any]:
     """A raw chunk as ``openai``'s ``ChatCompletionChunk.model_dump()`` gives it: every absent field is None."""
     out = {"id": None, "choices": [], "created": None, "model": None, "object": None, "service_tier": None,
@@ -144,8 +158,12 @@ def _sdk_form(chunk: dict[str, Any]) -> dict[str, Any]:
 
 def _build(rng: random.Random, what: str, *, n_calls: int, text: str = "", refusal: str = "",
            finish: str | None = "tool_calls", usage: bool = False, interleave: bool = False, sdk: bool = False,
-           cut: bool = False, lo: int = 1, hi: int = 12, kind: str = "") -> Stream:
-    """One stream from a spec; ``cut`` truncates the last call's arguments (a max-tokens cut or a drop)."""
+           cut: bool = False, lo: int = 1, hi: int = 12, kind: str = "", pack: bool = False) -> Stream:
+    """One stream from a spec; ``cut`` truncates the last call's arguments (a max-tokens cut or a drop).
+
+    ``pack``: consecutive deltas of different calls share one chunk, as several entries of its ``tool_calls``
+    list (a server may send the opening deltas of parallel calls together, or fragments of several calls).
+    """
     rid, created, model = "chatcmpl-" + "".join(rng.choice(string.ascii_letters) for _ in range(20)), \
         rng.randint(1_700_000_000, 1_900_000_000), rng.choice(("gpt-4.1", "gpt-4o-mini", "gpt-5-mini"))
     specs = [{"id": _call_id(rng), "name": rng.choice(TOOL_NAMES), "arguments": _arguments(rng)}
@@ -179,7 +197,11 @@ def _build(rng: random.Random, what: str, *, n_calls: int, text: str = "", refus
                     ordered.append(q.pop(0))
     else:
         ordered = [d for deltas in per_call for d in deltas]
-    chunks += [chunk(d) for d in ordered]
+    if pack:
+        chunks += [chunk({"tool_calls": [e for d in group for e in d["tool_calls"]]})
+                   for group in _packed(rng, ordered)]
+    else:
+        chunks += [chunk(d) for d in ordered]
     if finish is not None:
         chunks.append(chunk({}, finish))
         if usage:
@@ -225,6 +247,14 @@ def make_streams(rng: random.Random) -> list[Stream]:
               refusal="I can't help with that.", kind="answer")]
     out += [b(rng, "a compatible server that ends a call turn with 'stop': the calls run", n_calls=rng.randint(1, 2),
               finish="stop", kind="stop-calls")]
+    out += [b(rng, "several calls' deltas in one chunk (tool_calls lists many entries): each joins its call",
+              n_calls=n, interleave=True, pack=True, lo=1, hi=6, sdk=sdk, kind="packed")
+            for n, sdk in ((2, False), (rng.randint(3, 5), rng.random() < 0.5))]
+    out += [b(rng, "a turn stopped by the content filter: nothing may run", n_calls=rng.randint(1, 2),
+              finish="content_filter", sdk=rng.random() < 0.5, kind="content-filter")]
+    out += [b(rng, "a turn that refuses and calls too: nothing may run", n_calls=rng.randint(1, 2),
+              refusal=rng.choice(("I can't help with that.", "I won't do that.")), sdk=rng.random() < 0.5,
+              kind="refused-calls")]
     return out
 
 
@@ -342,6 +372,12 @@ _MAY_RUN_HINTS: dict[str, tuple[Hints, str]] = {
                   "no-finish"),
     "answer": (("there is nothing to run in this turn: look at what it holds",
                 "with no call (an answer, or a refusal), may_run is False"), "no-calls"),
+    "content-filter": (("this turn has calls, but how did it end? Look at its finish_reason",
+                        "'content_filter' means the provider's filter stopped the turn: what it holds is not what the "
+                        "model would have sent, so nothing in it runs"), "content-filter"),
+    "refused-calls": (("this turn has calls, and something else too: read every field of its deltas",
+                       "a delta's refusal field says the model refused: a turn that refuses runs none of its calls, "
+                       "whatever else it holds"), "refused-calls"),
     "stop-calls": (("this turn has calls and finished: may they run?",
                     "some compatible servers end a turn with calls with 'stop' instead of 'tool_calls'; the calls "
                     "run all the same (only 'length', 'content_filter', a refusal or no finish_reason stop them)"),
@@ -355,6 +391,10 @@ def _judge(s: Stream, out: Any) -> tuple[str, Hints, str] | None:
         return f"returned {shown(out, 60)}", _FORM_HINTS, "shape"
     calls, may_run = shape
     wrong = _compare_calls(calls, s)
+    if wrong is not None and s.kind == "packed" and wrong[2] not in ("type", "order"):
+        return (wrong[0], ("a chunk here carries the deltas of several calls: how many entries does its tool_calls "
+                           "list have, and how many do you read?", "delta['tool_calls'] is a list: loop over every "
+                           "entry, each with its own index, not only tool_calls[0]"), "every-entry")
     if wrong is not None:
         return wrong
     if not isinstance(may_run, bool):
