@@ -14,6 +14,7 @@
 // views with a StaticModel that answers from data embedded in the page.
 
 const ROW_H = 24;
+const NARROW = 560; // px: below this the timeline and the card stack (debugger.css: .anb-narrow)
 const OVERSCAN = 12;
 const KEYS_HELP = [
   ["← → or k j", "previous / next event"],
@@ -30,6 +31,10 @@ const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function eventsText(n) {
+  return `${n.toLocaleString()} ${n === 1 ? "event" : "events"}`;
 }
 
 function h(tag, attrs = {}, ...children) {
@@ -137,6 +142,8 @@ class DebuggerView {
     this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
       "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
     this.snapshotEl.hidden = false;
+    this.saved = true;
+    this.drawHeader();
     this.main.hidden = true;
     this.metersEl.hidden = true;
     this.diagramBox.hidden = true;
@@ -148,6 +155,7 @@ class DebuggerView {
     if (this.snapshotEl.hidden) return;
     this.snapshotEl.hidden = true;
     this.snapshotEl.innerHTML = "";
+    this.saved = false;
     this.main.hidden = false;
     this.metersEl.hidden = false;
     this.diagramBox.hidden = false;
@@ -269,7 +277,7 @@ class DebuggerView {
     root.addEventListener("keydown", (e) => this.onKey(e));
     el.append(root);
     this.resizer = new ResizeObserver(() => {
-      root.classList.toggle("anb-narrow", root.clientWidth < 820);
+      root.classList.toggle("anb-narrow", root.clientWidth < NARROW);
       this.paint();
     });
     this.resizer.observe(root);
@@ -366,8 +374,10 @@ class DebuggerView {
   drawHeader() {
     const hd = this.model.get("header") || {};
     const reason = hd.reason ? ` — ${esc(hd.reason)}` : "";
+    // a saved notebook's widget without a kernel draws its snapshot: the header must not say "live"
+    const mode = this.saved ? "saved snapshot · no kernel answers" : hd.mode || "";
     this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
-      `${esc(hd.model || "?")} · ${esc(hd.mode || "")} · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
+      `${esc(hd.model || "?")} · <span class="agentnb-mode">${esc(mode)}</span> · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
       `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
     const ro = Boolean(hd.static);
     this.toolbar.hidden = ro;
@@ -445,13 +455,20 @@ class DebuggerView {
       // the kernel wrote hidden characters out (shown_id, arguments as \u escapes) and says so in p.flag
       if (p.flag) card.insertBefore(h("div", { class: "agentnb-hidden-flag", role: "alert" },
         h("span", { class: "agentnb-badge agentnb-badge-bad" }, "⚠"), ` ${p.flag}: shown as JSON escapes (\\u…)`), buttons);
+      if (p.arguments !== undefined && p.kind !== "escalation") {
+        // what runs if approved, readable at a glance (the kernel wrote it as indented JSON, hidden characters escaped)
+        card.insertBefore(h("div", { class: "anb-approval-args" }, h("div", { class: "agentnb-muted" }, "arguments"),
+          h("pre", { class: "agentnb-pre agentnb-approval-arguments", "aria-label": `arguments of ${p.name}` }, p.arguments)),
+        buttons);
+      }
       if (p.kind === "approval") {
-        const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: "4",
-          "aria-label": `arguments of ${p.name}` });
+        const lines = String(p.arguments).split("\n").length;
+        const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: String(Math.min(16, Math.max(3, lines))),
+          "aria-label": `edit the arguments of ${p.name}` });
         edit.value = p.arguments;
-        card.append(h("div", { class: "agentnb-muted" }, "edit the arguments (checked against the schema):"), edit,
-          h("div", {}, h("button", { class: "anb-btn agentnb-btn-approve-edited", "aria-label": `approve ${p.name} with edited arguments`,
-            onclick: () => this.call("approve", { call_id: p.call_id, arguments: edit.value }) }, "Approve edited arguments"), err));
+        card.append(h("details", { class: "anb-edit" }, h("summary", {}, "Edit the arguments (checked against the schema)"),
+          edit, h("div", {}, h("button", { class: "anb-btn agentnb-btn-approve-edited", "aria-label": `approve ${p.name} with edited arguments`,
+            onclick: () => this.call("approve", { call_id: p.call_id, arguments: edit.value }) }, "Approve edited arguments"))), err);
       } else if (p.kind !== "escalation") {
         const value = h("textarea", { class: "anb-input agentnb-submit-value", rows: "3",
           placeholder: "the result, as JSON (or plain text)", "aria-label": `result of ${p.name}` });
@@ -576,7 +593,7 @@ class DebuggerView {
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
-    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : `${st.n.toLocaleString()} events`;
+    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : eventsText(st.n);
     const height = list.clientHeight || 400;
     const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);
