@@ -85,14 +85,16 @@ def _url(server: dict[str, Any], name: str) -> str:
     return f"{server['url']}/lab/tree/{name}?reset&token={server['token']}"
 
 
-def _open(browser: Any, server: dict[str, Any], name: str, width: int = 1280) -> Any:
+def _open(browser: Any, server: dict[str, Any], name: str, *, wait_kernel: bool = True) -> Any:
+    """A new page on the notebook; ``wait_kernel=False`` reads it while its (new) kernel may still start."""
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(_url(server, name), timeout=T)
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    _idle(server, name)
-    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
+    if wait_kernel:
+        _idle(server, name)
+        expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
     return page
 
 
@@ -145,8 +147,12 @@ def _assert_live(page: Any) -> None:
     expect(page.locator(".agentnb-live-note")).to_have_count(0)
 
 
-def _assert_static(page: Any, *, untrusted: bool = False) -> None:
-    """No model for the widgets: each static view is shown, with what the run did, and no widget error is."""
+def _assert_static(page: Any, *, untrusted: bool = False, renderer_says: str = "model not found") -> None:
+    """No model for the widgets: each static view is shown, with what the run did, and no widget error is.
+
+    In a trusted notebook the widget renderer runs: the check waits until each of its outputs says
+    ``renderer_says`` (its error once a kernel answers without the model), then finds them all hidden.
+    """
     from playwright.sync_api import expect
 
     statics = page.locator(".jp-OutputArea-output .agentnb-static-view")
@@ -165,7 +171,7 @@ def _assert_static(page: Any, *, untrusted: bool = False) -> None:
         assert not _widget_outputs(page)
     else:  # the widget renderer runs, finds no model, and its output (error or "Loading widget...") is hidden
         deadline = time.monotonic() + T / 1000
-        while len(outs := _widget_outputs(page)) < 3 or not all("widget" in o["text"] for o in outs):
+        while len(outs := _widget_outputs(page)) < 3 or not all(renderer_says in o["text"] for o in outs):
             assert time.monotonic() < deadline, outs
             time.sleep(0.2)
         assert not any(o["shown"] for o in outs), outs
@@ -276,13 +282,13 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
         page.get_by_role("menuitem", name="Reload Notebook from Disk", exact=True).click()
         if page.locator(".jp-Dialog").count():
             page.locator(".jp-Dialog .jp-mod-accept").click()
-        _assert_static(page)
+        _assert_static(page, renderer_says="widget")  # "model not found", or "Loading widget..." with no kernel
     finally:
         page.close()
 
     # the same file in Notebook 7 (another server, another notary key): untrusted
     shutil.copy(lab["root"] / name, notebook7["root"] / name)
-    page = _open(browser, notebook7, name)
+    page = _open(browser, notebook7, name, wait_kernel=False)
     try:
         _assert_static(page, untrusted=True)
         _shot(page, artifacts, "saved-lab-in-notebook7-untrusted.png")
@@ -308,14 +314,14 @@ def test_a_notebook_saved_by_notebook7_reopens_readable(notebook7: dict[str, Any
     finally:
         page.close()
     _api(notebook7, f"/api/sessions/{_session(notebook7, name)['id']}", method="DELETE")
-    page = _open(browser, notebook7, name)  # a new kernel
+    page = _open(browser, notebook7, name, wait_kernel=False)  # a new kernel
     try:
         _assert_static(page)
         _shot(page, artifacts, "saved-nb7-new-kernel.png")
     finally:
         page.close()
     shutil.copy(notebook7["root"] / name, lab["root"] / name)
-    page = _open(browser, lab, name)  # untrusted in JupyterLab
+    page = _open(browser, lab, name, wait_kernel=False)  # untrusted in JupyterLab
     try:
         _assert_static(page, untrusted=True)
         _shot(page, artifacts, "saved-nb7-in-lab-untrusted.png")
