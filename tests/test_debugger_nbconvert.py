@@ -56,8 +56,9 @@ def test_without_widget_state_the_html_is_the_static_fallback(executed: dict[boo
     nb, html = executed[False]
     static, widget = nb.cells[0].outputs  # the static view, then the widget (see Debugger._ipython_display_)
     assert static.data["text/plain"].startswith("<agentnb.Run run_") and "COMPLETED" in static.data["text/plain"]
-    assert "agentnb-static-view" in static.data["text/html"] and "application/vnd.jupyter.widget-view+json" not in static.data
-    assert "application/vnd.jupyter.widget-view+json" in widget.data
+    view = "application/vnd.jupyter.widget-view+json"
+    assert "agentnb-static-view" in static.data["text/html"] and view not in static.data
+    assert view in widget.data
     assert "agentnb-live-note" in widget.data["text/html"] and "agentnb-fallback" not in widget.data["text/html"]
     assert html.count('class="agentnb-root agentnb-fallback agentnb-static-view"') == 1  # once, not per output
     assert "the live debugger shows here once this cell runs in a kernel" in html

@@ -211,11 +211,13 @@ class DebuggerView {
     this.approvalsEl = h("div", { class: "agentnb-approvals" });
 
     this.bpList = h("span", { class: "agentnb-breakpoints" });
-    this.bpKind = h("select", { class: "anb-input agentnb-bp-kind", "aria-label": "breakpoint kind" },
+    // one example per kind, so the placeholder fits the field
+    const examples = { tool: "a tool: get_weather", event: "an event: ToolFinished", state: "a state: EXECUTING" };
+    this.bpKind = h("select", { class: "anb-input agentnb-bp-kind", "aria-label": "breakpoint kind",
+      onchange: () => { this.bpValue.placeholder = examples[this.bpKind.value]; } },
       ...["tool", "event", "state"].map((k) => h("option", { value: k }, k)));
     this.bpValue = h("input", { class: "anb-input agentnb-bp-value", "aria-label": "breakpoint value",
-      placeholder: "get_weather, ToolFinished, WAITING_APPROVAL",
-      onkeydown: (e) => { if (e.key === "Enter") this.addBreakpoint(); } });
+      placeholder: examples.tool, onkeydown: (e) => { if (e.key === "Enter") this.addBreakpoint(); } });
     this.bpAdd = h("button", { class: "anb-btn agentnb-btn-add-breakpoint", "aria-label": "add breakpoint",
       onclick: () => this.addBreakpoint() }, "Add breakpoint");
     this.bpRow = h("div", { class: "anb-bp-row" }, h("span", { class: "agentnb-muted" }, "break on "),

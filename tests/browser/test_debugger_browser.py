@@ -18,6 +18,8 @@ import pytest
 
 import agentnb as anb
 
+from .contrast import below_aa
+
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.browser
 
@@ -288,7 +290,12 @@ def test_exported_html_opens_from_file(browser: Any, tmp_path: Path, artifacts: 
             expect(root.locator(".agentnb-header")).to_contain_text("COMPLETED")
             expect(root.locator(".anb-count")).to_have_text(f"{n} events")
             expect(root.locator("button.agentnb-btn-step")).to_be_hidden()  # read-only
+            expect(root.locator(".anb-row.anb-selected")).to_be_visible()
+            low = below_aa(root)  # the export's own light and dark variables, the last row selected
+            assert not low, f"{scheme}: text below WCAG AA (4.5:1): {low[:8]}"
             page.screenshot(path=str(artifacts / f"export-{scheme}.png"))
+            if Path("/tmp/w27-shots").is_dir():
+                page.screenshot(path=f"/tmp/w27-shots/export-{scheme}.png")
             if scheme == "dark":
                 continue
             # select by clicking and by keys, filter, read the wire view

@@ -175,8 +175,21 @@ def _assert_static(page: Any, *, untrusted: bool = False, renderer_says: str = "
             assert time.monotonic() < deadline, outs
             time.sleep(0.2)
         assert not any(o["shown"] for o in outs), outs
+    low = below_aa(statics)  # the static view's own stylesheet (trusted) or the page's plain styles (untrusted)
+    assert not low, f"the static view has text below WCAG AA (4.5:1): {low[:8]}"
     texts = page.evaluate("() => document.querySelector('.jp-NotebookPanel').innerText")
     assert "Error displaying widget" not in texts and "model not found" not in texts and "VBox(" not in texts
+
+
+def _assert_placeholders_fit(root: Any, where: str) -> None:
+    """The deny reason's and the breakpoint's placeholders are shown whole (measured in the input's font)."""
+    for selector in (".agentnb-deny-reason", ".agentnb-bp-value"):
+        fits = root.locator(selector).evaluate("""(el) => { const s = getComputedStyle(el);
+            const c = document.createElement('canvas').getContext('2d');
+            c.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+            return c.measureText(el.placeholder).width
+              <= el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }""")
+        assert fits, f"{selector}'s placeholder is cut off at {where}"
 
 
 def _shot(page: Any, artifacts: Path, name: str) -> None:
@@ -222,12 +235,7 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
         args = refund.locator(".agentnb-approval-arguments")
         expect(args).to_be_visible()
         expect(args).to_contain_text('"order_id"')
-        reason = refund.locator(".agentnb-deny-reason")
-        fits = reason.evaluate("""(el) => { const s = getComputedStyle(el); const c = document.createElement('canvas')
-            .getContext('2d'); c.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
-            return c.measureText(el.placeholder).width <= el.clientWidth - parseFloat(s.paddingLeft)
-              - parseFloat(s.paddingRight); }""")
-        assert fits, "the deny reason's placeholder is cut off"
+        _assert_placeholders_fit(refund, "1280 px")
         _check_reading(page, artifacts, "light")
         # one step: one event, in words
         roots.nth(2).locator("button.agentnb-btn-step").click()
@@ -244,6 +252,7 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
             assert side_by_side or tabs["y"] - box["y"] < 300, (width, box, tabs)
             assert side_by_side == (refund.bounding_box()["width"] >= 560), (width, box, tabs)
             assert refund.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), f"horizontal scroll at {width}"
+            _assert_placeholders_fit(refund, f"{width} px")
             _shot(page, artifacts, f"saved-light-{width}px.png")
         kernel = _session(lab, name)["kernel"]["id"]
     finally:
