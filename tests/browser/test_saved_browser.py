@@ -23,7 +23,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from .contrast import below_aa
+from .contrast import AA, below_aa, contrasts
 
 pytestmark = pytest.mark.browser
 
@@ -210,8 +210,12 @@ def _check_reading(page: Any, artifacts: Path, theme: str) -> None:
     expect(refund.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "3", timeout=T)
     refund.scroll_into_view_if_needed()
     page.mouse.move(0, 0)  # a hovered row shows its breakpoint dot: a hint, measured as the rest is at rest
-    low = below_aa(page.locator(".jp-OutputArea-output .agentnb-debugger"))
+    measured = contrasts(page.locator(".jp-OutputArea-output .agentnb-debugger"))
+    low = [c for c in measured if c["ratio"] < AA]
     assert not low, f"{theme}: text below WCAG AA (4.5:1): {low[:8]}"
+    selected = [c["ratio"] for c in contrasts(refund.locator(".anb-row.anb-selected"))]
+    print(f"\nJupyterLab {theme}: {len(measured)} texts, lowest contrast {min(c['ratio'] for c in measured):.2f}:1; "
+          f"selected row lowest {min(selected):.2f}:1")
     _shot(page, artifacts, f"saved-{theme}-refund.png")
 
 
