@@ -340,3 +340,41 @@ def test_a_notebook_saved_by_notebook7_reopens_readable(notebook7: dict[str, Any
         _shot(page, artifacts, "saved-nb7-in-lab-untrusted.png")
     finally:
         page.close()
+
+
+def test_nbconvert_pages_show_the_static_view(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    """nbconvert's HTML (as GitHub-like readers get it), opened from file:// with no network: the static view
+    shows; without widget state the widget's line says where the live debugger would be, and with it the
+    widget's output, which no widget manager draws offline, gives way to the static view."""
+    import os
+
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    from playwright.sync_api import expect
+
+    root = Path(__file__).resolve().parents[2]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    for store in (False, True):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(CELLS[0])]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=store).execute()
+        html, _ = HTMLExporter().from_notebook_node(nb, resources={"metadata": {"name": "saved", "path": ""}})
+        path = tmp_path / f"saved-{store}.html"
+        path.write_text(html, encoding="utf-8")
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.route(re.compile(r"^https?://"), lambda route: route.abort())  # offline, as a reader may be
+        try:
+            page.goto(path.as_uri(), timeout=T)
+            static = page.locator(".agentnb-static-view")
+            expect(static).to_be_visible(timeout=T)
+            expect(static.locator(".agentnb-header")).to_contain_text("COMPLETED")
+            note = page.locator(".agentnb-live-note")
+            if store:
+                expect(note).to_have_count(0)
+            else:
+                expect(note).to_be_visible()
+            assert not below_aa(static), "the static view has text below WCAG AA (4.5:1)"
+            _shot(page, artifacts, f"saved-nbconvert-{'state' if store else 'no-state'}.png")
+        finally:
+            page.close()
