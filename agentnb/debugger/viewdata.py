@@ -200,7 +200,8 @@ def meters_html(tl: Timeline, seq: int) -> str:
     c = tl.counters_at(seq)
     parts = [f"{label} {shown}" + (f" / {limit:g}" if limit else "") for label, value, limit, shown in rows
              if label != "cost" or value is not None]
-    return (f'<div class="agentnb-meters">{"".join(bars)}<span class="agentnb-meter-label">{" · ".join(parts)} '
+    # spaces between the items: a flex row drops them, a page without the stylesheet (GitHub) needs them
+    return (f'<div class="agentnb-meters">{" ".join(bars)} <span class="agentnb-meter-label">{" · ".join(parts)} '
             f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span></div>')
 
 
