@@ -311,6 +311,8 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
 
 def test_a_notebook_saved_by_notebook7_reopens_readable(notebook7: dict[str, Any], lab: dict[str, Any],
                                                         browser: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
     name = _notebook(notebook7["root"], "saved_nb7")
     page = _open(browser, notebook7, name)
     try:
@@ -327,12 +329,19 @@ def test_a_notebook_saved_by_notebook7_reopens_readable(notebook7: dict[str, Any
     finally:
         page.close()
     _api(notebook7, f"/api/sessions/{_session(notebook7, name)['id']}", method="DELETE")
-    page = _open(browser, notebook7, name, wait_kernel=False)  # a new kernel
+    # a new kernel, read in the dark theme: the static view's own stylesheet is measured there too
+    theme = notebook7["settings"] / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
+    theme.write_text(json.dumps({"theme": "JupyterLab Dark"}))
     try:
-        _assert_static(page)
-        _shot(page, artifacts, "saved-nb7-new-kernel.png")
+        page = _open(browser, notebook7, name, wait_kernel=False)
+        try:
+            expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=T)
+            _assert_static(page)
+            _shot(page, artifacts, "saved-nb7-new-kernel-dark.png")
+        finally:
+            page.close()
     finally:
-        page.close()
+        theme.unlink()
     shutil.copy(notebook7["root"] / name, lab["root"] / name)
     page = _open(browser, lab, name, wait_kernel=False)  # untrusted in JupyterLab
     try:
