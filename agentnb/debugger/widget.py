@@ -14,8 +14,11 @@ updates the page at most ``updates_per_second`` times a second however fast frag
 only marks the view dirty, and a timer flushes it. Continue started from the page runs in a background
 thread, so the kernel stays free to receive Pause while a model call streams.
 
-The display bundle carries, next to the widget, a static ``text/html`` rendering (header, meters, event
-table, conversation) and ``text/plain`` = the run's repr, for every place no widget runs.
+In a notebook the debugger is two outputs (:meth:`Debugger._ipython_display_`): a static ``text/html``
+rendering (header, meters, event table, conversation; ``text/plain`` = the run's repr), then the widget,
+which replaces it when its model exists. So a notebook saved without widget state -- JupyterLab's default --
+still reads as the run when reopened without the kernel that ran it, and so do GitHub, nbviewer and
+nbconvert.
 """
 
 
