@@ -138,7 +138,7 @@ class DebuggerView {
 
   showSnapshot() {
     const snap = this.model.get("snapshot");
-    if (this.store.heard || !snap || this.static || !this.model.get("count")) return;
+    if (this.store.heard || !snap || this.static) return; // a run not started yet has a snapshot too: "0 events"
     this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
       "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
     this.snapshotEl.hidden = false;
@@ -381,7 +381,7 @@ class DebuggerView {
     this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
       `${esc(hd.model || "?")} · <span class="agentnb-mode">${esc(mode)}</span> · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
       `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
-    const ro = Boolean(hd.static);
+    const ro = Boolean(hd.static) || Boolean(this.saved); // an export, or a saved snapshot: nothing to press
     this.toolbar.hidden = ro;
     this.bpRow.hidden = ro;
     this.approvalsEl.hidden = ro;
