@@ -626,3 +626,16 @@ def test_displayed_outside_a_kernel_only_the_static_view_shows() -> None:
     (output,) = shown.outputs
     assert output.data["text/plain"] == repr(run) and "agentnb-static-view" in output.data["text/html"]
     assert "application/vnd.jupyter.widget-view+json" not in output.data
+
+
+def test_the_saved_snapshot_catches_up_with_the_last_of_quick_steps() -> None:
+    dbg = story_debugger("weather")
+    dbg._repr_mimebundle_()  # displayed: the snapshot is drawn now, then at most once a second
+    assert 'data-events="0"' in dbg.view.snapshot
+    dbg.step()
+    dbg.step()  # both within the second: throttled
+    assert 'data-events="2"' not in dbg.view.snapshot
+    deadline = time.monotonic() + 10
+    while 'data-events="2"' not in dbg.view.snapshot:
+        assert time.monotonic() < deadline, "the last steps never reached the snapshot"
+        time.sleep(0.05)

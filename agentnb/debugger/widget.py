@@ -86,6 +86,7 @@ class Debugger(Controller):
         self._heard = False  # a page said hello: it receives what is sent from now on
         self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
+        self._snapshot_timer: threading.Timer | None = None
         self._static_id = f"agentnb-static-{uuid.uuid4().hex}"
         self._static_shown = False  # displayed as two outputs (the static view has a display id to update)
         self.view.on_msg(self._on_msg)
@@ -325,7 +326,12 @@ class Debugger(Controller):
         if key == self._snapshot_key or (self.view.running and not force):
             return
         settled = state in TERMINAL or state is LoopState.WAITING_APPROVAL
-        if not (force or settled or time.monotonic() - self._snapshot_at > 1.0):
+        wait = self._snapshot_at + 1.0 - time.monotonic()
+        if not (force or settled or wait <= 0):
+            if self._snapshot_timer is None:  # the last of a quick series of steps is saved too, a second later
+                self._snapshot_timer = threading.Timer(wait, self._trailing_snapshot)
+                self._snapshot_timer.daemon = True
+                self._snapshot_timer.start()
             return
         self._snapshot_key = key
         self._snapshot_at = time.monotonic()
@@ -336,6 +342,11 @@ class Debugger(Controller):
             from IPython.display import update_display
 
             update_display(self._static_bundle(), raw=True, display_id=self._static_id)
+
+    def _trailing_snapshot(self) -> None:
+        with self._lock:
+            self._snapshot_timer = None
+            self._safely(self._sync_snapshot)
 
     def _sync_pending(self) -> None:
         run = self.run
@@ -411,9 +422,10 @@ class Debugger(Controller):
         "Error displaying widget: model not found". So the static view is an output of its own, and the
         stylesheet it carries (``debugger.css``) hides, of the two, the one that has nothing to show: the
         widget's output while it holds no debugger (loading, or its model gone), the static view once the
-        live debugger is drawn below it. The static view is kept up to date while the run moves (an update of
-        its display, which lands while the cell that displayed it still runs: ``display(dbg); dbg.cont()``).
-        Outside a kernel (a terminal) only the static view's text is shown.
+        live debugger is drawn below it. The static view follows the run (an update of its display, at most
+        once a second and when the run settles), so what is saved is where the run got to: JupyterLab routes
+        the update by display id while the page that displayed it is open, also for steps taken later from
+        the page or another cell. Outside a kernel (a terminal) only the static view's text is shown.
         """
         from IPython import get_ipython
         from IPython.display import display

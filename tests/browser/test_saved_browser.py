@@ -241,9 +241,15 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
         expect(args).to_contain_text('"order_id"')
         _assert_placeholders_fit(refund, "1280 px")
         _check_reading(page, artifacts, "light")
-        # one step: one event, in words
+        # one step from the page, after the cell ran: one event, in words, and the saved view follows it
         roots.nth(2).locator("button.agentnb-btn-step").click()
         expect(roots.nth(2).locator(".anb-count")).to_have_text("1 event", timeout=T)
+        page.locator(".jp-Cell .jp-InputPrompt").first.click()
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + T / 1000
+        while "· 1 event ·" not in (lab["root"] / name).read_text(encoding="utf-8"):
+            assert time.monotonic() < deadline, "the static view of the stepped debugger was not updated and saved"
+            time.sleep(0.3)
         # the layout at 900 and 700 px (JupyterLab's file browser open): the card's tabs stay in sight
         for width in (900, 700):
             page.set_viewport_size({"width": width, "height": 900})
@@ -283,6 +289,7 @@ def test_a_notebook_saved_by_jupyterlab_reopens_readable(lab: dict[str, Any], no
     try:
         assert _session(lab, name)["kernel"]["id"] != kernel
         _assert_static(page)
+        expect(page.locator(".agentnb-static-view").nth(2).locator(".agentnb-header")).to_contain_text("1 event ·")
         _shot(page, artifacts, "saved-lab-new-kernel.png")
         # and with no kernel at all: shut it down, then read the notebook again from disk
         page.get_by_role("menuitem", name="Kernel", exact=True).click()
