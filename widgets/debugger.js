@@ -138,7 +138,8 @@ class DebuggerView {
 
   showSnapshot() {
     const snap = this.model.get("snapshot");
-    if (this.store.heard || !snap || this.static) return; // a run not started yet has a snapshot too: "0 events"
+    // not for a run with no event yet: while a kernel is busy (Run All) its page must not flip to "saved"
+    if (this.store.heard || !snap || this.static || !this.model.get("count")) return;
     this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
       "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
     this.snapshotEl.hidden = false;
