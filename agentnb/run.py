@@ -594,6 +594,12 @@ class Run:
 
         return Debugger(self)._repr_mimebundle_(**kwargs)
 
+    def _ipython_display_(self) -> None:
+        """In a notebook, the debugger's two outputs: a static view a saved notebook keeps, and the widget."""
+        from .debugger import Debugger  # the same upward facade as _repr_mimebundle_ (tests/test_walls.py)
+
+        Debugger(self)._ipython_display_()
+
     def __repr__(self) -> str:
         return (f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
                 f"calls={self._rs.tool_calls} events={len(self.transcript)}>")

@@ -79,6 +79,12 @@ class Transcript:
 
         return Debugger(self, start="end")._repr_mimebundle_(**kwargs)
 
+    def _ipython_display_(self) -> None:
+        """In a notebook, the read-only debugger's two outputs (a static view, then the widget)."""
+        from .debugger import Debugger
+
+        Debugger(self, start="end")._ipython_display_()
+
     # -- projections ---------------------------------------------------------------------------------
 
     def fold(self) -> RunState:

@@ -590,3 +590,53 @@ def test_an_approval_answer_belongs_to_its_tool_in_rows_and_breakpoints() -> Non
     assert rows["tools"][rows["t"][resolved.seq]] == "create_refund"
     dbg.toggle_breakpoint(resolved.seq)
     assert [b.label() for b in dbg.breakpoints] == ["tool = create_refund"]
+
+
+def test_before_the_first_event_the_header_names_the_run_and_its_model() -> None:
+    dbg = story_debugger("weather")
+    header = dbg.view.header
+    assert header["run_id"] == dbg.run.run_id and header["model"] == "scripted:story:weather"
+    assert header["mode"] == "live · not started: Step or Continue" and header["state"] == "NEW"
+    static = dbg.fallback_html()
+    assert f"<code>{dbg.run.run_id}</code>" in static and "scripted:story:weather" in static and "0 events" in static
+    dbg.step()
+    assert dbg.view.header["mode"] == "live"
+    assert repr(dbg).endswith(" 1 event>") and "1 event ·" in dbg.fallback_html()
+
+
+def test_the_static_view_says_it_is_a_saved_snapshot_and_is_marked_for_the_widget_to_replace() -> None:
+    dbg = story_debugger("weather").cont()
+    html = dbg.fallback_html()
+    head = html[html.index('<div class="agentnb-header">'):].split("</div>")[0]
+    assert '<span class="agentnb-mode">saved snapshot</span>' in head and "live" not in head.replace("badge-live", "")
+    assert "agentnb-static-view" in html  # debugger.css hides it once the live widget is drawn below
+    assert "agentnb-static-view" not in dbg.view.snapshot  # the widget's own snapshot is not the output's view
+
+
+def test_displayed_outside_a_kernel_only_the_static_view_shows() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("go").run()
+    InteractiveShell.instance()  # a terminal's shell: no kernel, no widget front end
+    try:
+        with capture_output() as shown:
+            run._ipython_display_()
+    finally:
+        InteractiveShell.clear_instance()
+    (output,) = shown.outputs
+    assert output.data["text/plain"] == repr(run) and "agentnb-static-view" in output.data["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" not in output.data
+
+
+def test_the_saved_snapshot_catches_up_with_the_last_of_quick_steps() -> None:
+    dbg = story_debugger("weather")
+    dbg._repr_mimebundle_()  # displayed: the snapshot is drawn now, then at most once a second
+    assert 'data-events="0"' in dbg.view.snapshot
+    dbg.step()
+    dbg.step()  # both within the second: throttled
+    assert 'data-events="2"' not in dbg.view.snapshot
+    deadline = time.monotonic() + 10
+    while 'data-events="2"' not in dbg.view.snapshot:
+        assert time.monotonic() < deadline, "the last steps never reached the snapshot"
+        time.sleep(0.05)

@@ -1,9 +1,11 @@
 """A saved, executed notebook read without a kernel: nbconvert's HTML shows the debugger's static view.
 
-Two ways a notebook is saved: with the widget state (``nbconvert --execute`` stores it) and without it
-(JupyterLab's default). Without state, nbconvert picks the display bundle's ``text/html`` fallback; with it,
-the widget view, whose saved state carries the same static view (its ``snapshot``) for the front end to show
-when no kernel answers. Either way the reader gets the run, not a repr, and the saved state stays small.
+The debugger displays as two outputs: its static view, then the widget. Two ways a notebook is saved: with
+the widget state (``nbconvert --execute`` stores it) and without it (JupyterLab's default). Without state,
+nbconvert shows the static view and, for the widget, its ``text/html`` line saying where the live debugger
+would be; with it, the widget view too, whose saved state carries the same static view (its ``snapshot``)
+for the front end to show when no kernel answers. Either way the reader gets the run, not a repr, and the
+saved state stays small.
 """
 
 from __future__ import annotations
@@ -52,10 +54,15 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[nbfor
 
 def test_without_widget_state_the_html_is_the_static_fallback(executed: dict[bool, tuple]) -> None:
     nb, html = executed[False]
-    (output,) = nb.cells[0].outputs
-    assert output.data["text/plain"].startswith("<agentnb.Run run_") and "COMPLETED" in output.data["text/plain"]
-    assert 'class="agentnb-root agentnb-fallback"' in html
-    assert "VBox(children" not in html and "widget-view+json" not in html
+    static, widget = nb.cells[0].outputs  # the static view, then the widget (see Debugger._ipython_display_)
+    assert static.data["text/plain"].startswith("<agentnb.Run run_") and "COMPLETED" in static.data["text/plain"]
+    view = "application/vnd.jupyter.widget-view+json"
+    assert "agentnb-static-view" in static.data["text/html"] and view not in static.data
+    assert view in widget.data
+    assert "agentnb-live-note" in widget.data["text/html"] and "agentnb-fallback" not in widget.data["text/html"]
+    assert html.count('class="agentnb-root agentnb-fallback agentnb-static-view"') == 1  # once, not per output
+    assert "the live debugger shows here once this cell runs in a kernel" in html
+    assert "VBox(children" not in html and '<script type="application/vnd.jupyter.widget-view+json">' not in html
     assert "COMPLETED" in html and "the model answered" in html and "It is sunny." in html
     for kind in ("RunStarted", "ArgumentsMerged", "ToolFinished", "ResultsBound", "RunFinished"):
         assert f"<td>{kind}</td>" in html, kind

@@ -99,6 +99,9 @@ FACADES: frozenset[tuple[str, str, str]] = frozenset({
     # to touch"); the debugger reads the run and the transcript, so this display is the one upward door.
     ("agentnb.run", "agentnb.debugger", "_repr_mimebundle_"),
     ("agentnb.transcript", "agentnb.debugger", "_repr_mimebundle_"),
+    # ... shown as the debugger shows itself: a static view and the widget, two outputs (debugger/widget.py)
+    ("agentnb.run", "agentnb.debugger", "_ipython_display_"),
+    ("agentnb.transcript", "agentnb.debugger", "_ipython_display_"),
     # Loop(tracer_provider=...) is the user's one switch for live tracing: the listener it attaches (and
     # OpenTelemetry with it) is loaded only when asked for, inside Loop.start; the run knows no tracing at all.
     ("agentnb.loop", "agentnb.otel.export", "start"),

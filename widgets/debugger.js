@@ -14,6 +14,7 @@
 // views with a StaticModel that answers from data embedded in the page.
 
 const ROW_H = 24;
+const NARROW = 560; // px: below this the timeline and the card stack (debugger.css: .anb-narrow)
 const OVERSCAN = 12;
 const KEYS_HELP = [
   ["← → or k j", "previous / next event"],
@@ -30,6 +31,10 @@ const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function eventsText(n) {
+  return `${n.toLocaleString()} ${n === 1 ? "event" : "events"}`;
 }
 
 function h(tag, attrs = {}, ...children) {
@@ -133,10 +138,13 @@ class DebuggerView {
 
   showSnapshot() {
     const snap = this.model.get("snapshot");
+    // not for a run with no event yet: while a kernel is busy (Run All) its page must not flip to "saved"
     if (this.store.heard || !snap || this.static || !this.model.get("count")) return;
     this.snapshotEl.innerHTML = '<div class="agentnb-muted">a saved view: no kernel answers (yet: a cell may still ' +
       "be running; in a reopened notebook, run the cell again to step, select and approve).</div>" + snap;
     this.snapshotEl.hidden = false;
+    this.saved = true;
+    this.drawHeader();
     this.main.hidden = true;
     this.metersEl.hidden = true;
     this.diagramBox.hidden = true;
@@ -148,6 +156,7 @@ class DebuggerView {
     if (this.snapshotEl.hidden) return;
     this.snapshotEl.hidden = true;
     this.snapshotEl.innerHTML = "";
+    this.saved = false;
     this.main.hidden = false;
     this.metersEl.hidden = false;
     this.diagramBox.hidden = false;
@@ -203,11 +212,13 @@ class DebuggerView {
     this.approvalsEl = h("div", { class: "agentnb-approvals" });
 
     this.bpList = h("span", { class: "agentnb-breakpoints" });
-    this.bpKind = h("select", { class: "anb-input agentnb-bp-kind", "aria-label": "breakpoint kind" },
+    // one example per kind, so the placeholder fits the field
+    const examples = { tool: "a tool: get_weather", event: "an event: ToolFinished", state: "a state: EXECUTING" };
+    this.bpKind = h("select", { class: "anb-input agentnb-bp-kind", "aria-label": "breakpoint kind",
+      onchange: () => { this.bpValue.placeholder = examples[this.bpKind.value]; } },
       ...["tool", "event", "state"].map((k) => h("option", { value: k }, k)));
     this.bpValue = h("input", { class: "anb-input agentnb-bp-value", "aria-label": "breakpoint value",
-      placeholder: "get_weather, ToolFinished, WAITING_APPROVAL",
-      onkeydown: (e) => { if (e.key === "Enter") this.addBreakpoint(); } });
+      placeholder: examples.tool, onkeydown: (e) => { if (e.key === "Enter") this.addBreakpoint(); } });
     this.bpAdd = h("button", { class: "anb-btn agentnb-btn-add-breakpoint", "aria-label": "add breakpoint",
       onclick: () => this.addBreakpoint() }, "Add breakpoint");
     this.bpRow = h("div", { class: "anb-bp-row" }, h("span", { class: "agentnb-muted" }, "break on "),
@@ -269,7 +280,7 @@ class DebuggerView {
     root.addEventListener("keydown", (e) => this.onKey(e));
     el.append(root);
     this.resizer = new ResizeObserver(() => {
-      root.classList.toggle("anb-narrow", root.clientWidth < 820);
+      root.classList.toggle("anb-narrow", root.clientWidth < NARROW);
       this.paint();
     });
     this.resizer.observe(root);
@@ -366,10 +377,12 @@ class DebuggerView {
   drawHeader() {
     const hd = this.model.get("header") || {};
     const reason = hd.reason ? ` — ${esc(hd.reason)}` : "";
+    // a saved notebook's widget without a kernel draws its snapshot: the header must not say "live"
+    const mode = this.saved ? "saved snapshot · no kernel answers" : hd.mode || "";
     this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
-      `${esc(hd.model || "?")} · ${esc(hd.mode || "")} · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
+      `${esc(hd.model || "?")} · <span class="agentnb-mode">${esc(mode)}</span> · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
       `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
-    const ro = Boolean(hd.static);
+    const ro = Boolean(hd.static) || Boolean(this.saved); // an export, or a saved snapshot: nothing to press
     this.toolbar.hidden = ro;
     this.bpRow.hidden = ro;
     this.approvalsEl.hidden = ro;
@@ -445,13 +458,20 @@ class DebuggerView {
       // the kernel wrote hidden characters out (shown_id, arguments as \u escapes) and says so in p.flag
       if (p.flag) card.insertBefore(h("div", { class: "agentnb-hidden-flag", role: "alert" },
         h("span", { class: "agentnb-badge agentnb-badge-bad" }, "⚠"), ` ${p.flag}: shown as JSON escapes (\\u…)`), buttons);
+      if (p.arguments !== undefined && p.kind !== "escalation") {
+        // what runs if approved, readable at a glance (the kernel wrote it as indented JSON, hidden characters escaped)
+        card.insertBefore(h("div", { class: "anb-approval-args" }, h("div", { class: "agentnb-muted" }, "arguments"),
+          h("pre", { class: "agentnb-pre agentnb-approval-arguments", "aria-label": `arguments of ${p.name}` }, p.arguments)),
+        buttons);
+      }
       if (p.kind === "approval") {
-        const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: "4",
-          "aria-label": `arguments of ${p.name}` });
+        const lines = String(p.arguments).split("\n").length;
+        const edit = h("textarea", { class: "anb-input agentnb-edit-arguments", rows: String(Math.min(16, Math.max(3, lines))),
+          "aria-label": `edit the arguments of ${p.name}` });
         edit.value = p.arguments;
-        card.append(h("div", { class: "agentnb-muted" }, "edit the arguments (checked against the schema):"), edit,
-          h("div", {}, h("button", { class: "anb-btn agentnb-btn-approve-edited", "aria-label": `approve ${p.name} with edited arguments`,
-            onclick: () => this.call("approve", { call_id: p.call_id, arguments: edit.value }) }, "Approve edited arguments"), err));
+        card.append(h("details", { class: "anb-edit" }, h("summary", {}, "Edit the arguments (checked against the schema)"),
+          edit, h("div", {}, h("button", { class: "anb-btn agentnb-btn-approve-edited", "aria-label": `approve ${p.name} with edited arguments`,
+            onclick: () => this.call("approve", { call_id: p.call_id, arguments: edit.value }) }, "Approve edited arguments"))), err);
       } else if (p.kind !== "escalation") {
         const value = h("textarea", { class: "anb-input agentnb-submit-value", rows: "3",
           placeholder: "the result, as JSON (or plain text)", "aria-label": `result of ${p.name}` });
@@ -576,7 +596,7 @@ class DebuggerView {
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
-    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : `${st.n.toLocaleString()} events`;
+    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : eventsText(st.n);
     const height = list.clientHeight || 400;
     const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);

@@ -200,19 +200,39 @@ def meters_html(tl: Timeline, seq: int) -> str:
     c = tl.counters_at(seq)
     parts = [f"{label} {shown}" + (f" / {limit:g}" if limit else "") for label, value, limit, shown in rows
              if label != "cost" or value is not None]
-    return (f'<div class="agentnb-meters">{"".join(bars)}<span class="agentnb-meter-label">{" · ".join(parts)} '
+    # spaces between the items: a flex row drops them, a page without the stylesheet (GitHub) needs them
+    return (f'<div class="agentnb-meters">{" ".join(bars)} <span class="agentnb-meter-label">{" · ".join(parts)} '
             f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span></div>')
 
 
-def header(tl: Timeline, *, live: bool, total: int | None = None) -> dict[str, Any]:
-    """Run id, model, mode, state and why it ended, for the header line."""
+def events_text(n: int) -> str:
+    """``n`` events, counted in words ("1 event", "2,000 events").
+
+    Example:
+        >>> events_text(1), events_text(2000)
+        ('1 event', '2,000 events')
+    """
+    return f"{n:,} event" if n == 1 else f"{n:,} events"
+
+
+def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = "",
+           model: str = "") -> dict[str, Any]:
+    """Run id, model, mode, state and why it ended, for the header line.
+
+    Before the first event the timeline knows neither the run nor its model: ``run_id`` and ``model`` (the
+    run's own, from the debugger) say them, and the mode says that nothing has happened yet.
+    """
     rs = tl.state
     first = tl.events[0] if len(tl) else None
     n = len(tl)
+    if live:
+        mode = "live" if n else "live · not started: Step or Continue"
+    else:
+        mode = f"replay · {n:,}/{events_text(total if total is not None else n)}"
     return {
-        "run_id": visible(rs.run_id or "-")[0],
-        "model": visible(str(getattr(first, "model", "?")))[0],
-        "mode": "live" if live else f"replay · {n}/{total if total is not None else n} events",
+        "run_id": visible(rs.run_id or run_id or "-")[0],
+        "model": visible(str(getattr(first, "model", None) or model or "model not known yet"))[0],
+        "mode": mode,
         "state": rs.state.value,
         "tone": _tone(rs.state),
         "reason": visible(rs.reason or "")[0],
@@ -284,28 +304,32 @@ def _pretty(value: Any) -> str:
 
 # -- kernel-less views --------------------------------------------------------------------------------
 
+SAVED = "saved snapshot"
+"""What the static views call themselves: the run as it stood when it was saved, not a live debugger."""
+
 FALLBACK_ROWS = 400
 """Events listed in the static fallback (the first and last halves; the middle is counted)."""
 
 
 def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", rows: int = FALLBACK_ROWS,
-                  style: bool = True) -> str:
+                  style: bool = True, run_id: str = "", model: str = "") -> str:
     """The static ``text/html`` shown where no widget runs (GitHub, nbviewer, nbconvert, no kernel).
 
     The header (run, model, final state and why), the meters, the event table with summaries, and the
     conversation after the last event. Styles are inline; without them (GitHub strips ``<style>``) it is
     still a readable table. ``rows`` caps the events listed; ``style=False`` leaves the stylesheet out (the
-    widget's saved snapshot, whose page has it already).
+    widget's saved snapshot, whose page has it already). ``run_id`` and ``model`` name a run that has no
+    event yet (see :func:`header`).
     """
     from .assets import stylesheet
 
-    h = header(tl, live=live)
+    h = header(tl, live=live, run_id=run_id, model=model)
     n = len(tl)
     last = n - 1
     reason = f" — {cards.esc(h['reason'])}" if h["reason"] else ""
     head = (f'<div class="agentnb-header"><b>{cards.esc(title)}</b> · run <code>{cards.esc(h["run_id"])}</code> · '
-            f'{cards.esc(h["model"])} · {n} events · <span class="agentnb-badge agentnb-badge-{h["tone"]}">'
-            f'{cards.esc(h["state"])}</span>{reason}</div>')
+            f'{cards.esc(h["model"])} · {events_text(n)} · <span class="agentnb-mode">{SAVED}</span> · '
+            f'<span class="agentnb-badge agentnb-badge-{h["tone"]}">{cards.esc(h["state"])}</span>{reason}</div>')
     if n > rows:
         half = rows // 2
         shown = [*range(half), -1, *range(n - half, n)]
@@ -323,7 +347,9 @@ def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", 
              f'<th>summary</th><th>state after</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
     meter = meters_html(tl, last) if n else ""
     conv = conversation_html(tl, last) if n else ""
-    return (f'{stylesheet() if style else ""}<div class="agentnb-root agentnb-fallback" data-events="{n}">{head}{meter}'
+    # the page's own output (style=True) is marked: the live widget in the next output replaces it (debugger.css)
+    cls = "agentnb-root agentnb-fallback" + (" agentnb-static-view" if style else "")
+    return (f'{stylesheet() if style else ""}<div class="{cls}" data-events="{n}">{head}{meter}'
             f"<details open><summary><b>events</b></summary>{table}</details>"
             f"<details open><summary><b>conversation</b></summary>{conv}</details></div>")
 
@@ -375,7 +401,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
         spent += size
         wire_data[str(seq)] = views
     return {
-        "header": {**header(tl, live=False), "mode": f"exported · {n} events", "static": True,
+        "header": {**header(tl, live=False), "mode": f"exported · {events_text(n)}", "static": True,
                    "title": visible(title)[0]},
         "count": n,
         "rows": rows,

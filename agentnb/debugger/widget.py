@@ -14,8 +14,11 @@ updates the page at most ``updates_per_second`` times a second however fast frag
 only marks the view dirty, and a timer flushes it. Continue started from the page runs in a background
 thread, so the kernel stays free to receive Pause while a model call streams.
 
-The display bundle carries, next to the widget, a static ``text/html`` rendering (header, meters, event
-table, conversation) and ``text/plain`` = the run's repr, for every place no widget runs.
+In a notebook the debugger is two outputs (:meth:`Debugger._ipython_display_`): a static ``text/html``
+rendering (header, meters, event table, conversation; ``text/plain`` = the run's repr), then the widget,
+which replaces it when its model exists. So a notebook saved without widget state -- JupyterLab's default --
+still reads as the run when reopened without the kernel that ran it, and so do GitHub, nbviewer and
+nbconvert.
 """
 
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +86,9 @@ class Debugger(Controller):
         self._heard = False  # a page said hello: it receives what is sent from now on
         self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
+        self._snapshot_timer: threading.Timer | None = None
+        self._static_id = f"agentnb-static-{uuid.uuid4().hex}"
+        self._static_shown = False  # displayed as two outputs (the static view has a display id to update)
         self.view.on_msg(self._on_msg)
         self.view.observe(self._on_selected, names="selected")
         self.view.observe(lambda _c: self._safely(self._render_tabs), names=["tab", "wire_provider"])
@@ -271,7 +278,7 @@ class Debugger(Controller):
             v = self.view
             with v.hold_sync():
                 self._send_rows()
-                v.header = viewdata.header(tl, live=self.live, total=len(self._replay) if not self.live else None)
+                v.header = self._header()
                 v.count = n
                 v.selected = sel
                 v.follow = self.follow
@@ -293,6 +300,20 @@ class Debugger(Controller):
                 self._render_tabs()
                 self._sync_snapshot()
 
+    def _named(self) -> tuple[str, str]:
+        """The run's id and model before its first event says them (as ``RunStarted`` will)."""
+        run = self.run
+        if run is None:
+            return "", ""
+        model = run.loop.model
+        return run.run_id, f"{getattr(model, 'provider', '?')}:{getattr(model, 'name', '?')}"
+
+    def _header(self) -> dict[str, Any]:
+        if self.run is None:
+            return viewdata.header(self.timeline, live=False, total=len(self._replay))
+        run_id, model = self._named()
+        return viewdata.header(self.timeline, live=True, run_id=run_id, model=model)
+
     SNAPSHOT_ROWS = 200
     """Events listed in the snapshot the widget state keeps for kernel-less views (first and last halves)."""
 
@@ -305,12 +326,27 @@ class Debugger(Controller):
         if key == self._snapshot_key or (self.view.running and not force):
             return
         settled = state in TERMINAL or state is LoopState.WAITING_APPROVAL
-        if not (force or settled or time.monotonic() - self._snapshot_at > 1.0):
+        wait = self._snapshot_at + 1.0 - time.monotonic()
+        if not (force or settled or wait <= 0):
+            if self._snapshot_timer is None:  # the last of a quick series of steps is saved too, a second later
+                self._snapshot_timer = threading.Timer(wait, self._trailing_snapshot)
+                self._snapshot_timer.daemon = True
+                self._snapshot_timer.start()
             return
         self._snapshot_key = key
         self._snapshot_at = time.monotonic()
+        run_id, model = self._named()
         self.view.snapshot = viewdata.fallback_html(self.timeline, live=self.live, rows=self.SNAPSHOT_ROWS,
-                                                    style=False)
+                                                    style=False, run_id=run_id, model=model)
+        if self._static_shown:  # the saved view in the output above the widget follows too (see _ipython_display_)
+            from IPython.display import update_display
+
+            update_display(self._static_bundle(), raw=True, display_id=self._static_id)
+
+    def _trailing_snapshot(self) -> None:
+        with self._lock:
+            self._snapshot_timer = None
+            self._safely(self._sync_snapshot)
 
     def _sync_pending(self) -> None:
         run = self.run
@@ -351,7 +387,8 @@ class Debugger(Controller):
     def fallback_html(self) -> str:
         """The static HTML of the display bundle (header, meters, events, conversation), for kernel-less readers."""
         with self._lock:
-            return viewdata.fallback_html(self.timeline, live=self.live)
+            run_id, model = self._named()
+            return viewdata.fallback_html(self.timeline, live=self.live, run_id=run_id, model=model)
 
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.
@@ -369,6 +406,42 @@ class Debugger(Controller):
         with self._lock:
             return write_html(self.timeline, path, title=title)
 
+    LIVE_NOTE = ("the live debugger shows here once this cell runs in a kernel, in a trusted notebook; "
+                 "above is the run as it was saved")
+    """What the widget's output says where no widget can be drawn (an untrusted notebook, GitHub, nbconvert)."""
+
+    def _static_bundle(self) -> dict[str, str]:
+        return {"text/html": self.fallback_html(),
+                "text/plain": repr(self.run) if self.run is not None else repr(Transcript(self._replay))}
+
+    def _ipython_display_(self) -> None:
+        """Display in two outputs: the static view, then the widget, which replaces it when its model exists.
+
+        JupyterLab and Notebook 7 draw one MIME type per output, the widget's whenever the notebook is trusted;
+        a saved notebook reopened without its widget state (the default) has no model for it and reads
+        "Error displaying widget: model not found". So the static view is an output of its own, and the
+        stylesheet it carries (``debugger.css``) hides, of the two, the one that has nothing to show: the
+        widget's output while it holds no debugger (loading, or its model gone), the static view once the
+        live debugger is drawn below it. The static view follows the run (an update of its display, at most
+        once a second and when the run settles), so what is saved is where the run got to: JupyterLab routes
+        the update by display id while the page that displayed it is open, also for steps taken later from
+        the page or another cell. Outside a kernel (a terminal) only the static view's text is shown.
+        """
+        from IPython import get_ipython
+        from IPython.display import display
+
+        data, metadata = self._repr_mimebundle_()
+        static = {k: data[k] for k in ("text/html", "text/plain")}
+        if getattr(get_ipython(), "kernel", None) is None:
+            display(static, raw=True)
+            return
+        display(static, raw=True, display_id=self._static_id)
+        self._static_shown = True
+        live = {k: v for k, v in data.items() if k not in ("text/html", "text/plain")}
+        live["text/plain"] = self.LIVE_NOTE
+        live["text/html"] = f'<div class="agentnb-muted agentnb-live-note">{self.LIVE_NOTE}</div>'
+        display(live, metadata=metadata, raw=True)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         shown = self.view._repr_mimebundle_(**kwargs)
         data, metadata = shown if isinstance(shown, tuple) else (shown or {}, {})
@@ -381,13 +454,12 @@ class Debugger(Controller):
             if len(self.timeline) > self.EARLY_ROWS and not self._heard:
                 # a long run's rows wait for the page's hello: encode them meanwhile, while the page loads
                 threading.Thread(target=self._encode_rows, name="agentnb-rows", daemon=True).start()
-        data["text/html"] = self.fallback_html()
-        data["text/plain"] = repr(self.run) if self.run is not None else repr(Transcript(self._replay))
+        data.update(self._static_bundle())
         return data, metadata
 
     def __repr__(self) -> str:
         mode = "live" if self.live else "replay"
-        return f"<agentnb.Debugger {mode} {self.state.value} {len(self.timeline)} events>"
+        return f"<agentnb.Debugger {mode} {self.state.value} {viewdata.events_text(len(self.timeline))}>"
 
 
 class DebuggerView(anywidget.AnyWidget):

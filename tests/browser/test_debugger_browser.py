@@ -18,6 +18,8 @@ import pytest
 
 import agentnb as anb
 
+from .contrast import below_aa
+
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.browser
 
@@ -115,7 +117,7 @@ def test_debugger_in_jupyterlab(lab: dict[str, Any], browser: Any, artifacts: Pa
         cells_before = page.locator(".jp-Cell").count()
         for n in (1, 2, 3):
             page.keyboard.press("s")
-            expect(root.locator(".anb-count")).to_have_text(f"{n} events", timeout=T)
+            expect(root.locator(".anb-count")).to_have_text("1 event" if n == 1 else f"{n} events", timeout=T)
         assert page.locator(".jp-Cell").count() == cells_before
 
         # Step (button) until an argument fragment shows, then click its row: the detail follows the click
@@ -288,7 +290,12 @@ def test_exported_html_opens_from_file(browser: Any, tmp_path: Path, artifacts: 
             expect(root.locator(".agentnb-header")).to_contain_text("COMPLETED")
             expect(root.locator(".anb-count")).to_have_text(f"{n} events")
             expect(root.locator("button.agentnb-btn-step")).to_be_hidden()  # read-only
+            expect(root.locator(".anb-row.anb-selected")).to_be_visible()
+            low = below_aa(root)  # the export's own light and dark variables, the last row selected
+            assert not low, f"{scheme}: text below WCAG AA (4.5:1): {low[:8]}"
             page.screenshot(path=str(artifacts / f"export-{scheme}.png"))
+            if Path("/tmp/w27-shots").is_dir():
+                page.screenshot(path=f"/tmp/w27-shots/export-{scheme}.png")
             if scheme == "dark":
                 continue
             # select by clicking and by keys, filter, read the wire view
@@ -412,6 +419,12 @@ def test_saved_notebook_without_its_kernel_shows_the_run(lab: dict[str, Any], br
         expect(snapshot).to_be_visible(timeout=T)
         expect(snapshot).to_contain_text("no kernel answers")
         expect(snapshot.locator(".agentnb-fallback-events")).to_contain_text("RunFinished")
+        header = page.locator(".jp-OutputArea-output .agentnb-debugger > .anb-top .agentnb-header")
+        expect(header).to_contain_text("saved snapshot")  # not "live": no kernel answers
+        expect(header.locator(".agentnb-mode")).not_to_contain_text("live")
+        # the widget draws the snapshot, so the static view above it gives way; no widget error is shown
+        expect(page.locator(".agentnb-static-view")).to_be_hidden()
+        assert "Error displaying widget" not in page.locator(".jp-NotebookPanel").inner_text()
         page.screenshot(path=str(artifacts / "debugger-10-saved-trusted.png"))
     finally:
         page.close()
