@@ -29,7 +29,7 @@ from ._choice import enforce_strict, honour_tool_choice
 from ._http import Handler, Server
 from ._records import LOG_SIZE, Answer, Fault, RequestLog, _Request, default_message, mounts
 
-__all__ = ["Emulator", "_Request"]
+__all__ = ["Emulator"]
 
 
 class Emulator:
