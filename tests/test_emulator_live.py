@@ -113,9 +113,8 @@ def test_the_openai_sdk_yields_the_first_chunk_before_the_last_frame_is_written(
                 pieces.append(content)
         finished_at = emu.requests[-1].finished_at
     assert "".join(pieces) == TEXT and len(pieces) == 7
-    assert yielded[-1] - yielded[0] >= 0.5 * DELAY * (len(pieces) - 1), yielded  # the iterator moved piece by piece
     first_at = yielded[0]
-    assert finished_at is not None  # when the emulator wrote the last byte of the stream: well after the first
+    assert finished_at is not None  # when the emulator wrote the stream's last byte: frames after the first one
     assert finished_at - first_at >= 0.5 * DELAY * (len(pieces) - 1), (first_at, finished_at)
 
 
