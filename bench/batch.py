@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,8 @@ import agentnb as anb  # noqa: E402
 
 TOOL_TURNS = 5
 CONCURRENCY = (1, 8, 32, 64)
+REQUEST_TIMEOUT = 20.0
+"""Seconds a client waits for an answer (the SDK's default is 600): a stalled request is retried, and counted."""
 
 
 def turn(messages: list[anb.Message]) -> dict[str, Any]:
@@ -127,7 +131,7 @@ class Served:
 async def raw(url: str, n: int, concurrency: int) -> None:
     import openai
 
-    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=REQUEST_TIMEOUT)
     gate = asyncio.Semaphore(concurrency)
     tool = {"type": "function", "function": {"name": "lookup", "description": "Look a key up.", "parameters": {
         "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}}
@@ -153,12 +157,17 @@ async def raw(url: str, n: int, concurrency: int) -> None:
 def with_agentnb(url: str, n: int, concurrency: int, tag: str) -> None:
     import openai
 
-    client = openai.AsyncOpenAI(base_url=url, api_key="bench")
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", timeout=REQUEST_TIMEOUT)
     loop = anb.Loop(model=anb.OpenAIChatModel(client, model="gpt-4.1"), tools=[lookup], max_turns=TOOL_TURNS + 2)
     result = anb.batch(loop, [f"look up things {i}" for i in range(n)], concurrency=concurrency, progress=False,
                        name=tag)
     counts = result.counts()
-    assert counts["done"] == n, (counts, result.errors)
+    retried = sum(e.type == "ModelRetried" for t in result for e in t.events)
+    if retried:
+        print(f"{tag}: {retried} requests retried", file=sys.stderr, flush=True)
+    if counts["done"] != n:
+        why = {str(getattr(t.events[-1], "reason", "")) for t in result if t.state is not anb.LoopState.COMPLETED}
+        raise SystemExit(f"{tag}: {counts}, {result.errors or sorted(why)[:3]}")
 
 
 @dataclass
@@ -189,6 +198,7 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--tree", type=Path)
     args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: every thread's stack, if a round seems stuck
     if args.serve:
         serve(args.latency)
         return
@@ -208,6 +218,7 @@ def main() -> None:
                         measure(served, lambda: asyncio.run(raw(served.url, n, c))))  # noqa: B023
                     cells.setdefault((label, c, "agentnb"), []).append(
                         measure(served, lambda: with_agentnb(served.url, n, c, f"{label}-c{c}-r{r}")))  # noqa: B023
+                    print(f"round {r + 1}, concurrency {c}, {label}: done", file=sys.stderr, flush=True)
     finally:
         for served in emulators.values():
             served.close()

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import agentnb as anb
 from agentnb.emulator import Emulator, _http, _records
-from agentnb.emulator._records import _Request
+from agentnb.emulator._http import _Request
 from agentnb.lint import PROVIDERS, validate
 from agentnb.messages import Message, ToolCallPart, ToolResultPart
 from agentnb.providers import WIRE_APIS, anthropic, gemini, ollama, openai_chat, openai_responses

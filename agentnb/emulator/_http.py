@@ -23,6 +23,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
+from ..lint import Finding
 from ._records import (
     LISTEN_BACKLOG,
     MAX_BODY_BYTES,
@@ -31,7 +32,6 @@ from ._records import (
     Answer,
     Logged,
     RequestLog,
-    _Request,
     error_body,
     provider_of,
     route,
@@ -39,6 +39,21 @@ from ._records import (
 
 IDLE_SECONDS = 60.0
 """Seconds a worker thread waits for a connection before it ends."""
+
+
+class _Request(Exception):
+    """An answer decided before the script runs (an invalid request, a fault)."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, retry_after: float | None = None,
+                 findings: list[Finding] | None = None, retry: bool = True) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.retry_after = retry_after
+        self.findings = findings or []
+        self.retry = retry
+        """False: the answer says ``x-should-retry: false`` (the SDKs that honour it do not ask again)."""
 
 
 class Answering(Protocol):

@@ -99,21 +99,6 @@ class Answer:
     """Seconds before each frame of a stream (the script's delay between fragments)."""
 
 
-class _Request(Exception):
-    """An answer decided before the script runs (an invalid request, a fault)."""
-
-    def __init__(self, status: int, message: str, param: str | None = None, retry_after: float | None = None,
-                 findings: list[Finding] | None = None, retry: bool = True) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.retry_after = retry_after
-        self.findings = findings or []
-        self.retry = retry
-        """False: the answer says ``x-should-retry: false`` (the SDKs that honour it do not ask again)."""
-
-
 def default_message(provider: str, status: int) -> str:
     """The message a service sends with ``status`` when nobody said another."""
     return WIRE_APIS[provider].emulator.default_message(status)

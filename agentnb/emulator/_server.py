@@ -26,8 +26,8 @@ from ..providers.scripted import ScriptedModel, ScriptStep
 from ..providers.wireapi import EncodeRequest
 from ..request import ModelRequest
 from ._choice import enforce_strict, honour_tool_choice
-from ._http import Handler, Server
-from ._records import LOG_SIZE, Answer, Fault, RequestLog, _Request, default_message, mounts
+from ._http import Handler, Server, _Request
+from ._records import LOG_SIZE, Answer, Fault, RequestLog, default_message, mounts
 
 __all__ = ["Emulator"]
 
