@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.emulator import Emulator
-from agentnb.emulator import _server as server
-from agentnb.emulator._server import _Request
+from agentnb.emulator import Emulator, _http, _records
+from agentnb.emulator._http import _Request
 from agentnb.lint import PROVIDERS, validate
 from agentnb.messages import Message, ToolCallPart, ToolResultPart
 from agentnb.providers import WIRE_APIS, anthropic, gemini, ollama, openai_chat, openai_responses
@@ -219,7 +218,7 @@ def test_an_invalid_content_length_is_a_400(emu: Emulator, length: str) -> None:
 
 
 def test_a_body_over_the_cap_is_a_413_and_is_never_read(emu: Emulator) -> None:
-    size = server.MAX_BODY_BYTES + 1
+    size = _records.MAX_BODY_BYTES + 1
     before = len(emu.requests)
     status, body, _ = _raw(emu, _post("/anthropic/v1/messages", b"x" * 1024, str(size)))
     assert status == 413 and body["type"] == "error" and body["error"]["type"] == "request_too_large"
@@ -227,7 +226,7 @@ def test_a_body_over_the_cap_is_a_413_and_is_never_read(emu: Emulator) -> None:
 
 
 def test_a_silent_client_is_cut_off_by_the_read_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server._Handler, "timeout", 0.3)
+    monkeypatch.setattr(_http.Handler, "timeout", 0.3)
     with Emulator() as emu:
         started = time.monotonic()
         status, body, _ = _raw(emu, _post("/gemini/v1beta/models/m:generateContent", b"{", "100"))

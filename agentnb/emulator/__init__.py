@@ -1,8 +1,12 @@
 """A local emulator of the four model APIs, for workshops and tests: the real SDK clients, no internet.
 
 Theory of operation. :class:`Emulator` is an HTTP server on 127.0.0.1 (a free port chosen by the OS) in
-a daemon thread, with a thread per connection and room for 1,024 connections waiting to be accepted (so a
-test's 64 clients connecting at once are all accepted at once, none reset or made to wait). It serves
+a daemon thread, with room for 1,024 connections waiting to be accepted (so a test's 64 clients connecting at
+once are all accepted at once, none reset or made to wait) and a pool of worker threads that grows to one per
+open connection and reuses the idle ones. Requests are answered in parallel: a lock guards only what they
+share (the faults, the script's position, the ids and signatures issued), never a script function or a wait,
+so a classroom of notebooks or a batch at concurrency 64 is answered at once (:mod:`agentnb.emulator._server`).
+It serves
 
 ============================ =============================================================================
 ``url("openai")``            ``POST /chat/completions`` and ``POST /responses`` (OpenAI)
@@ -12,7 +16,11 @@ test's 64 clients connecting at once are all accepted at once, none reset or mad
 ============================ =============================================================================
 
 and answers every request with the next turn of a :class:`~agentnb.ScriptedModel` script, written the way
-that service writes it, whole or streamed (each provider's own SSE event names and framing). Everything
+that service writes it, whole or streamed (each provider's own SSE event names and framing, Ollama's JSON
+lines). A stream is sent as the script plays it: the headers at once, the script's ``latency`` before the first
+frame and its ``chunk_delay`` before each frame, each frame flushed as one HTTP chunk, so a live view through
+the official SDKs moves fragment by fragment (and a Pause acts mid-turn). A whole answer waits as the script
+does when it answers whole. ``Logged.finished_at`` says when each answer's last byte left. Everything
 per API comes from its ``emulator`` field (an :class:`~agentnb.providers.wireapi.Endpoint`) in
 :data:`agentnb.providers.WIRE_APIS`: the routes, how a request says it streams, the encoder
 (``agentnb/providers/<api>/encode.py``), the error body. Script functions receive the conversation the
@@ -53,6 +61,7 @@ Example:
     'Hello from the emulator.'
 """
 
-from ._server import Emulator, Fault, Logged
+from ._records import Fault, Logged
+from ._server import Emulator
 
 __all__ = ["Emulator", "Fault", "Logged"]
