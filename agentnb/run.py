@@ -272,8 +272,7 @@ class Run:
     def interject(self, text: str, *, by: str | None = None) -> BaseEvent:
         """Tell the model something while the run is paused: a user message for its next request.
 
-        It goes after this turn's results (Pause, a breakpoint or an approval may have stopped it mid-turn), and
-        is stored and resumed like any event.
+        It goes after this turn's results; it is stored and resumed like any event.
 
         Raises:
             AgentnbError: blank text, a run not started or already over, or a headless run (nobody is there).
@@ -313,13 +312,11 @@ class Run:
         ``results``: tool results replaced by call id; ``arguments``: call arguments replaced by call id (that
         call's turn is replayed with them). Where the fork cuts and how its model goes on: :mod:`agentnb.driver.fork`.
 
-        A fork belongs to this run's operation and store, so a write this run (or any run of the operation) made
-        is never made again: it is answered from the effect ledger, marked ``inherited``. ``effects`` says what
-        a write nobody made yet does: ``"ask"`` pauses for a person, ``"simulate"`` runs the tool's simulator
-        (``@tool(simulate=...)``; without one the write is refused as an error result), ``"run"`` runs it.
-        ``reads="reuse"`` answers a read from this run's result of the same read (``reused``); ``rerun``
-        names tools whose effects the fork does again (marked ``rerun``). The lineage is stored with the fork;
-        ``run_id`` names it (default: a new id).
+        A fork belongs to this run's operation and store: a write any run of the operation made is answered
+        from the effect ledger (``inherited``), never made again. A write nobody made follows ``effects``:
+        ``"ask"`` pauses for a person, ``"simulate"`` runs ``@tool(simulate=...)`` (none: refused), ``"run"``
+        runs it. ``reads="reuse"`` answers reads from this run's results; ``rerun`` names tools whose effects
+        the fork does again. The lineage is stored with the fork (``run_id``: its id; default a new one).
 
         Example:
             >>> import agentnb as anb
@@ -589,15 +586,12 @@ class Run:
         return run
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """In a notebook, a run left as a cell's last line shows its debugger."""
         from .debugger import Debugger  # the one upward facade: a run's rich display (tests/test_walls.py)
-
         return Debugger(self)._repr_mimebundle_(**kwargs)
 
     def _ipython_display_(self) -> None:
         """In a notebook, the debugger's two outputs: a static view a saved notebook keeps, and the widget."""
         from .debugger import Debugger  # the same upward facade as _repr_mimebundle_ (tests/test_walls.py)
-
         Debugger(self)._ipython_display_()
 
     def __repr__(self) -> str:
