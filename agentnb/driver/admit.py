@@ -33,7 +33,7 @@ def admit(rs: RunState, cfg: EngineConfig, tools: ToolPort, calls: list[CallStat
         assert tool is not None
         key = ledger_key(rs, cfg, c)
         verdict: Any = None
-        if looks_first(rs, cfg, c):  # a fork: its policy first, before anything is claimed
+        if looks_first(rs, cfg, c) and (key is not None or not tool.side_effects):  # a fork: its policy first
             found: Any = tools.peek(key, c) if key is not None else ParentRead(c.call_id, reads.get(rs, c))
             verdict = receive(rs, cfg, found)
             if isinstance(verdict, Emit):
