@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .driver.fork import lineage
 from .events import BaseEvent, RunStarted
 from .exceptions import AgentnbError
 from .messages import MESSAGE_ADAPTER, Message, coerce_messages
@@ -172,13 +173,13 @@ _NO_ID: Any = object()
 
 
 def _fork_problem(fork: Fork) -> str | None:
-    """What makes a fork row no fork (its parent id, its policies), in words; None: it is one."""
+    """What makes a fork row no fork (its parent id, its policies: ``Run.fork``'s own checks), in words."""
     if (bad := _id_problem(fork.parent)) is not None:
         return f"forks a parent whose id {bad[0]}"
-    if fork.effects not in ("ask", "simulate", "run"):
-        return f"has effects={fork.effects!r}; a fork's effect policy is ask, simulate or run"
-    if fork.reads not in ("rerun", "reuse"):
-        return f"has reads={fork.reads!r}; a fork's read policy is rerun or reuse"
+    try:
+        lineage(fork.parent, fork.effects, fork.reads, fork.rerun)
+    except AgentnbError as exc:
+        return f"is no fork: {exc}"
     return None
 
 

@@ -53,6 +53,10 @@ class Step:
     call: str | None = None
     calls: int = 0
     """For a turn: how many calls it made."""
+    tool: str = ""
+    """For a call: its tool."""
+    how: str = ""
+    """For a call: ``ran``, or ``asked (<kind>), <decision>`` -- what the comparison calls a policy decision."""
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -85,14 +89,15 @@ def steps(events: Iterable[BaseEvent]) -> list[Step]:
                 content = (e.content if e.decision == "submitted" else e.note) or ""
                 name = names.get(e.call_id, "?")
                 out.append(Step("call", e.turn, sha256(canonical([name, how, e.decision, content])),
-                                f"{name} · {how} · {e.decision}: {_short(content)}", e.seq, e.call_id))
+                                f"{name} · {how} · {e.decision}: {_short(content)}", e.seq, e.call_id,
+                                tool=name, how=how))
         elif isinstance(e, ToolFinished | CallRejected):
             status: str = e.status if isinstance(e, ToolFinished) else "rejected"
             content = e.content if isinstance(e, ToolFinished) else e.message
             how = f"asked ({asked[e.call_id]}), {decided.get(e.call_id, '?')}" if e.call_id in asked else "ran"
             label = f"{e.name} · {how} · {status}: {_short(content)}"
             out.append(Step("call", e.turn, sha256(canonical([e.name, how, status, content])), label, e.seq,
-                            e.call_id))
+                            e.call_id, tool=e.name, how=how))
         elif isinstance(e, GuardTripped):
             out.append(Step("guard", e.turn, sha256(canonical([e.guard, e.action])), f"guard {e.guard}: {e.action}",
                             e.seq))
@@ -125,8 +130,8 @@ def _why(a: Step | None, b: Step | None) -> str:
     if a.kind == "turn":
         return f"another model answer at turn {a.turn} (the conversation was the same up to it): {a.label} / {b.label}"
     if a.kind == "call":
-        if a.label.split(" · ")[1] != b.label.split(" · ")[1]:
-            return f"another policy decision for {a.label.split(' · ')[0]}: {a.label} / {b.label}"
+        if a.how != b.how:
+            return f"another policy decision for {a.tool}: {a.label} / {b.label}"
         return f"another tool result at turn {a.turn}: {a.label} / {b.label}"
     if a.kind == "guard":
         return f"another guard: {a.label} / {b.label}"
@@ -218,10 +223,9 @@ def _inherited_steps(parent: list[Step], fork: list[BaseEvent]) -> list[Step]:
     for s in prefix:
         if s.kind == "call" and s.call in given:
             part = given[s.call]
-            name = s.label.split(" · ")[0]
-            label = f"{name} · ran · {part.status}: {_short(part.content)} (replaced in the fork)"
-            s = Step("call", s.turn, sha256(canonical([name, "ran", part.status, part.content])), label, s.seq,
-                     s.call)
+            label = f"{s.tool} · ran · {part.status}: {_short(part.content)} (replaced in the fork)"
+            s = Step("call", s.turn, sha256(canonical([s.tool, "ran", part.status, part.content])), label, s.seq,
+                     s.call, tool=s.tool, how="ran")
         out.append(s)
     return out
 

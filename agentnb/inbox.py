@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from .collection import TranscriptCollection
 from .engine import RunState
-from .events import ApprovalRequested, ApprovalResolved, BaseEvent, RunStarted, TurnCompleted
+from .events import ApprovalRequested, ApprovalResolved, BaseEvent, TurnCompleted
 from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused, ValueConversionError
 from .loop import Loop
 from .run import Run
@@ -317,8 +317,6 @@ def _already(run: Run, p: Pending) -> str | None:
     for e in reversed(run.events):
         if isinstance(e, ApprovalResolved) and e.call_id == p.call_id and e.ts >= p.asked_at:
             return f"already {e.decision} by {e.by or 'someone'} at {e.ts:%H:%M:%S}"
-        if isinstance(e, RunStarted):
-            break
     return None
 
 

@@ -2,7 +2,7 @@
 
 Theory of operation. :func:`replay` starts a run of the current loop from the recorded run's prompt, in a
 memory store of its own. The recorded model turns answer its requests, in order (:class:`RecordedTurns`); the
-recorded tool results answer its calls (:class:`RecordedTools`, a tool port that runs nothing, so no effect
+recorded tool results answer its calls (:func:`recorded_tools`, a tool port that runs nothing, so no effect
 can happen); a pause is answered with the person's recorded decision. Each event the run appends is compared
 with the recorded event at the same place, by what the code *decided* (:func:`signature`): the tools offered
 and their schemas, how each call was parsed and validated, whether a person was asked, the results, the
@@ -160,24 +160,21 @@ def _outcome(ev: ToolFinished) -> Outcome:
                    error_message=ev.error_message, duration_s=ev.duration_s)
 
 
-class RecordedTools:
-    """Tool ports that answer calls with a recording's results and run nothing (see :func:`RecordedTools.port`)."""
+def recorded_tools(results: dict[str, Outcome]) -> type[ToolPort]:
+    """A tool port class whose ``run`` answers each call from ``results`` by call id and runs nothing."""
 
-    @staticmethod
-    def port(results: dict[str, Outcome]) -> type[Any]:
-        """A :class:`~agentnb.driver.tool_port.ToolPort` class whose ``run`` answers from ``results`` by call id."""
-        class _Recorded(ToolPort):
-            def run(self, jobs: list[Job]) -> tuple[dict[str, ToolResult], bool]:
-                out: dict[str, ToolResult] = {}
-                for job in jobs:
-                    cid = job.call.call_id
-                    found = results.get(cid) or Outcome(
-                        status="error", content=f"(replay) the recording has no result for call {cid}",
-                        error_type="NotRecorded", error_message="no recorded result")
-                    out[cid] = ToolReturned(cid, found, self._done(job, found))
-                return out, False
+    class _Recorded(ToolPort):
+        def run(self, jobs: list[Job]) -> tuple[dict[str, ToolResult], bool]:
+            out: dict[str, ToolResult] = {}
+            for job in jobs:
+                cid = job.call.call_id
+                found = results.get(cid) or Outcome(
+                    status="error", content=f"(replay) the recording has no result for call {cid}",
+                    error_type="NotRecorded", error_message="no recorded result")
+                out[cid] = ToolReturned(cid, found, self._done(job, found))
+            return out, False
 
-        return _Recorded
+    return _Recorded
 
 
 @dataclass
@@ -275,7 +272,7 @@ def replay(source: Any, *, loop: Any, store: Store | str | Path | None = None,
     shadow = _with_model(loop, model)
     prompt = [m for m in first.messages if m.role != "system"] if getattr(loop, "system", None) else first.messages
     run = Run(shadow, list(prompt), run_id=first.run_id or None, store=MemoryStore(),
-              tool_port=RecordedTools.port(outcomes))
+              tool_port=recorded_tools(outcomes))
     expected = [e for e in recorded if not isinstance(e, IGNORED)]
     divergence, compared = _drive(run, expected, decisions)
     live = None
@@ -351,4 +348,4 @@ def _answer(run: Run, decisions: dict[str, ApprovalResolved]) -> bool:
     return answered
 
 
-__all__ = ["Divergence", "RecordedTurns", "Replay", "replay", "signature"]
+__all__ = ["Divergence", "RecordedTurns", "Replay", "recorded_tools", "replay", "signature"]

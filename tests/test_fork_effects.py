@@ -370,3 +370,18 @@ def test_a_killed_batch_of_forks_resumes_and_runs_no_effect_twice(tmp_path: Path
     assert (done["new_effects"] == 1).all() and (done["inherited"] == 0).all()
     again = anb.batch(make_loop(store, down), fork_rows(n), concurrency=4, name="forks", progress=False)
     assert set(again.table["action"]) <= {"skipped", "paused"} and executions(Path(down)) == rows  # nothing ran
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    (anb.Fork("parent-0", effects="maybe"), "effect policy is one of ask, simulate, run"),
+    (anb.Fork("parent-0", reads="sometimes"), "read policy is one of rerun, reuse"),
+    (anb.Fork("parent-0", rerun="charge"), "list of tool names"),
+    (anb.Fork(" parent-0"), "whitespace"),
+])
+def test_a_batch_fork_row_with_no_such_policy_is_refused_before_anything_runs(row: anb.Fork, message: str) -> None:
+    store = anb.MemoryStore()
+    down = Downstream()
+    loop = anb.Loop(model=anb.ScriptedModel([{"text": "ok"}]), tools=[down.tool()], store=store)
+    with pytest.raises(AgentnbError, match=message):
+        anb.batch(loop, [row], progress=False)
+    assert store.runs() == []

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..engine import CallState, RunState
-from ..engine.calls import arguments_digest
+from ..engine.calls import arguments_digest, fork_of
 from ..events import (
     ApprovalResolved,
     BaseEvent,
@@ -102,7 +102,7 @@ class ParentReads:
     def get(self, rs: RunState, c: CallState) -> ToolFinished | None:
         """The parent's result of the same read as ``c`` (None: it made none, or cannot be read)."""
         if self._index is None:
-            parent = self.parent or str((rs.settings.get("fork") or {}).get("parent", ""))
+            parent = self.parent or str((fork_of(rs) or {}).get("parent", ""))
             try:
                 self._index = parent_reads(self.store.load(parent))
             except Exception:  # the parent is not in this store: its reads cannot be reused, so they run again

@@ -67,6 +67,18 @@ def operation_id(rs: RunState) -> str:
     return str(rs.settings.get("operation_id") or rs.run_id)
 
 
+def fork_of(rs: RunState) -> dict[str, Any] | None:
+    """A fork's lineage and effect policy (``parent``, ``at``, ``effects``, ``reads``, ``rerun``); None: no fork."""
+    fork = rs.settings.get("fork")
+    return fork if isinstance(fork, dict) else None
+
+
+def reruns(rs: RunState, name: str) -> bool:
+    """Whether this run is a fork told to do tool ``name``'s effects again (``Run.fork(rerun=[...])``)."""
+    fork = fork_of(rs)
+    return fork is not None and name in fork.get("rerun", ())
+
+
 def call_key(rs: RunState, cfg: EngineConfig, c: CallState, arguments: dict[str, Any] | None = None) -> str | None:
     """The idempotency key of a call: the tool's own key function, or operation id + tool + arguments.
 
@@ -80,8 +92,7 @@ def call_key(rs: RunState, cfg: EngineConfig, c: CallState, arguments: dict[str,
     if tool is None or not (tool.side_effects or tool.context_param or tool.key_fn):
         return None
     arguments = c.arguments if arguments is None else arguments
-    fork = rs.settings.get("fork")
-    if isinstance(fork, dict) and c.name in fork.get("rerun", ()):  # a fork told to do this tool's effects again
+    if reruns(rs, c.name):  # a fork told to do this tool's effects again: keys of its own
         if tool.key_fn is not None:
             return f"{tool.key_for(dict(isolated(arguments or {})))}~rerun~{rs.run_id}"
         return binding.idempotency_key(f"{operation_id(rs)}~rerun~{rs.run_id}", c.name, arguments)
@@ -390,6 +401,6 @@ def owed_approval(rs: RunState, cfg: EngineConfig) -> Emit | None:
     return None
 
 
-__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "isolated", "operation_id",
-           "owed_approval", "parse", "request_hash", "resolution", "resolve_headless", "resolved_state",
-           "resume_problem", "start", "validate", "verify_bindings"]
+__all__ = ["approval_needed", "arguments_digest", "ask", "bound_hashes", "call_key", "fork_of", "isolated",
+           "operation_id", "owed_approval", "parse", "request_hash", "reruns", "resolution", "resolve_headless",
+           "resolved_state", "resume_problem", "start", "validate", "verify_bindings"]

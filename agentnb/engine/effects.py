@@ -35,7 +35,7 @@ from ..outcomes import Effect, Outcome
 from ..states import S
 from .actions import Emit, EngineConfig
 from .build import UNSTAMPED
-from .calls import arguments_digest, bound_hashes, request_hash
+from .calls import arguments_digest, bound_hashes, fork_of, request_hash, reruns
 from .fold import CallState, RunState
 from .results import (
     AwaitFirst,
@@ -124,12 +124,6 @@ def from_effect(effect: Effect) -> Outcome:
 
 
 # -- rules -------------------------------------------------------------------------------------------------
-
-
-def fork_of(rs: RunState) -> dict[str, Any] | None:
-    """A fork's lineage and effect policy (``parent``, ``at``, ``effects``, ``reads``, ``rerun``); None: no fork."""
-    fork = rs.settings.get("fork")
-    return fork if isinstance(fork, dict) else None
 
 
 def looks_first(rs: RunState, cfg: EngineConfig, c: CallState) -> bool:
@@ -249,7 +243,7 @@ def peeked(rs: RunState, cfg: EngineConfig, r: LedgerPeeked) -> Emit | Verdict:
     """A fork's write, by its effect policy (see the module docstring): claim it, simulate it, or ask a person."""
     c = rs.calls[r.call_id]
     fork = fork_of(rs) or {}
-    if r.existing is not None or c.fork_confirmed or fork.get("effects") == "run" or c.name in fork.get("rerun", ()):
+    if r.existing is not None or c.fork_confirmed or fork.get("effects") == "run" or reruns(rs, c.name):
         return Proceed(claim=True)  # an effect found is judged by its claim (inherited, duplicate, this call's own)
     parent = str(fork.get("parent", "?"))
     if fork.get("effects") == "simulate":
@@ -293,8 +287,7 @@ def returned(rs: RunState, cfg: EngineConfig, r: ToolReturned) -> Emit:
     if r.simulated:
         mark = "simulated"
     elif r.effect is not None:
-        fork = fork_of(rs)
-        mark = "rerun" if fork is not None and c.name in fork.get("rerun", ()) else "happened"
+        mark = "rerun" if reruns(rs, c.name) else "happened"
     return Emit(tool_finished(rs, cfg, c, out, reused=r.reused, effect=mark), r.effect)
 
 
@@ -345,6 +338,6 @@ TOOL_RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdi
 }
 """The rules of the tool port's results, by class (part of :data:`~agentnb.engine.receive.RULES`)."""
 
-__all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "fork_of", "fork_request",
+__all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "fork_request",
            "from_effect", "inherited", "interrupted", "judge", "ledger_key", "looks_first", "no_simulator",
            "outcome_unknown", "parent_read", "peeked", "returned", "skipped", "stopped", "timed_out", "tool_finished"]

@@ -107,8 +107,8 @@ def turns_rows(runs: Sequence[Run]) -> Rows:
         said: list[str] = []  # what a person told the model since the last request: it goes with the next one
         for ev in events:
             t = type(ev)
-            if t is Interjected:
-                said.append(ev.text)  # type: ignore[attr-defined]
+            if isinstance(ev, Interjected):
+                said.append(ev.text)
             elif t is ModelRequested:
                 interjected.append("\n".join(said) if said else None)
                 said = []
