@@ -585,14 +585,15 @@ class Run:
             run._receive(ModelLost())
         return run
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        from .debugger import Debugger  # the one upward facade: a run's rich display (tests/test_walls.py)
-        return Debugger(self)._repr_mimebundle_(**kwargs)
+    def _debugger(self) -> Any:  # a run left as a cell's last line shows its debugger: the one upward facade
+        from .debugger import Debugger  # (tests/test_walls.py)
+        return Debugger(self)
 
-    def _ipython_display_(self) -> None:
-        """In a notebook, the debugger's two outputs: a static view a saved notebook keeps, and the widget."""
-        from .debugger import Debugger  # the same upward facade as _repr_mimebundle_ (tests/test_walls.py)
-        Debugger(self)._ipython_display_()
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self._debugger()._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self) -> None:  # two outputs: a static view a saved notebook keeps, and the widget
+        self._debugger()._ipython_display_()
 
     def __repr__(self) -> str:
         return (f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "

@@ -73,17 +73,18 @@ class Transcript:
         run_id = self.events[0].run_id if self.events else "-"
         return f"<agentnb.Transcript {run_id} {len(self)} events, {self.state.value}>"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+    def _debugger(self) -> Any:
         """In a notebook, a transcript shows a read-only debugger positioned at its last event."""
-        from .debugger import Debugger
+        from .debugger import Debugger  # the upward facade of a transcript's rich display (tests/test_walls.py)
 
-        return Debugger(self, start="end")._repr_mimebundle_(**kwargs)
+        return Debugger(self, start="end")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self._debugger()._repr_mimebundle_(**kwargs)
 
     def _ipython_display_(self) -> None:
-        """In a notebook, the read-only debugger's two outputs (a static view, then the widget)."""
-        from .debugger import Debugger
-
-        Debugger(self, start="end")._ipython_display_()
+        """The read-only debugger's two outputs in a notebook (a static view, then the widget)."""
+        self._debugger()._ipython_display_()
 
     # -- projections ---------------------------------------------------------------------------------
 

@@ -97,11 +97,9 @@ FACADES: frozenset[tuple[str, str, str]] = frozenset({
     # (importing module, imported module, function): upward imports the design keeps, lazily, in one function.
     # A run or a transcript left as a cell's last line shows its debugger (DESIGN.md, "Names we expect users
     # to touch"); the debugger reads the run and the transcript, so this display is the one upward door.
-    ("agentnb.run", "agentnb.debugger", "_repr_mimebundle_"),
-    ("agentnb.transcript", "agentnb.debugger", "_repr_mimebundle_"),
-    # ... shown as the debugger shows itself: a static view and the widget, two outputs (debugger/widget.py)
-    ("agentnb.run", "agentnb.debugger", "_ipython_display_"),
-    ("agentnb.transcript", "agentnb.debugger", "_ipython_display_"),
+    # Both display hooks (the mimebundle, and _ipython_display_'s two outputs) go through one function.
+    ("agentnb.run", "agentnb.debugger", "_debugger"),
+    ("agentnb.transcript", "agentnb.debugger", "_debugger"),
     # Loop(tracer_provider=...) is the user's one switch for live tracing: the listener it attaches (and
     # OpenTelemetry with it) is loaded only when asked for, inside Loop.start; the run knows no tracing at all.
     ("agentnb.loop", "agentnb.otel.export", "start"),
@@ -290,7 +288,7 @@ def test_the_walker_finds_known_imports_of_every_kind() -> None:
     assert any(e.source == "agentnb.engine.fold" and e.target == "agentnb.engine.projection" and e.kind == "module"
                for e in edges)
     assert any(e.source == "agentnb.run" and e.target == "agentnb.debugger" and e.kind == "lazy"
-               and e.function == "_repr_mimebundle_" for e in edges)
+               and e.function == "_debugger" for e in edges)
     assert any(e.kind == "typing" for e in edges)
 
 
