@@ -18,6 +18,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from typing import Any
 
@@ -38,11 +39,14 @@ def make_loop(store: Any, downstream: str, crash: str = "none", latency: float =
     """The loop every phase uses: a ``charge`` tool that appends a row downstream for every execution."""
     down = sqlite3.connect(downstream, isolation_level=None, timeout=30, check_same_thread=False)
     down.execute("CREATE TABLE IF NOT EXISTS charges (key TEXT, order_id TEXT, cents INTEGER, pid INTEGER)")
+    lock = threading.Lock()  # one connection, several batch threads: sqlite3 lets one use it at a time
 
     @anb.tool(risk="write", approval=False, simulate=lambda order_id, cents: f"would charge {cents}")
     def charge(ctx: anb.ToolContext, order_id: str, cents: int) -> str:
         """Charge a card."""
-        down.execute("INSERT INTO charges VALUES (?, ?, ?, ?)", (ctx.idempotency_key, order_id, cents, os.getpid()))
+        with lock:
+            down.execute("INSERT INTO charges VALUES (?, ?, ?, ?)",
+                         (ctx.idempotency_key, order_id, cents, os.getpid()))
         if crash == "in_write":
             sys.stdout.flush()
             os.kill(os.getpid(), signal.SIGKILL)

@@ -368,6 +368,8 @@ def test_a_killed_batch_of_forks_resumes_and_runs_no_effect_twice(tmp_path: Path
     assert table["forked_from"].tolist() == [f"parent-{i}" for i in range(n)]
     done = table[table["state"] == "COMPLETED"]
     assert (done["new_effects"] == 1).all() and (done["inherited"] == 0).all()
+    finished = [e for t in result if t.state is S.COMPLETED for e in t.events if isinstance(e, ToolFinished)]
+    assert {e.status for e in finished} == {"ok"}, [e.content for e in finished if e.status != "ok"][:3]
     again = anb.batch(make_loop(store, down), fork_rows(n), concurrency=4, name="forks", progress=False)
     assert set(again.table["action"]) <= {"skipped", "paused"} and executions(Path(down)) == rows  # nothing ran
 
