@@ -28,6 +28,7 @@ from .compare import Comparison, compare
 from .driver.listeners import ListenerWarning
 from .engine import CallState, RunState
 from .engine.guards import Budget, UnpricedModelWarning
+from .evals import Evaluation, evaluate, scorers
 from .events import Event
 from .exceptions import (
     AgentnbError,
@@ -109,6 +110,7 @@ __all__ = [
     "Debugger",
     "DigestMismatch",
     "Divergence",
+    "Evaluation",
     "Event",
     "FallbackModel",
     "Finding",
@@ -162,6 +164,7 @@ __all__ = [
     "batch",
     "compare",
     "emulator",
+    "evaluate",
     "import_history",
     "import_trace",
     "label",
@@ -172,6 +175,7 @@ __all__ = [
     "replay",
     "scan",
     "scanner",
+    "scorers",
     "stories",
     "tool",
     "workshop",
