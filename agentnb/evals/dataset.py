@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import AgentnbError
 from ..messages import TextPart
+from ..states import LoopState
 from ..transcript import Transcript
 
 if TYPE_CHECKING:
@@ -199,8 +200,10 @@ def prompt_of(t: Transcript) -> str:
 
 
 def output_of(t: Transcript) -> Any:
-    """A run's output as JSON data: the typed output's JSON form when it has one, else its final text."""
+    """A completed run's output as JSON data: the typed output's JSON form when it has one, else its final text."""
     rs = t.fold()
+    if rs.state is not LoopState.COMPLETED:
+        return None
     return rs.final_output if rs.output_ok else rs.output
 
 

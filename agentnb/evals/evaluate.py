@@ -28,7 +28,7 @@ from ..batch import batch
 from ..events import RunStarted, TurnCompleted
 from ..exceptions import AgentnbError
 from ..loop import Loop
-from ..scanners.views import view
+from ..scanners.views import prime, release, view
 from ..states import LoopState
 from ..store import Store
 from ..transcript import Transcript
@@ -176,13 +176,26 @@ def _trial(case: Case, target: str, loop: Loop, t: Transcript | None, error: str
     spec = loop.config.output
     if spec is not None:
         output = spec.typed(rs.final_output) if rs.output_ok and rs.state is LoopState.COMPLETED else None
-    else:
-        output = rs.output
+    else:  # a refusal's text, a cut-off answer: not an output (only an explicit stop is COMPLETED)
+        output = rs.output if rs.state is LoopState.COMPLETED else None
     first = t.events[0]
     return Trial(case=case, target=target, model=first.model if isinstance(first, RunStarted) else None,
                  transcript=t, state=rs.state, output=output, calls=view(t).scan_calls,
                  input_tokens=rs.input_tokens, output_tokens=rs.output_tokens,
                  turns=sum(isinstance(e, TurnCompleted) for e in t.events), cost_usd=cost, error=error)
+
+
+def _trials(cases: list[Case], ids: list[str], result: Any, by_id: Mapping[str | None, Transcript], tname: str,
+            loop: Loop, runs: dict[tuple[str, str], Transcript]) -> list[Trial]:
+    out = []
+    for case, rid, (_, row) in zip(cases, ids, result.table.iterrows(), strict=True):
+        t = by_id.get(rid)
+        if t is not None:
+            runs[(tname, case.id)] = t
+        cost = row["cost_usd"]
+        out.append(_trial(case, tname, loop, t, row["error"] if isinstance(row["error"], str) else None,
+                          None if cost is None or (isinstance(cost, float) and math.isnan(cost)) else float(cost)))
+    return out
 
 
 def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | Sequence[Any] | Any, *,
@@ -240,14 +253,11 @@ def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | 
         result = batch(loop, rows, concurrency=concurrency, store=store, progress=progress,
                        name=f"{name}:{tname}", prices=prices)
         by_id = {t.run_id: t for t in result}
-        for case, rid, (_, row) in zip(cases, ids, result.table.iterrows(), strict=True):
-            t = by_id.get(rid)
-            if t is not None:
-                runs[(tname, case.id)] = t
-            cost = row["cost_usd"]
-            trials.append(_trial(case, tname, loop, t, row["error"] if isinstance(row["error"], str) else None,
-                                 None if cost is None or (isinstance(cost, float) and math.isnan(cost))
-                                 else float(cost)))
+        prime(list(result))  # the calls of every run read from one build of the frames, not one per run
+        try:
+            trials.extend(_trials(cases, ids, result, by_id, tname, loop, runs))
+        finally:
+            release(list(result))
 
     def score(trial: Trial) -> list[Score]:
         return [s(trial) for s in checked]

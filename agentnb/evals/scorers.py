@@ -71,7 +71,8 @@ class Trial:
         model: the run's model, ``provider:model``.
         transcript: the run (None when it did not start: ``error`` says why).
         state: how the run ended.
-        output: the run's output: the typed object of an ``output_type`` loop, else the final text.
+        output: the output of a completed run: the typed object of an ``output_type`` loop, else the final
+            text (None for a run that did not complete: a refusal's text is no answer).
         calls: the run's tool calls, in order (:class:`~agentnb.ScanCall`: ``tool``, ``arguments`` -- None when
             they were not a JSON object -- ``status``, ``content``).
         input_tokens: tokens sent.
