@@ -50,8 +50,8 @@ Warnings say that something is off while the run goes on; each is defined next t
     │                             stored, the other listeners got it, the run went on
     ├── ReplayDivergenceWarning   (agentnb.providers.scripted) a replayed cassette was asked something other than what
     │                             it recorded; its answer is played anyway
-    ├── LabelsRecovered           (agentnb.labels) a JSONL label book holds a line cut short by a crash; it was left
-    │                             out
+    ├── LabelsRecovered           (agentnb._label_books) a JSONL label book holds a line cut short by a crash; it
+    │                             was left out (``agentnb.labels`` re-exports it)
     ├── ScanWarning               (agentnb.scanners.runner) ``anb.scan(on_error="skip")`` left out runs a scanner
     │                             raised on
     └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an

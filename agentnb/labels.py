@@ -2,13 +2,19 @@
 
 Theory of operation. A run's log is sealed (an HMAC chain in a store) and a saved transcript is its events and
 nothing else, so a label never goes into either: it lives *beside* them, in a label book (:class:`Labels`) of
-its own. A book is one of two things, and labels copy between them unchanged (``Labels(b).extend(Labels(a))``):
+its own. A book is one of these (:mod:`agentnb._label_books`), and labels copy between them unchanged
+(``Labels(b).extend(Labels(a))``):
 
 - a **JSON Lines file**, one label per line, appended and flushed to disk as each label is given
   (``Labels.beside("run.jsonl")`` is ``run.labels.jsonl``, next to the transcript file);
-- a **table in an SQLite store's file** (``Labels(store)``, or the path of the file): a table ``labels`` that
-  the store itself never reads, so the events, the ledger and their seals are as they were
-  (``tests/test_labels.py`` checks the seals after labelling, and resumes the run).
+- a **table in an SQLite store's file** (``Labels(store)``, or the path of the file) or in a
+  **PostgreSQL store's schema** (``Labels(pg_store)``): a table ``labels`` that the store itself never reads, so
+  the events, the ledger and their seals are as they were (``tests/test_labels.py`` checks the seals after
+  labelling on both, and resumes the run);
+- a **Parquet transcripts directory** (``Labels(folder)`` on what ``save_parquet`` wrote): a ``labels/``
+  dataset beside the frames' datasets, one file per append, so the labels travel with the dataset;
+- a **one-file HTML export** (``Labels("run.html")`` on what ``to_html`` wrote): an inert block beside the one
+  holding the events, so the labels travel with the page (``Transcript.load`` reads the same run back).
 
 A label points at its run by id and, where it is about part of the run, at a call (``call_id``), a turn
 (``turn``) or an event (``seq``), with the keys the frames use: :meth:`Labels.frame` (or
@@ -33,223 +39,41 @@ Example:
 from __future__ import annotations
 
 import getpass
-import json
-import math
-import os
-import sqlite3
-import threading
 import uuid
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from ._label_books import (
+    Backend,
+    HtmlPage,
+    Jsonl,
+    Label,
+    LabelsRecovered,
+    ParquetDir,
+    Postgres,
+    Sqlite,
+    finite_score,
+    is_sqlite,
+)
 from .exceptions import LabelError
-from .store import SqliteStore
+from .store import PostgresStore, SqliteStore
 from .transcript import Transcript
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-TABLE = """CREATE TABLE IF NOT EXISTS labels (
-    label_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER, turn INTEGER, call_id TEXT, tag TEXT, note TEXT,
-    score REAL, by TEXT, at TEXT NOT NULL
-)"""
 MAX_TAG = 200
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Label:
-    """What a person said about a run, a turn or a call.
-
-    Attributes:
-        label_id: the label's own id.
-        run_id: the run.
-        seq: the event it is about (a call's ``seq`` in ``frames.calls()``, a turn's in ``frames.turns()``);
-            None: the whole run.
-        turn: the turn it is about, if any.
-        call_id: the call it is about, if any.
-        tag: a short tag (``"wrong tool"``).
-        note: free text.
-        score: a number (a grade, a rating).
-        by: who gave it.
-        at: when (UTC).
-
-    Example:
-        >>> import agentnb as anb, datetime
-        >>> anb.Label(label_id="l1", run_id="r1", tag="good", at=datetime.datetime.now(datetime.UTC)).turn is None
-        True
-    """
-
-    label_id: str
-    run_id: str
-    seq: int | None = None
-    turn: int | None = None
-    call_id: str | None = None
-    tag: str | None = None
-    note: str | None = None
-    score: float | None = None
-    by: str | None = None
-    at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        """The label as JSON data (one line of a JSONL book)."""
-        data = asdict(self)
-        data["at"] = self.at.isoformat()
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> Label:
-        """A label from :meth:`to_json`'s data.
-
-        Raises:
-            LabelError: the data is not a label (naming what is wrong).
-        """
-        if not isinstance(data, dict):
-            raise LabelError(f"a label is a JSON object, got {type(data).__name__}")
-        try:
-            at = datetime.fromisoformat(str(data["at"]))
-            return cls(label_id=str(data["label_id"]), run_id=str(data["run_id"]), seq=_int(data.get("seq")),
-                       turn=_int(data.get("turn")), call_id=_text(data.get("call_id")), tag=_text(data.get("tag")),
-                       note=_text(data.get("note")), score=_score(data.get("score")), by=_text(data.get("by")),
-                       at=at if at.tzinfo else at.replace(tzinfo=UTC))
-        except KeyError as exc:
-            raise LabelError(f"a label needs {exc.args[0]!r}") from None
-        except (TypeError, ValueError) as exc:
-            raise LabelError(f"not a label: {exc}") from None
-
-
-class LabelsRecovered(UserWarning):
-    """A JSONL label book holds a line that is not JSON (cut short by a crash): it was left out."""
-
-
-def _int(v: Any) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"expected an integer, got {v!r}")
-    return v
-
-
-def _text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise TypeError(f"expected text, got {v!r}")
-    return v
-
-
-def _score(v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise ValueError(f"a score is a finite number, got {v!r}")
-    return float(v)
-
-
-class _Backend(Protocol):
-    def append(self, labels: Sequence[Label]) -> None: ...
-    def read(self) -> list[Label]: ...
-
-
-class _Jsonl:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-
-    def append(self, labels: Sequence[Label]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(label.to_json(), ensure_ascii=False) + "\n" for label in labels)
-        with self._lock, self.path.open("a+b") as fh:
-            fh.seek(0, os.SEEK_END)
-            if fh.tell() > 0:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":  # a line cut short by a crash: it stays its own (skipped) line
-                    text = "\n" + text
-            fh.write(text.encode("utf-8", "surrogatepass"))  # one write: appends from two processes do not mix
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    def read(self) -> list[Label]:
-        if not self.path.exists():
-            return []
-        out = []
-        with self.path.open(encoding="utf-8", errors="surrogatepass") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except ValueError:
-                    warnings.warn(f"{self.path}:{lineno}: not a whole label (a line cut short by a crash?); "
-                                  "left out", LabelsRecovered, stacklevel=3)
-                    continue
-                try:
-                    out.append(Label.from_json(data))
-                except LabelError as exc:
-                    raise LabelError(f"{self.path}:{lineno}: {exc}") from None
-        return out
-
-
-class _Sqlite:
-    def __init__(self, path: Path, readonly: bool = False) -> None:
-        self.path = path
-        self.readonly = readonly
-        self._lock = threading.Lock()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self.readonly:
-            return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10.0)
-        db = sqlite3.connect(self.path, timeout=10.0)
-        db.execute(TABLE)
-        return db
-
-    def append(self, labels: Sequence[Label]) -> None:
-        if self.readonly:
-            raise LabelError(f"{self.path}: the store is open read-only, so the labels could not be written; "
-                             "open it with readonly=False (or label into a .jsonl book)")
-        rows = [(lb.label_id, lb.run_id, lb.seq, lb.turn, lb.call_id, lb.tag, lb.note, lb.score, lb.by,
-                 lb.at.isoformat()) for lb in labels]
-        try:
-            with self._lock, self._connect() as db:
-                db.executemany("INSERT OR IGNORE INTO labels VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-        except sqlite3.Error as exc:
-            raise LabelError(f"{self.path}: the labels could not be written ({exc})") from exc
-
-    def read(self) -> list[Label]:
-        try:
-            with self._lock, self._connect() as db:
-                rows = db.execute("SELECT label_id, run_id, seq, turn, call_id, tag, note, score, by, at FROM labels "
-                                  "ORDER BY at, rowid").fetchall()
-        except sqlite3.OperationalError as exc:
-            if self.readonly and "no such table" in str(exc):
-                return []  # a store nobody labelled yet
-            raise LabelError(f"{self.path}: the labels could not be read ({exc})") from exc
-        except sqlite3.Error as exc:
-            raise LabelError(f"{self.path}: the labels could not be read ({exc})") from exc
-        names = ("label_id", "run_id", "seq", "turn", "call_id", "tag", "note", "score", "by", "at")
-        return [Label.from_json(dict(zip(names, row, strict=True))) for row in rows]
-
-
-def _is_sqlite(path: Path) -> bool:
-    if path.suffix in (".db", ".sqlite", ".sqlite3"):
-        return True
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 class Labels:
     """A label book: labels people give runs, turns and calls, kept beside the sealed log (see the module docs).
 
     Args:
-        where: a JSON Lines file (``labels.jsonl``), an :class:`~agentnb.SqliteStore` (its file gets a
-            ``labels`` table), or the path of an SQLite file.
+        where: a JSON Lines file (``labels.jsonl``), an :class:`~agentnb.SqliteStore` or a
+            :class:`~agentnb.PostgresStore` (it gets a ``labels`` table), the path of an SQLite file, a Parquet
+            transcripts directory (``save_parquet``) or an HTML export (``to_html``).
 
     Example:
         >>> import agentnb as anb, tempfile, os
@@ -260,20 +84,34 @@ class Labels:
         (1, ['escalate'])
     """
 
-    def __init__(self, where: str | Path | SqliteStore) -> None:
-        self._store: SqliteStore | None = None
+    def __init__(self, where: str | Path | SqliteStore | PostgresStore) -> None:
+        self._store: SqliteStore | PostgresStore | None = None
+        self._backend: Backend
         if isinstance(where, SqliteStore):
             self._store = where
-            self.path = where.path
-            self._backend: _Backend = _Sqlite(where.path, readonly=where.readonly)
+            self.path: Path | None = where.path
+            self._backend = Sqlite(where.path, readonly=where.readonly)
+        elif isinstance(where, PostgresStore):
+            self._store = where
+            self.path = None
+            self._backend = Postgres(where.dsn, where.schema, repr(where))
         elif isinstance(where, str | Path):
             self.path = Path(where).expanduser()
             if self.path.is_dir():
-                raise LabelError(f"{self.path} is a directory: give a .jsonl file or an SQLite file")
-            self._backend = _Sqlite(self.path) if _is_sqlite(self.path) else _Jsonl(self.path)
+                if not (self.path / "manifest.json").is_file():
+                    raise LabelError(f"{self.path} is a directory but no Parquet transcripts directory (no "
+                                     "manifest.json): give a .jsonl file, an SQLite file, a saved Parquet dataset "
+                                     "or an HTML export")
+                self._backend = ParquetDir(self.path)
+            elif self.path.suffix.lower() in (".html", ".htm"):
+                if not self.path.is_file():
+                    raise LabelError(f"{self.path}: no such HTML export (write it first: transcript.to_html(path))")
+                self._backend = HtmlPage(self.path)
+            else:
+                self._backend = Sqlite(self.path) if is_sqlite(self.path) else Jsonl(self.path)
         else:
-            raise TypeError(f"a label book is a .jsonl path, an SqliteStore or an SQLite file; got "
-                            f"{type(where).__name__}")
+            raise TypeError(f"a label book is a .jsonl path, an SqliteStore, a PostgresStore, an SQLite file, a "
+                            f"Parquet transcripts directory or an HTML export; got {type(where).__name__}")
 
     @classmethod
     def beside(cls, transcript_path: str | Path) -> Labels:
@@ -282,7 +120,9 @@ class Labels:
         return cls(p.with_name(f"{p.stem}.labels.jsonl"))
 
     def __repr__(self) -> str:
-        return f"<agentnb.Labels {self.path} ({'SQLite' if isinstance(self._backend, _Sqlite) else 'JSONL'})>"
+        kinds = {Sqlite: "SQLite", Postgres: "PostgreSQL", ParquetDir: "Parquet", HtmlPage: "HTML", Jsonl: "JSONL"}
+        where = self.path if self.path is not None else repr(self._store)
+        return f"<agentnb.Labels {where} ({kinds.get(type(self._backend), '?')})>"
 
     def __len__(self) -> int:
         return len(self._backend.read())
@@ -321,7 +161,7 @@ class Labels:
         if note is not None and not isinstance(note, str):
             raise LabelError(f"a note is text, got {type(note).__name__}")
         try:
-            checked_score = _score(score)
+            checked_score = finite_score(score)
         except ValueError as exc:
             raise LabelError(str(exc)) from None
         if sum(x is not None for x in (call_id, turn, seq)) > 1:

@@ -86,6 +86,7 @@ LAYERS: dict[str, str] = {
     "agentnb._cli": "outer",  # the `agentnb` command: calls the public API of the layers below, as a notebook does
     "agentnb.scanners": "outer",  # scanners over runs: they read transcripts, frames and stores, and ask loops
     "agentnb.labels": "outer",  # what people say about runs, kept beside the sealed log (a file, a store table)
+    "agentnb._label_books": "outer",  # where labels are kept: files, store tables, Parquet datasets, HTML pages
     "agentnb.evals": "outer",  # evaluations: datasets run through batches, then scored (they read scanners' views)
     # -- the package root: the map of the public API, above everything
     "agentnb": "root",
