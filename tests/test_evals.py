@@ -146,6 +146,8 @@ def test_exact_match_of_text_and_typed_outputs_and_hostile_expected_values() -> 
     assert isinstance(typed.output, Answer)
     assert S.exact()(typed).passed is True and S.exact()(_with(typed, expected={"n": 6})).passed is False
     assert S.exact()(_with(typed, expected='{"n": 5}')).passed is True
+    assert S.exact()(_with(typed, expected='{ "n":5 }')).passed is True  # JSON text from a CSV cell, any spacing
+    assert S.exact()(_with(typed, expected="n is 5")).passed is False
 
 
 def _with(t: Trial, **kw: Any) -> Trial:

@@ -131,3 +131,20 @@ def test_two_models_through_the_emulator_get_exactly_the_expected_scores() -> No
     assert isinstance(bad, anb.Transcript) and bad.run_id == "eval:two:case-007"
     assert json.loads(bad.frames.calls()["arguments"].iloc[0]) == {"a": 7, "b": 16}
     assert isinstance(t, pd.DataFrame)
+
+
+def test_a_rubric_graded_through_the_official_sdk_and_the_emulator() -> None:
+    def grade(messages: Any) -> dict[str, Any]:
+        ok = "[assistant] 5" in messages[0].text
+        return {"text": json.dumps({"passed": ok, "score": 1.0 if ok else 0.0, "explanation": "read the answer"})}
+
+    cases = [{"id": "right", "prompt": "Add 2 and 3", "rubric": "Is the answer 5?"},
+             {"id": "wrong", "prompt": "Add 2 and 4", "rubric": "Is the answer 5?"}]
+    model = anb.ScriptedModel([lambda m: {"text": str(sum(map(int, re.findall(r"\d", m[0].text))))}])
+    with Emulator() as emu:
+        emu.play([grade] * 2)
+        judge = anb.OpenAIChatModel(emu.client("openai_chat"), model="gpt-4.1")
+        result = anb.evaluate(anb.Loop(model=model), cases, [anb.scorers.rubric(model=judge)], progress=False)
+        assert len(emu.requests) == 2 and "response_format" in emu.requests[0].body  # a typed answer
+    assert result.table["passed"].tolist() == [True, False]
+    assert result.table["explanation"].tolist() == ["read the answer"] * 2

@@ -202,6 +202,8 @@ def exact(*, strip: bool = True, case_sensitive: bool = True, name: str = "exact
         >>> trial = Trial(case=Case(id="q", prompt="2 + 3?", expected="5"), target="a", output=" 5\n")
         >>> exact()(trial)
         Score(score=1.0, passed=True, explanation="the output is '5'")
+        >>> exact()(Trial(case=Case(id="q", prompt="?", expected='{"n":1}'), target="a", output={"n": 1})).passed
+        True
     """
     def norm(v: Any) -> Any:
         if isinstance(v, str):
@@ -215,15 +217,23 @@ def exact(*, strip: bool = True, case_sensitive: bool = True, name: str = "exact
         if t.output is None:
             return Score.of(False, f"the run has no output (it ended {_state(t)})")
         got, want = norm(t.output), norm(t.case.expected)
-        if isinstance(want, str) and not isinstance(got, str):
-            got = json.dumps(got, ensure_ascii=False, sort_keys=True)
-        elif isinstance(got, str) and not isinstance(want, str):
-            want = json.dumps(want, ensure_ascii=False, sort_keys=True)
+        if isinstance(want, str) != isinstance(got, str):  # text against data: the text read as JSON, if it is
+            got, want = _as_data(got), _as_data(want)
         if got == want:
             return Score.of(True, f"the output is {_shown(got)}")
         return Score.of(False, f"the output is {_shown(got)}, expected {_shown(want)}")
 
     return Scorer(name, fn)
+
+
+def _as_data(v: Any) -> Any:
+    """Text that is JSON as its data (``'{"n":1}'`` is ``{"n": 1}``); other text as it is; data as its JSON text."""
+    if isinstance(v, str):
+        try:
+            return json.dumps(json.loads(v), ensure_ascii=False, sort_keys=True)
+        except ValueError:
+            return v
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
 
 
 def _state(t: Trial) -> str:
