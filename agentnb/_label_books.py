@@ -11,7 +11,9 @@ sealed log, never in it, so no event, ledger row or seal changes when a run is l
 - :class:`HtmlPage`: an inert block inside a one-file HTML export (``transcript.to_html``), beside the one that
   holds the run's events, so the labels travel with the page.
 
-A label given twice (by its id) is kept once in every backend.
+A label given twice (by its id) is kept once in every backend. Appends from several processes at once are safe
+for JSONL (one write each), SQLite and PostgreSQL (transactions) and Parquet (a file each); an HTML page is
+rewritten whole (atomically), so it takes one writer at a time: label in a store and copy into the page.
 """
 
 from __future__ import annotations

@@ -299,13 +299,15 @@ def test_the_table_summary_compare_and_runs() -> None:
     cases = [{"id": f"q{i}", "prompt": f"{i} + 1?", "expected": str(i + 1)} for i in range(3)]
     loops = {"right": anb.Loop(model=anb.ScriptedModel([lambda m: {"text": str(int(m[0].text.split()[0]) + 1)}] * 3)),
              "off": anb.Loop(model=anb.ScriptedModel([lambda m: {"text": "1"}] * 3))}
-    result = anb.evaluate(loops, cases, [S.exact(), S.regex(r"^\d+$")], progress=False)
+    result = anb.evaluate(loops, cases, [S.exact(), S.regex(r"^\d+$"), S.calls()], progress=False)
     t = result.table
-    assert list(t.columns) == [c for c, _, _ in COLUMNS] and len(t) == 12
+    assert list(t.columns) == [c for c, _, _ in COLUMNS] and len(t) == 18
     assert t["target"].cat.categories.tolist() == ["right", "off"] and str(t["passed"].dtype) == "boolean"
     cmp = result.compare()
     assert cmp.means.loc["exact"].tolist() == [1.0, 1 / 3] and cmp.means.loc["regex"].tolist() == [1.0, 1.0]
     assert cmp.differ.index.tolist() == [("q1", "exact"), ("q2", "exact")]
+    assert cmp.means.index.tolist() == ["exact", "regex", "calls_order"]  # no case has calls: a row of NaN
+    assert cmp.means.loc["calls_order"].isna().all() and t.loc[t["scorer"] == "calls_order", "passed"].isna().all()
     assert result.summary().loc[("off", "exact"), "passed"] == pytest.approx(1 / 3)
     assert result.run("q2", target="off").run_id == "eval:off:q2"
     with pytest.raises(KeyError, match="name one"):

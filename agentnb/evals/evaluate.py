@@ -127,10 +127,12 @@ class Evaluation:
         groups = list(dict.fromkeys(t[by]))
         if len(groups) < 2:
             raise ValueError(f"compare needs two {by}s or more; this evaluation has {groups}")
+        scorers = list(t["scorer"].cat.categories)  # every scorer, a row of NaN where none scored
         means = t.pivot_table(index="scorer", columns=by, values="score", aggfunc="mean", observed=True,
-                              sort=False)[groups]
+                              sort=False).reindex(index=scorers, columns=groups)
         passed = t.assign(passed=t["passed"].astype("Float64")).pivot_table(
-            index="scorer", columns=by, values="passed", aggfunc="mean", observed=True, sort=False)[groups]
+            index="scorer", columns=by, values="passed", aggfunc="mean", observed=True, sort=False
+        ).reindex(index=scorers, columns=groups)
         verdicts = t.pivot_table(index=["id", "scorer"], columns=by, values="passed", aggfunc="first",
                                  observed=True, sort=False, dropna=False)
         verdicts = verdicts.reindex(columns=groups)
