@@ -299,7 +299,7 @@ def json_schema(schema: Mapping[str, Any] | type | None = None, *, name: str = "
     try:
         import jsonschema
     except ImportError:
-        raise ImportError("the json_schema scorer needs jsonschema: pip install jsonschema") from None
+        raise ImportError("the json_schema scorer needs jsonschema: pip install 'agentnb[analysis]'") from None
     fixed: Mapping[str, Any] | None = None
     if isinstance(schema, type):
         from pydantic import TypeAdapter
