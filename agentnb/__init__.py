@@ -72,7 +72,7 @@ from .request import ModelRequest, RequestOptions
 from .run import Run
 from .scanners import Hit, Scanner, scan, scanner
 from .states import TRANSITIONS, IllegalTransition, LoopState
-from .store import MemoryStore, PostgresStore, SqliteStore, Store
+from .store import MemoryStore, PostgresStore, SqliteStore, Store, move_run
 from .tools import Tool, ToolContext, tool
 from .transcript import Transcript
 
@@ -171,6 +171,7 @@ __all__ = [
     "lint",
     "load_transcripts",
     "model",
+    "move_run",
     "otel",
     "replay",
     "scan",

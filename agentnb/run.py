@@ -51,7 +51,7 @@ from .outcomes import EffectDone
 from .providers.base import Seekable
 from .redact import RunSecrets, redact, redact_text
 from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
-from .store import Store, as_store
+from .store import Store, as_store, home_of
 from .tools import jsonable, render_value
 from .transcript import Transcript
 
@@ -195,7 +195,7 @@ class Run:
         return self._write(Emit(run_started(self.run_id, self._initial, model, loop.tool_infos, {
             "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
             "request": cfg.settings, "operation_id": self.operation_id, "policy_revision": loop.policy_revision,
-            "headless": cfg.headless, **({"fork": self._lineage} if self._lineage else {})})))
+            "headless": cfg.headless, **home_of(self.store), **({"fork": self._lineage} if self._lineage else {})})))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
         if self._unsure is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.events import ApprovalRequested, ApprovalResolved, BaseEvent, CallValidated, ToolStarted
+from agentnb.events import ApprovalRequested, ApprovalResolved, BaseEvent, CallValidated, RunStarted, ToolStarted
 
 S = anb.LoopState
 WORKER = Path(__file__).with_name("durable_worker.py")
@@ -253,10 +253,17 @@ def _resealed(tmp_path: Path, edit: Callable[[list[BaseEvent]], list[BaseEvent]]
     events = edit(anb.SqliteStore(db, key=KEY).load(run_id))
     forged = tmp_path / "forged.db"
     store = anb.SqliteStore(forged, key=KEY)
-    for seq, event in enumerate(events):
+    for seq, event in enumerate(_rehomed(events, store)):
         store.append(replace(event, seq=seq))
     store.close()
     return forged, run_id
+
+
+def _rehomed(events: list[BaseEvent], store: anb.SqliteStore) -> list[BaseEvent]:
+    """The forgery names the new store as the run's home (the key holder can): else it starts no effect there."""
+    first = events[0]
+    assert isinstance(first, RunStarted)
+    return [replace(first, settings={**first.settings, "store": store.store_id}), *events[1:]]
 
 
 def _without_the_approval(events: list[BaseEvent]) -> list[BaseEvent]:
@@ -328,7 +335,7 @@ def test_resume_asks_first_and_the_turn_s_other_calls_wait_for_the_answer(tmp_pa
     first.run_until(lambda e: isinstance(e, CallValidated) and e.name == "create_refund")  # nothing started yet
     events = [replace(e, needs_approval=False) if isinstance(e, CallValidated) else e for e in first.events]
     forged = anb.SqliteStore(tmp_path / "forged.db", key=KEY)
-    for event in events:
+    for event in _rehomed(events, forged):
         forged.append(event)
     resumed = anb.Run.resume(first.run_id, loop=anb.Loop(model=anb.ScriptedModel(script), store=forged,
                                                          tools=anb.stories.tools("refund")))

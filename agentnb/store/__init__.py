@@ -47,7 +47,9 @@ The package, by responsibility:
 - :mod:`agentnb.store.seals`: checkpoint keys and the HMAC chains (:class:`Seals`), one formula for every
   durable store;
 - :mod:`agentnb.store.sqlite`: :class:`SqliteStore`;
-- :mod:`agentnb.store.postgres`: :class:`PostgresStore` (psycopg is imported when one is made).
+- :mod:`agentnb.store.postgres`: :class:`PostgresStore` (psycopg is imported when one is made);
+- :mod:`agentnb.store.moves`: :func:`move_run`, which moves a run with its whole operation and ledger into
+  another store, and the claim-time check that refuses a new effect for a run copied without them.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from pathlib import Path
 
 from ..outcomes import Effect, EffectDone, EffectStatus
 from .memory import MemoryStore
+from .moves import home_of, move_run
 from .postgres import PostgresStore
 from .protocol import LEASE_TTL, Lease, Store
 from .seals import MIN_KEY_BYTES, Seals, key_mismatch, load_key
@@ -76,7 +79,9 @@ __all__ = [
     "Store",
     "as_store",
     "key_mismatch",
+    "home_of",
     "load_key",
+    "move_run",
 ]
 
 

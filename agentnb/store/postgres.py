@@ -36,6 +36,7 @@ import hmac
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..events import BaseEvent, event_to_json
 from ..exceptions import CheckpointError, RunLocked, RunNotFound
 from ..outcomes import Effect, EffectDone
+from .moves import Guard, Mark, RunRows, mark_name
 from .protocol import LEASE_TTL, Lease
 from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
 
@@ -159,8 +161,14 @@ class PostgresStore:
             with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
                 self._migrate(conn)
                 self._seals = Seals(self._resolve_key(conn, key, key_file))
+                conn.execute(f"INSERT INTO {schema}.meta VALUES ('store_id', %s) ON CONFLICT DO NOTHING",
+                             (uuid.uuid4().hex,))
+                got = conn.execute(f"SELECT value FROM {schema}.meta WHERE name = 'store_id'").fetchone()
+                self.store_id: str = str(got[0]) if got else ""
+                """This store's id: runs started here record it, so a copy elsewhere is known (agentnb.move_run)."""
         except psycopg.Error as exc:
             raise CheckpointError(f"cannot open the store {self!r}: {exc}") from exc
+        self._guard = Guard(self.store_id, repr(self))
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute(f"SET search_path TO {schema}")
@@ -408,6 +416,11 @@ class PostgresStore:
                         ).fetchone() is not None:
                             return False  # claimed by another run: the caller gets that effect
                         raise CheckpointError(f"run {run_id!r} has no stored events: cannot record an effect for it")
+                    if op == "claim" and conn.execute(
+                        "SELECT 1 FROM ledger WHERE key = %s AND op = 'claim'", (key,)
+                    ).fetchone() is None:
+                        self._guard.check(run_id, key, lambda r: self._first_in(conn, r),
+                                          lambda o: self._mark_in(conn, o))
                     lseq = head[2] + 1
                     mac = self._seals.ledger(run_id, lseq, op, key, call_id, tool, content, value, status, head[3])
                     conflict = " ON CONFLICT (key) WHERE op = 'claim' DO NOTHING" if op == "claim" else ""
@@ -444,6 +457,68 @@ class PostgresStore:
         """Record a late outcome (no event reports it: the run stopped waiting for the call)."""
         self._ledger_write(run_id, f"record the late outcome of {key!r}", "done", key, call_id, "", content,
                            _encode(value), result_status)
+
+    # -- moves (agentnb.store.moves) ---------------------------------------------------------------------
+
+    def _first_in(self, conn: psycopg.Connection[Any], run_id: str) -> str | None:
+        row = conn.execute("SELECT data FROM events WHERE run_id = %s AND seq = 0", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _mark_in(self, conn: psycopg.Connection[Any], operation: str) -> Mark | None:
+        row = conn.execute("SELECT value FROM meta WHERE name = %s", (mark_name(operation),)).fetchone()
+        return None if row is None else Mark.decode(self._seals, operation, str(row[0]))
+
+    def _first(self, run_id: str) -> str | None:
+        with self._conn(f"read the first event of run {run_id!r}") as conn:
+            return self._first_in(conn, run_id)
+
+    def _get_mark(self, operation: str) -> Mark | None:
+        with self._conn(f"read the move record of operation {operation!r}") as conn:
+            return self._mark_in(conn, operation)
+
+    def _put_mark(self, operation: str, mark: Mark) -> None:
+        with self._conn(f"mark operation {operation!r} moved") as conn:
+            conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                         (mark_name(operation), mark.encode(self._seals, operation)))
+
+    def _export(self, run_id: str) -> RunRows:
+        with self._conn(f"read the rows of run {run_id!r}") as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            head = conn.execute("SELECT head_seq, head_mac, ledger_seq, ledger_mac, seal, state, updated FROM runs "
+                                "WHERE run_id = %s", (run_id,)).fetchone()
+            if head is None:
+                raise RunNotFound(f"no run {run_id!r} in {self!r}")
+            events = conn.execute("SELECT seq, type, data, mac FROM events WHERE run_id = %s ORDER BY seq",
+                                  (run_id,)).fetchall()
+            ledger = conn.execute("SELECT lseq, op, key, call_id, tool, content, value, result_status, ts, prev, mac "
+                                  "FROM ledger WHERE run_id = %s ORDER BY lseq", (run_id,)).fetchall()
+        return RunRows(run_id, [tuple(e) for e in events], [tuple(op) for op in ledger],
+                       tuple(head))
+
+    def _import(self, rows: list[RunRows], operation: str, mark: Mark) -> None:
+        """Copy runs in verbatim and mark their operation moved in, in one transaction (see SqliteStore)."""
+        with self._conn(f"move in the runs of operation {operation!r}") as conn, conn.transaction():
+            for run in rows:
+                here = conn.execute("SELECT head_seq, head_mac, ledger_seq, ledger_mac FROM runs WHERE run_id = %s",
+                                    (run.run_id,)).fetchone()
+                if here is not None:
+                    if tuple(here) != run.head[:4]:
+                        raise CheckpointError(f"run {run.run_id!r} is already in {self!r} with other events: "
+                                              "refusing to overwrite it")
+                    continue
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO events VALUES (%s, %s, %s, %s, %s)",
+                                    [(run.run_id, *e) for e in run.events])
+                    cur.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
+                                    "%s, %s, %s, %s)", [(run.run_id, *op) for op in run.ledger])
+                conn.execute("INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", (run.run_id, *run.head))
+            old = self._mark_in(conn, operation)
+            new = Mark(came_from=mark.came_from, keys=sorted(set(mark.keys) | set(old.keys if old else [])),
+                       at=mark.at)
+            conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                         (mark_name(operation), new.encode(self._seals, operation)))
+        for run in rows:
+            self._remember(run.run_id, None)
 
     # -- leases -----------------------------------------------------------------------------------------
 

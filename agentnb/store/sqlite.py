@@ -15,12 +15,14 @@ import hmac
 import sqlite3
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from ..events import BaseEvent, event_to_json
 from ..exceptions import CheckpointError, RunLocked, RunNotFound
 from ..outcomes import Effect, EffectDone
+from .moves import Guard, Mark, RunRows, mark_name
 from .protocol import LEASE_TTL, Lease, _check_lease
 from .seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
 
@@ -97,6 +99,11 @@ class SqliteStore:
             raise CheckpointError(f"cannot open the store {self.path}: {exc}") from exc
         self._seals = Seals(self._resolve_key(key, key_file))
         self._heads: dict[str, _Head] = {}
+        if not readonly:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+        self.store_id: str = self._meta("store_id") or ""
+        """This store's id: runs started here record it, so a copy elsewhere is known for one (agentnb.move_run)."""
+        self._guard = Guard(self.store_id, repr(self))
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -270,6 +277,7 @@ class SqliteStore:
         def body(db: sqlite3.Connection) -> _Head | None:
             if db.execute("SELECT 1 FROM ledger WHERE key=? AND op='claim'", (key,)).fetchone() is not None:
                 return None
+            self._guard.check(run_id, key, self._first_row, self._get_mark)
             head = self._ledger_op(db, self._head(run_id), run_id, "claim", key, call_id, tool)
             self._put_head(db, run_id, head, None)
             return head
@@ -300,6 +308,67 @@ class SqliteStore:
             return head
 
         self._heads[run_id] = self._write(run_id, f"record the late outcome of {key!r}", body)
+
+    # -- moves (agentnb.store.moves) -------------------------------------------------------------------
+
+    def _first_row(self, run_id: str) -> str | None:  # inside a transaction (the lock held)
+        row = self._db.execute("SELECT data FROM events WHERE run_id=? AND seq=0", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _first(self, run_id: str) -> str | None:
+        with self._lock:
+            return self._first_row(run_id)
+
+    def _get_mark(self, operation: str) -> Mark | None:
+        raw = self._meta(mark_name(operation))
+        return None if raw is None else Mark.decode(self._seals, operation, raw)
+
+    def _put_mark(self, operation: str, mark: Mark) -> None:
+        self._write("", f"mark operation {operation!r} moved", lambda db: db.execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)", (mark_name(operation), mark.encode(self._seals, operation))))
+
+    def _export(self, run_id: str) -> RunRows:
+        with self._lock:
+            head = self._db.execute("SELECT head_seq, head_mac, ledger_seq, ledger_mac, seal, state, updated FROM runs "
+                                    "WHERE run_id=?", (run_id,)).fetchone()
+            if head is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.path}")
+            events = self._db.execute("SELECT seq, type, data, mac FROM events WHERE run_id=? ORDER BY seq",
+                                      (run_id,)).fetchall()
+            ledger = self._db.execute("SELECT lseq, op, key, call_id, tool, content, value, result_status, ts, prev, "
+                                      "mac FROM ledger WHERE run_id=? ORDER BY lseq", (run_id,)).fetchall()
+        return RunRows(run_id, events, ledger, tuple(head))
+
+    def _import(self, rows: list[RunRows], operation: str, mark: Mark) -> None:
+        """Copy runs in verbatim and mark their operation moved in, in one transaction.
+
+        A run already here with the same head is skipped: a move interrupted after this step is finished by
+        calling it again.
+        """
+
+        def body(db: sqlite3.Connection) -> None:
+            for run in rows:
+                here = db.execute("SELECT head_seq, head_mac, ledger_seq, ledger_mac FROM runs WHERE run_id=?",
+                                  (run.run_id,)).fetchone()
+                if here is not None:
+                    if tuple(here) != run.head[:4]:
+                        raise CheckpointError(f"run {run.run_id!r} is already in {self.path} with other events: "
+                                              "refusing to overwrite it")
+                    continue
+                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", [(run.run_id, *e) for e in run.events])
+                db.executemany("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               [(run.run_id, *op) for op in run.ledger])
+                db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (run.run_id, *run.head))
+            raw = db.execute("SELECT value FROM meta WHERE name=?", (mark_name(operation),)).fetchone()
+            old = None if raw is None else Mark.decode(self._seals, operation, str(raw[0]))
+            keys = sorted(set(mark.keys) | set(old.keys if old else []))
+            new = Mark(came_from=mark.came_from, keys=keys, at=mark.at)
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (mark_name(operation), new.encode(self._seals,
+                                                                                                     operation)))
+
+        self._write("", f"move in the runs of operation {operation!r}", body)
+        for run in rows:
+            self._heads.pop(run.run_id, None)
 
     # -- leases ---------------------------------------------------------------------------------------
 
