@@ -136,3 +136,16 @@ def test_a_cell_that_states_a_provider_fact_names_its_recording_or_its_documenta
         if words and not CLAIM.search(source) and not DOC.search(source):
             missing.append(f"{notebook}, cell {cell}: names {', '.join(words)} with no claim tag or citation")
     assert not missing, "\n".join(missing)
+
+
+def test_the_guides_class_times_are_the_estimates_of_bench_class_time() -> None:
+    from bench.class_time import estimate
+
+    rows = [line.split(" | ") for line in (ROOT / "notebooks" / "README.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `") and line.count(" | ") == 4]
+    listed = {re.match(r"\| `(\w+)`", row[0]).group(1): row[3] for row in rows}  # type: ignore[union-attr]
+    assert sorted(listed) == sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    for name, said in listed.items():
+        whole, demo = estimate(ROOT / "notebooks" / f"{name}.ipynb")
+        wanted = f"{whole} min" if demo is None else f"{demo} min demo ({whole} min whole)"
+        assert said == wanted, f"the guide says {name} takes {said!r} in class; bench/class_time.py says {wanted!r}"

@@ -12,7 +12,10 @@ https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preservin
 in the next user message and before any text of it: a user turn that follows tool results is merged into
 that message (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use). Empty text
 blocks are left out (the API refuses them). ``max_tokens`` is required by the API (default 4096);
-``parallel_tool_calls=False`` becomes ``tool_choice.disable_parallel_tool_use``.
+``parallel_tool_calls=False`` becomes ``tool_choice.disable_parallel_tool_use``. A strict tool gets ``strict:
+true`` and a typed output ``output_config.format`` (JSON outputs), both with their schema in the subset of JSON
+Schema the service's constrained decoding takes (:func:`json_output_schema`,
+https://docs.claude.com/en/docs/build-with-claude/structured-outputs).
 
 *Responses* (:func:`parse_response`, :func:`parse_stream`). Content blocks keep their order; a block's
 position in the canonical message is its ``index``. In a stream, ``content_block_start`` opens block

@@ -42,7 +42,8 @@ def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
         return "max_tokens: Field required", None
     if isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"], int):
         return "max_tokens: Input should be a valid integer", None
-    for i, tool in enumerate(body.get("tools") or ()):
+    tools = body.get("tools")
+    for i, tool in enumerate(tools if isinstance(tools, list) else ()):
         if isinstance(tool, dict) and "strict" in tool and not isinstance(tool["strict"], bool):
             return f"tools.{i}.custom.strict: Input should be a valid boolean", None
     return _check_tool_choice(body.get("tool_choice")) or _check_output_config(body.get("output_config"))
