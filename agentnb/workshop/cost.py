@@ -23,12 +23,11 @@ token, swapped prices, cents for dollars, another limit that ran out first), in 
 from __future__ import annotations
 
 import random
-import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..engine.guards import Budget, UnpricedModelWarning
+from ..engine.guards import Budget
 from ..engine.prices import keys
 from ..events import GuardTripped, TurnCompleted
 from ..loop import Loop
@@ -187,12 +186,6 @@ def check_cost(report: Report, budget: Any = None, *, rng: random.Random, leash:
     del leash  # a Budget is data: nothing of the student's runs
     if not is_budget(report, budget):
         return
-    with warnings.catch_warnings():  # an unpriced model is this check's FIX line to explain, not a stray warning
-        warnings.simplefilter("ignore", UnpricedModelWarning)
-        _scenarios(report, budget, rng)
-
-
-def _scenarios(report: Report, budget: Budget, rng: random.Random) -> None:
     scenarios = [
         ("a model that reads long pages and never stops", [_reading(rng) for _ in range(40)]),
         ("a model that writes a lot and never stops", [_writing(rng) for _ in range(40)]),
