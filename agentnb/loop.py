@@ -20,6 +20,7 @@ from .messages import Message, coerce_messages
 from .output import OUTPUT_TOOL, OutputSpec
 from .providers.base import Model
 from .providers.prices import price_table
+from .providers.registry import NATIVE_OUTPUT_STRICT_ONLY
 from .redact import redact, register_credentials
 from .request import split_options
 from .run import Run
@@ -154,10 +155,14 @@ class Loop:
             approval_ttl=approval_ttl,
             summarizer=summarizer,
             output=None if output_type is None else OutputSpec.of(
-                output_type, retries=output_retries, native=native_output(model, output_mode)),
+                output_type, retries=output_retries, native=native_output(model, output_mode),
+                strict_only=getattr(model, "provider", None) in NATIVE_OUTPUT_STRICT_ONLY),
             tool_choice=policy,
             retry=RetryPolicy(max_retries, retry_base_delay, max_retry_time),
         )
+        if output_mode == "native" and self.config.output is not None and not self.config.output.native:
+            raise ValueError(f"output_mode='native': {output_type!r} cannot be written in strict form, the only "
+                             "form this wire API's structured-output mode takes; use output_mode='auto' or 'tool'")
         if self.config.output is not None and self.registry.get(self.config.output.name) is not None:
             raise ValueError(f"a tool is named {self.config.output.name!r}, the output tool's name; rename it")
         self.lease_ttl = lease_ttl

@@ -71,8 +71,13 @@ class OutputSpec:
     """Top-level fields that the strict form made nullable (a ``null`` there means "the default")."""
 
     @classmethod
-    def of(cls, output_type: Any, *, retries: int = 2, name: str = OUTPUT_TOOL, native: bool = False) -> OutputSpec:
+    def of(cls, output_type: Any, *, retries: int = 2, name: str = OUTPUT_TOOL, native: bool = False,
+           strict_only: bool = False) -> OutputSpec:
         """The spec of an output type (a type pydantic validates, or a JSON schema as a dict).
+
+        With ``native``, the schema goes in its strict form where the type allows it; where it does not, the
+        plain schema goes without strict mode, or, with ``strict_only`` (an API whose structured-output mode
+        takes only the strict form), the spec falls back to the output tool (``native`` False).
 
         Raises:
             ToolDefinitionError: the type has no JSON schema.
@@ -103,6 +108,7 @@ class OutputSpec:
                 native_schema, nullable = strict_schema(name, schema)
             except ToolDefinitionError:  # the type cannot be strict: ask for it without strict mode
                 native_schema, nullable = schema, ()
+                native = not strict_only  # ... or with the output tool, where the API takes only strict form
         return cls(output_type, name, description, schema, wrapped, retries, adapter, native, native_schema,
                    tuple(nullable))
 

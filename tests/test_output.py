@@ -163,7 +163,8 @@ def test_corrected_output_through_the_real_sdks(emu: Emulator, provider: str, st
     emu.play([{"tool_calls": [BAD]}, {"tool_calls": [GOOD]}])
     start = len(emu.requests)
     model = cls(emu.client(provider), stream=stream, **options)
-    run = anb.Loop(model=model, output_type=Invoice, retry_base_delay=0).start("Bill order 7.").run()
+    run = anb.Loop(model=model, output_type=Invoice, output_mode="tool",
+                   retry_base_delay=0).start("Bill order 7.").run()
     assert run.state is S.COMPLETED, (run.reason, [r.error for r in emu.requests[start:]])
     assert run.output == Invoice(number="INV-7", total_cents=1999) and checks(run) == [False, True]
     assert all(r.status == 200 for r in emu.requests[start:])  # every request, the correction's too, was valid
@@ -173,6 +174,7 @@ NATIVE_FIELD = {
     "openai_chat": lambda body: body["response_format"]["json_schema"],
     "openai_responses": lambda body: body["text"]["format"],
     "gemini": lambda body: (body.get("generationConfig") or body.get("generation_config") or {}),
+    "anthropic": lambda body: body["output_config"]["format"],
 }
 
 
@@ -189,19 +191,41 @@ def test_native_structured_output_where_the_wire_api_has_it(emu: Emulator, provi
     body = emu.requests[start].body
     asked = NATIVE_FIELD[provider](body)
     schema = asked.get("schema") or asked.get("responseJsonSchema") or asked.get("response_json_schema")
-    assert schema["properties"]["total_cents"]["minimum"] == 0  # the type's own schema went out
+    cents = schema["properties"]["total_cents"]
+    if provider == "anthropic":  # JSON outputs take no numeric bounds: the bound is written for the model to read
+        assert "minimum" not in cents and "{minimum: 0}" in cents["description"]
+        assert schema["additionalProperties"] is False
+    else:
+        assert cents["minimum"] == 0  # the type's own schema went out
     assert "final_result" not in str(body.get("tools"))  # no output tool in native mode
     assert not any(e.type == "CallParsed" for e in run.events)
 
 
-def test_auto_mode_takes_the_output_tool_where_there_is_no_native_mode(emu: Emulator) -> None:
+def test_anthropic_falls_back_to_the_output_tool_for_a_type_json_outputs_cannot_take(emu: Emulator) -> None:
     cls, options = PROVIDERS["anthropic"]
     model = cls(emu.client("anthropic"), **options)
-    loop = anb.Loop(model=model, output_type=Invoice)
+    assert anb.Loop(model=model, output_type=Invoice).tool_infos == []  # JSON outputs: no output tool
+    loop = anb.Loop(model=model, output_type=dict[str, int])  # free keys: no strict form, so the output tool
     assert [t.name for t in loop.tool_infos] == ["final_result"]
-    with pytest.raises(ValueError, match="no structured-output mode"):
-        anb.Loop(model=model, output_type=Invoice, output_mode="native")
-    assert anb.Loop(model=cls(emu.client("anthropic"), **options), output_type=Invoice, output_mode="tool").tool_infos
+    emu.play([{"tool_calls": [{"name": "final_result", "arguments": {"a": 1}}]}])
+    start = len(emu.requests)
+    run = loop.start("Count.").run()
+    assert run.state is S.COMPLETED and run.output == {"a": 1}
+    assert "output_config" not in emu.requests[start].body
+    with pytest.raises(ValueError, match="strict form"):
+        anb.Loop(model=model, output_type=dict[str, int], output_mode="native")
+    assert anb.Loop(model=model, output_type=Invoice, output_mode="tool").tool_infos
+
+
+def test_the_emulator_refuses_a_malformed_json_output_request_as_anthropic_does(emu: Emulator) -> None:
+    import anthropic
+
+    client = emu.client("anthropic")
+    for config, says in [({"format": {"type": "json", "schema": {}}}, "json_schema"),
+                         ({"format": {"type": "json_schema"}}, "schema: Field required")]:
+        with pytest.raises(anthropic.BadRequestError, match=says):
+            client.messages.create(model="claude-sonnet-4-6", max_tokens=10, output_config=config,
+                                   messages=[{"role": "user", "content": "Hi"}])
 
 
 def test_native_strict_output_reads_null_as_the_default() -> None:

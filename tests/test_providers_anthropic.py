@@ -121,3 +121,21 @@ def test_tool_choice_mapping() -> None:
     only_results = render([Message(role="tool", parts=(ToolResultPart(call_id="t", name="f", status="denied",
                                                                       content="Denied by the user."),))])
     assert only_results["messages"][0]["content"][0]["is_error"] is True
+
+
+def test_json_outputs_and_strict_tools_get_the_subset_of_json_schema_anthropic_takes() -> None:
+    from agentnb.providers.anthropic.adapter import json_output_schema
+
+    schema = {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 1, "maximum": 8},
+        "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}, "minItems": 2},
+        "when": {"type": "string", "format": "date"},
+        "kind": {"oneOf": [{"const": "a"}, {"type": "null"}]}}, "required": ["n"], "additionalProperties": True}
+    out = json_output_schema(schema)
+    assert out["additionalProperties"] is False and out["required"] == ["n"]
+    assert out["properties"]["n"] == {"type": "integer", "description": "{minimum: 1, maximum: 8}"}
+    assert out["properties"]["tags"]["description"] == "{minItems: 2}"
+    assert out["properties"]["tags"]["items"]["description"] == "{pattern: ^[a-z]+$}"
+    assert out["properties"]["when"] == {"type": "string", "format": "date"}
+    assert out["properties"]["kind"] == {"anyOf": [{"const": "a"}, {"type": "null"}]}
+    assert schema["properties"]["n"]["minimum"] == 1  # the tool's own schema is left as it was

@@ -226,7 +226,8 @@ RENDERED: dict[str, dict[str, Any]] = {
         "none": {"tool_choice": {"type": "none"}}, "required": {"tool_choice": {"type": "any"}},
         "named": {"tool_choice": {"type": "tool", "name": "f"}},
         "serial": {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}},
-        "output": "an output schema cannot be expressed"},
+        "output": {"output_config": {"format": {"type": "json_schema", "schema": {
+            "type": "object", "properties": {}, "additionalProperties": False}}}}},
     "gemini": {
         "none": {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}},
         "required": {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
@@ -255,6 +256,12 @@ def test_each_wire_api_renders_the_options_as_before(api: str, option: str) -> N
     if option != "output":  # without tools there is no tool choice to render
         bare = render([Message.user("q")], [], request_options=OPTIONS[option])
         assert not {"tool_choice", "toolConfig", "parallel_tool_calls"} & set(bare)
+
+
+def test_anthropic_refuses_an_output_schema_not_in_strict_form_instead_of_loosening_it() -> None:
+    loose = RequestOptions(output=OutputSchema("A", {"type": "object", "additionalProperties": {"type": "integer"}}))
+    with pytest.raises(ValueError, match="not in strict form"):
+        WIRE_APIS["anthropic"].render_request([Message.user("q")], request_options=loose)
 
 
 def test_the_finalize_turn_of_every_sdk_model_renders_as_before() -> None:

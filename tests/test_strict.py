@@ -114,7 +114,7 @@ def emu() -> Iterator[Emulator]:
 PROVIDERS = {
     "openai_chat": (anb.OpenAIChatModel, {"model": "gpt-4.1"}, True),
     "openai_responses": (anb.OpenAIResponsesModel, {"model": "gpt-5", "store": False}, True),
-    "anthropic": (anb.AnthropicModel, {"model": "claude-sonnet-4-6"}, False),
+    "anthropic": (anb.AnthropicModel, {"model": "claude-sonnet-4-6"}, True),
     "gemini": (anb.GeminiModel, {"model": "gemini-3-pro-preview"}, False),
 }
 BAD = {"query": 42, "limit": "many", "extra": True}
@@ -133,8 +133,8 @@ def test_the_difference_strict_makes_on_each_wire_api(emu: Emulator, provider: s
         assert all(r.status == 200 for r in emu.requests[start:])
         outcomes[tool.name] = [e.type for e in run.events if e.type in ("ToolFinished", "CallRejected")]
     assert outcomes["loose_search"] == ["CallRejected"]  # the model's bad arguments reach the loop: a schema error
-    # strict mode constrains the service's decoding: the call fits its schema and runs (OpenAI's APIs); the
-    # others have no strict flag, so the schema is only a description there
+    # strict mode constrains the service's decoding: the call fits its schema and runs (OpenAI's APIs and
+    # Anthropic's strict tool use); Gemini has no strict flag, so the schema is only a description there
     assert outcomes["search"] == (["ToolFinished"] if enforced else ["CallRejected"])
 
 

@@ -544,6 +544,17 @@ def test_wrong_cost_budgets_get_fix(name: str) -> None:
     assert_fix("cost", *COST_MUTANTS[name])
 
 
+def test_the_cost_check_explains_an_unpriced_model_in_its_report_not_in_a_stray_warning(
+        recwarn: pytest.WarningsRecorder) -> None:
+    report = workshop.check("cost", anb.Budget(max_cost=0.02), seed=1)
+    assert not report.passed and "no-prices" in report.kinds
+    assert not workshop.check("budget", anb.Budget(max_cost=0), seed=1).passed  # 04's check runs the same way
+    assert not [w for w in recwarn if w.category is anb.UnpricedModelWarning]
+    with pytest.warns(anb.UnpricedModelWarning):  # outside the check the warning is still given
+        anb.Loop(model=anb.ScriptedModel([{"text": "hi"}], name="gpt-4.1-mini"),
+                 budget=anb.Budget(max_cost=0.02, price_table=False)).start("q").run()
+
+
 # -- right answers pass, on many draws ----------------------------------------------------------------------------
 
 RIGHT: list[tuple[str, Any, int]] = [

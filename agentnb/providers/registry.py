@@ -19,7 +19,7 @@ from types import MappingProxyType
 from . import anthropic, gemini, ollama, openai_chat, openai_responses
 from .wireapi import WireAPI
 
-__all__ = ["NATIVE_OUTPUT", "WIRE_APIS", "WireAPI", "wire_api"]
+__all__ = ["NATIVE_OUTPUT", "NATIVE_OUTPUT_STRICT_ONLY", "WIRE_APIS", "WireAPI", "wire_api"]
 
 WIRE_APIS: MappingProxyType[str, WireAPI] = MappingProxyType({api.name: api for api in (
     openai_chat.API,
@@ -32,6 +32,9 @@ WIRE_APIS: MappingProxyType[str, WireAPI] = MappingProxyType({api.name: api for 
 
 NATIVE_OUTPUT = frozenset(api.name for api in WIRE_APIS.values() if api.native_output)
 """Wire APIs whose structured-output mode ``output_mode="auto"`` uses (the others get the output tool)."""
+
+NATIVE_OUTPUT_STRICT_ONLY = frozenset(api.name for api in WIRE_APIS.values() if api.native_output_strict_only)
+"""Of those, the APIs whose structured-output mode takes only a strict-form schema (else the output tool)."""
 
 
 def wire_api(name: str) -> WireAPI:

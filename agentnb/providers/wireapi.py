@@ -205,6 +205,9 @@ class WireAPI:
     """For the wire view's table: where the system prompt, a tool call and its result go."""
     native_output: bool = False
     """Structured output is a request option of this API (a JSON schema the service enforces), not a tool."""
+    native_output_strict_only: bool = False
+    """Its structured-output mode takes only a schema in strict form (Anthropic's JSON outputs): a type that
+    cannot be strict (free keys, a tuple) is asked for with the output tool instead under ``output_mode="auto"``."""
     otel_name: str = ""
     """The ``gen_ai.provider.name`` of OpenTelemetry's semantic conventions (``openai``, ``gcp.gemini``)."""
     needs_key: bool = True

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.guards import Budget
+from ..engine.guards import Budget, UnpricedModelWarning
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
 from ..exceptions import CheckTimeout
 from ..loop import Loop
@@ -100,9 +101,15 @@ def policy_crash(run: Run) -> str | None:
 
 
 def safe_run(report: Report, what: str, loop: Loop, prompt: str, *, operation_id: str | None = None) -> Run | None:
-    """Run a scenario to its end or its first pause; a crash in the student's code becomes a FIX line."""
+    """Run a scenario to its end or its first pause; a crash in the student's code becomes a FIX line.
+
+    The run's warnings about an unpriced model stay out of the notebook: a budget whose cost limit cannot count
+    is the check's to explain, in its report (the warning would name the check's own model and provider tag).
+    """
     try:
-        return loop.start(prompt, operation_id=operation_id).run()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnpricedModelWarning)
+            return loop.start(prompt, operation_id=operation_id).run()
     except CheckTimeout as exc:
         report.fix(what, f"your code {exc}", TIMEOUT_HINTS, kind="timeout")
     except Exception as exc:

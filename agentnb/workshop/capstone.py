@@ -192,7 +192,7 @@ def _capstone_tools(report: Report, tools: Any) -> list[Tool] | None:
     else:
         report.fix("refund is marked as a write", f"it is declared {declaration(ref)}",
                    ("a refund moves money: how does agentnb know a tool changes something?",
-                    "the risk option of @anb.tool says it; a write goes through the effect ledger (notebook 03)"),
+                    "the risk option of @anb.tool says it; a write goes through the effect ledger (notebook 03b)"),
                    kind="declared")
     return [look, ref]
 

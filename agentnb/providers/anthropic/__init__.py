@@ -46,7 +46,8 @@ API = WireAPI(
     api_key_env=("ANTHROPIC_API_KEY",),
     sdk_extra="anthropic",
     where=("system", "tool_use block (id)", "tool_result block in the next user message (tool_use_id)"),
-    native_output=False,
+    native_output=True,
+    native_output_strict_only=True,
     otel_name="anthropic",
     vendor="anthropic",
 )

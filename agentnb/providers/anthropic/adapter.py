@@ -12,7 +12,10 @@ https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preservin
 in the next user message and before any text of it: a user turn that follows tool results is merged into
 that message (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use). Empty text
 blocks are left out (the API refuses them). ``max_tokens`` is required by the API (default 4096);
-``parallel_tool_calls=False`` becomes ``tool_choice.disable_parallel_tool_use``.
+``parallel_tool_calls=False`` becomes ``tool_choice.disable_parallel_tool_use``. A strict tool gets ``strict:
+true`` and a typed output ``output_config.format`` (JSON outputs), both with their schema in the subset of JSON
+Schema the service's constrained decoding takes (:func:`json_output_schema`,
+https://docs.claude.com/en/docs/build-with-claude/structured-outputs).
 
 *Responses* (:func:`parse_response`, :func:`parse_stream`). Content blocks keep their order; a block's
 position in the canonical message is its ``index``. In a stream, ``content_block_start`` opens block
@@ -87,8 +90,72 @@ __all__ = ["PROVIDER", "parse_response", "parse_stream", "render_request", "rend
 
 
 def render_tool(tool: ToolInfo) -> dict[str, Any]:
-    """One tool in the Messages ``tools`` dialect (the JSON schema goes in ``input_schema`` unchanged)."""
+    """One tool in the Messages ``tools`` dialect.
+
+    The JSON schema goes in ``input_schema`` unchanged, except for a strict tool (``@anb.tool(strict=True)``):
+    it gets ``"strict": true`` (strict tool use, generally available: the service's decoding keeps the input
+    inside the schema) and its schema in the subset strict decoding takes (:func:`json_output_schema`).
+
+    Example:
+        >>> from agentnb.events import ToolInfo
+        >>> render_tool(ToolInfo(name="f", description="F.", parameters={"type": "object"}, strict=True))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'name': 'f', 'description': 'F.', 'input_schema': {'type': 'object', 'properties': {},
+         'additionalProperties': False}, 'strict': True}
+    """
+    if tool.strict:
+        return {"name": tool.name, "description": tool.description,
+                "input_schema": json_output_schema(tool.parameters), "strict": True}
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+# What strict decoding takes of JSON Schema (https://docs.claude.com/en/docs/build-with-claude/structured-outputs,
+# "JSON Schema limitations"; the same subset as the ``anthropic`` SDK's ``transform_schema``): anything else
+# (numeric bounds, string lengths, patterns, defaults, ...) is written into the description, where the model
+# reads it, and agentnb still validates the answer against the whole schema.
+_STRING_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6",
+                             "uuid"})
+_KEPT = ("description", "title")
+
+
+def json_output_schema(schema: Any) -> dict[str, Any]:
+    r"""``schema`` in the subset of JSON Schema that Anthropic's JSON outputs and strict tools take.
+
+    Objects get ``additionalProperties: false``; ``oneOf`` becomes ``anyOf``; a keyword outside the subset moves
+    into the description as ``{keyword: value}``.
+
+    Example:
+        >>> json_output_schema({"type": "integer", "minimum": 0, "description": "Cents."})
+        {'type': 'integer', 'description': 'Cents.\n\n{minimum: 0}'}
+    """
+    rest = dict(schema) if isinstance(schema, dict) else {}
+    out: dict[str, Any] = {}
+    defs = rest.pop("$defs", None)
+    if isinstance(defs, dict):
+        out["$defs"] = {k: json_output_schema(v) for k, v in defs.items()}
+    if "$ref" in rest:
+        out["$ref"] = rest.pop("$ref")
+        return out
+    kind = rest.pop("type", None)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(rest.get(key), list):
+            out["allOf" if key == "allOf" else "anyOf"] = [json_output_schema(v) for v in rest.pop(key)]
+            kind = None
+            break
+    for key in ("enum", "const"):
+        if key in rest:
+            out[key] = rest.pop(key)
+            kind = None
+    if kind is not None:
+        out["type"] = kind
+    for key in _KEPT:
+        if key in rest:
+            out[key] = rest.pop(key)
+    _typed(kind, rest, out)
+    if rest:
+        extra = "{" + ", ".join(f"{k}: {v}" for k, v in rest.items()) + "}"
+        out["description"] = f"{out['description']}\n\n{extra}" if out.get("description") else extra
+    return out
 
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
@@ -146,12 +213,12 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
         tools: the tools offered.
         request_options: the tool choice (``auto``/``none``/``required``/a named tool: ``tool_choice``) and
             ``parallel_tool_calls`` (False: ``disable_parallel_tool_use``); both only with tools. An output
-            schema is refused: agentnb asks Anthropic models for typed output with the output tool.
+            schema (strict form only) goes in ``output_config.format`` (JSON outputs, generally available).
         **settings: ``model``, ``max_tokens`` (default 4096), ``stop`` (``stop_sequences``), ``stream``, ``extra``
             (merged into the body); other keys (``temperature``, ``thinking``, ...) pass through as given.
 
     Raises:
-        ValueError: for an output schema in ``request_options``, or an option given as a setting.
+        ValueError: for an output schema that is not in strict form, or an option given as a setting.
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], model="claude-sonnet-4-5")
@@ -160,9 +227,10 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': 'Hi'}]}]}
     """
     mine, rest = split_settings(settings, _KNOWN)
-    if request_options.output is not None:  # asked for, never silently dropped (nor sent as a made-up field)
-        raise ValueError("an output schema cannot be expressed on the Messages API as agentnb renders it: ask for "
-                         "typed output with the output tool (output_mode='tool')")
+    output = request_options.output
+    if output is not None and not output.strict:  # asked for, never silently dropped (nor sent loosened)
+        raise ValueError(f"output schema {output.name!r} is not in strict form (free keys, a tuple, ...): Anthropic's "
+                         "JSON outputs take only that; ask for it with the output tool (output_mode='tool')")
     system, convo = system_and_rest(messages, "Anthropic")
     body: dict[str, Any] = {}
     if "model" in mine:
@@ -185,6 +253,9 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             native = {"type": "auto", **(native or {}), "disable_parallel_tool_use": True}
         if native is not None:
             body["tool_choice"] = native
+    if output is not None:  # JSON outputs: the answer's text is JSON fitting the schema (agentnb.output)
+        body["output_config"] = {**(rest.pop("output_config", None) or {}),
+                                 "format": {"type": "json_schema", "schema": json_output_schema(output.schema)}}
     if mine.get("stop"):
         stop = mine["stop"]
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
@@ -192,6 +263,23 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
         body["stream"] = True
     body.update(rest)
     return body
+
+
+def _typed(kind: Any, rest: dict[str, Any], out: dict[str, Any]) -> None:
+    """Move the keywords of ``kind`` that the subset takes from ``rest`` to ``out``."""
+    if kind == "object":
+        out["properties"] = {k: json_output_schema(v) for k, v in (rest.pop("properties", None) or {}).items()}
+        rest.pop("additionalProperties", None)
+        out["additionalProperties"] = False
+        if "required" in rest:
+            out["required"] = list(rest.pop("required"))
+    elif kind == "array":
+        if "items" in rest:
+            out["items"] = json_output_schema(rest.pop("items"))
+        if rest.get("minItems") in (0, 1):
+            out["minItems"] = rest.pop("minItems")
+    elif kind == "string" and rest.get("format") in _STRING_FORMATS:
+        out["format"] = rest.pop("format")
 
 
 # -- responses ------------------------------------------------------------------------------------------

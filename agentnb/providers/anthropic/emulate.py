@@ -42,7 +42,31 @@ def _check(body: dict[str, Any]) -> tuple[str, str | None] | None:
         return "max_tokens: Field required", None
     if isinstance(body["max_tokens"], bool) or not isinstance(body["max_tokens"], int):
         return "max_tokens: Input should be a valid integer", None
-    return _check_tool_choice(body.get("tool_choice"))
+    tools = body.get("tools")
+    for i, tool in enumerate(tools if isinstance(tools, list) else ()):
+        if isinstance(tool, dict) and "strict" in tool and not isinstance(tool["strict"], bool):
+            return f"tools.{i}.custom.strict: Input should be a valid boolean", None
+    return _check_tool_choice(body.get("tool_choice")) or _check_output_config(body.get("output_config"))
+
+
+def _check_output_config(config: Any) -> tuple[str, str | None] | None:
+    """The 400 for a malformed ``output_config``.
+
+    JSON outputs: ``format`` is ``{"type": "json_schema", "schema": {...}}``
+    (https://docs.claude.com/en/docs/build-with-claude/structured-outputs).
+    """
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return "output_config: Input should be a valid dictionary", None
+    fmt = config.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return "output_config.format.type: Input should be 'json_schema'", None
+    if not isinstance(fmt.get("schema"), dict):
+        return "output_config.format.schema: Field required", None
+    return None
 
 
 _CHOICE_TYPES = ("auto", "any", "tool", "none")

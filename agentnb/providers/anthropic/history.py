@@ -3,7 +3,8 @@
 ``system`` becomes the system message. A user message's ``tool_result`` blocks become a tool message
 (``is_error`` gives status ``error``) and its other blocks a user message after it; an assistant's
 ``thinking``/``redacted_thinking`` blocks become reasoning parts kept for Anthropic, its ``tool_use`` blocks
-calls. Where the results stand inside their message is a lint rule's business (``results_not_first``).
+calls; a tool with ``strict: true`` is a strict tool (the emulator then makes its calls fit). Where the
+results stand inside their message is a lint rule's business (``results_not_first``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ...messages import ReasoningPart, ResultStatus, TextPart, ToolCallPart
 from .._history import Builder, dumps_value, items_of, tool_info
 from ..wireapi import History
 
-__all__ = ["parse_history", "requested_choice"]
+__all__ = ["parse_history", "requested_choice", "strict_tools"]
 
 
 def blocks(m: dict[str, Any]) -> list[Any]:
@@ -44,7 +45,7 @@ def parse_history(body: dict[str, Any]) -> History:
         except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a shape no reader expected
             b.unreadable(i, exc)
     tools = [tool_info(t, "input_schema") for t in body.get("tools") or () if isinstance(t, dict)]
-    return b.history(tools, tool_choice=requested_choice(body))
+    return b.history(tools, tool_choice=requested_choice(body), strict=strict_tools(body))
 
 
 def _assistant(b: Builder, i: int, blks: list[Any]) -> list[Any]:
@@ -91,3 +92,17 @@ def requested_choice(body: dict[str, Any]) -> str | dict[str, str] | None:
         name = choice.get("name")
         return {"name": name} if isinstance(name, str) and name else None
     return {"any": "required", "none": "none", "auto": "auto"}.get(str(kind))
+
+
+def strict_tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The tools in strict mode (``strict: true``), by name: ``{name: input_schema}``.
+
+    Example:
+        >>> strict_tools({"tools": [{"name": "f", "input_schema": {"type": "object"}, "strict": True}]})
+        {'f': {'type': 'object'}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for t in body.get("tools") or ():
+        if isinstance(t, dict) and t.get("strict") is True and isinstance(t.get("input_schema"), dict):
+            out[str(t.get("name"))] = t["input_schema"]
+    return out
