@@ -181,6 +181,10 @@ class Capture:
 
 def _headers(headers: dict[str, str], clean: Any) -> dict[str, str]:
     masked: dict[str, str] = redact(headers)  # credential names (authorization, x-api-key, ...) by key
+    for key, value in headers.items():
+        scheme, _, token = value.partition(" ")
+        if masked[key] == MASK and token and scheme.lower() in ("bearer", "basic", "token"):
+            masked[key] = f"{scheme} {MASK}"  # the scheme is no secret, and "Copy as curl" needs it
     return {k: clean(v) for k, v in masked.items()}
 
 

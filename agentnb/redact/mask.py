@@ -267,6 +267,34 @@ def redact_pieces(value: Any, secrets: Iterable[str] = ()) -> Any:
     return walk(value)
 
 
+def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of a turn's HTTP capture (``ModelTurn.wire``) with secrets masked, the stream's pieces included.
+
+    Everything goes through :func:`redact` (credential keys, ``names``, shapes, registered literals); the
+    frames of a stream, which may each hold only a piece of a secret, also through :func:`redact_pieces`,
+    with the secrets found by their shape in ``texts`` (the turn's text and arguments, whole).
+
+    Example:
+        >>> wire = {"frames": [[1.0, 'data: {"d": "key sk-live-9f8e7"}'], [2.0, 'data: {"d": "d6c5b4a3"}']]}
+        >>> redact_wire(wire, texts=["key sk-live-9f8e7d6c5b4a3"])["frames"]
+        [[1.0, 'data: {"d": "key [REDACTED]"}'], [2.0, 'data: {"d": "[REDACTED]"}']]
+    """
+    out: dict[str, Any] = redact(wire, names)
+    frames = out.get("frames")
+    if frames:
+        known = sorted({*_literals, *(v for t in texts for v in shaped_values(t))}, key=len, reverse=True)
+
+        def pieces(m: re.Match[str]) -> str:
+            return '"' + mask_pieces(m.group(1), known) + '"'
+
+        # a frame is SSE or JSON-lines text: each JSON string in it may be a fragment of a split secret
+        out["frames"] = [[ms, _JSON_STRING.sub(pieces, str(text))] for ms, text in frames]
+    return out
+
+
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
 def _overlap(a: str, b: str) -> int:
     """The length of the longest suffix of ``a`` that is a prefix of ``b`` (shorter than ``b``)."""
     if not a or not b:
