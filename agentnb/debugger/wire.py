@@ -112,14 +112,14 @@ def _shell(text: str, var: str) -> str:
 
 
 def curl(wire: dict[str, Any], provider: str) -> str:
-    """The captured request as a ``curl`` command; a masked credential is a shell variable of its API's key.
+    r"""The captured request as a ``curl`` command; a masked credential is a shell variable of its API's key.
 
     Example:
         >>> print(curl({"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions", "stream": False,
         ...             "request_headers": {"authorization": "Bearer [REDACTED]", "host": "127.0.0.1:9"},
         ...             "request_body": '{"model": "gpt-4.1"}'}, "openai_chat"))
-        curl -X POST "http://127.0.0.1:9/v1/chat/completions" \\
-          -H "authorization: Bearer $OPENAI_API_KEY" \\
+        curl -X POST "http://127.0.0.1:9/v1/chat/completions" \
+          -H "authorization: Bearer $OPENAI_API_KEY" \
           --data-raw '{"model": "gpt-4.1"}'
     """
     lines = [f"curl -X {wire.get('method') or 'POST'} {_shell(str(wire.get('url', '')), _env(provider, 'api-key'))}"]
@@ -142,8 +142,11 @@ def _pretty_text(text: str) -> str:
 
 
 def sent(response: ModelTurn | None, *, in_flight: bool = False) -> dict[str, Any]:
-    """What went over HTTP for one turn, for the wire view: ``{"title", "api", "request", "response", "curl",
-    "truncated", "note"}``; without a capture, only ``note`` says why (and ``request`` is empty)."""
+    """What went over HTTP for one turn, for the wire view.
+
+    Returns ``{"title", "api", "request", "response", "curl", "truncated", "note"}``; without a capture, only
+    ``note`` says why (and ``request`` is empty).
+    """
     out: dict[str, Any] = {"title": "", "api": "", "request": "", "response": "", "curl": "", "truncated": "",
                            "note": ""}
     if response is None:
@@ -159,7 +162,8 @@ def sent(response: ModelTurn | None, *, in_flight: bool = False) -> dict[str, An
         return out
     status = wire.get("status")
     headers = "\n".join(f"{k}: {v}" for k, v in (wire.get("request_headers") or {}).items())
-    request = f"{wire.get('method', '')} {wire.get('url', '')}\n{headers}\n\n{_pretty_text(str(wire.get('request_body') or ''))}"
+    body_text = _pretty_text(str(wire.get("request_body") or ""))
+    request = f"{wire.get('method', '')} {wire.get('url', '')}\n{headers}\n\n{body_text}"
     if wire.get("stream"):
         frames = wire.get("frames") or []
         lines = [f"+{float(ms):9.1f} ms  {text}" for ms, text in frames]

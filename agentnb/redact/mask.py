@@ -280,6 +280,11 @@ def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts
         [[1.0, 'data: {"d": "key [REDACTED]"}'], [2.0, 'data: {"d": "[REDACTED]"}']]
     """
     out: dict[str, Any] = redact(wire, names)
+    for key in ("request_headers", "response_headers"):  # "Bearer [REDACTED]" keeps its scheme (for curl)
+        headers = wire.get(key)
+        if isinstance(headers, dict):
+            out[key] = {h: v if isinstance(v, str) and v.endswith(" " + MASK) else m
+                        for (h, v), m in zip(headers.items(), out[key].values(), strict=True)}
     frames = out.get("frames")
     if frames:
         known = sorted({*_literals, *(v for t in texts for v in shaped_values(t))}, key=len, reverse=True)
