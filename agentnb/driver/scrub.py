@@ -67,7 +67,8 @@ def scrub(event: BaseEvent, secrets: RunSecrets, settings: dict[str, Any], event
         raw = resp.raw
         if raw is not None and (resp.provider != "scripted" or message is not resp.message):
             raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
-        wire = resp.wire if resp.wire is None else redact_wire(resp.wire, secrets.names(None), _texts(resp.message))
+        wire = resp.wire if resp.wire is None else redact_wire(resp.wire, secrets.names(None), _texts(resp.message),
+                                                               split=message is not resp.message)
         if message is not resp.message or raw is not resp.raw or wire is not resp.wire:  # copy only if masked
             event.response = replace(resp, message=message, raw=raw, wire=wire)
     elif cls is CallValidated or cls is ApprovalResolved:

@@ -267,12 +267,14 @@ def redact_pieces(value: Any, secrets: Iterable[str] = ()) -> Any:
     return walk(value)
 
 
-def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts: Iterable[str] = ()) -> dict[str, Any]:
+def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts: Iterable[str] = (), *,
+                split: bool = True) -> dict[str, Any]:
     """A copy of a turn's HTTP capture (``ModelTurn.wire``) with secrets masked, the stream's pieces included.
 
-    Everything goes through :func:`redact` (credential keys, ``names``, shapes, registered literals); the
-    frames of a stream, which may each hold only a piece of a secret, also through :func:`redact_pieces`,
-    with the secrets found by their shape in ``texts`` (the turn's text and arguments, whole).
+    Everything goes through :func:`redact` (credential keys, ``names``, shapes, registered literals). When the
+    turn held a secret (``split``: masking its message changed it, or ``texts`` -- the turn's text and
+    arguments, whole -- hold a key-shaped value), each JSON string of each stream frame, which may hold only a
+    piece of it, also goes through :func:`mask_pieces` (the registered literals and those shaped values).
 
     Example:
         >>> wire = {"frames": [[1.0, 'data: {"d": "key sk-live-9f8e7"}'], [2.0, 'data: {"d": "d6c5b4a3"}']]}
@@ -286,8 +288,9 @@ def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts
             out[key] = {h: v if isinstance(v, str) and v.endswith(" " + MASK) else m
                         for (h, v), m in zip(headers.items(), out[key].values(), strict=True)}
     frames = out.get("frames")
-    if frames:
-        known = sorted({*_literals, *(v for t in texts for v in shaped_values(t))}, key=len, reverse=True)
+    shaped = [v for t in texts for v in shaped_values(t)]
+    if frames and (split or shaped):
+        known = sorted({*_literals, *shaped}, key=len, reverse=True)
 
         def pieces(m: re.Match[str]) -> str:
             return '"' + mask_pieces(m.group(1), known) + '"'
