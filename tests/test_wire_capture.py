@@ -93,6 +93,20 @@ def test_the_capture_is_what_the_emulator_received(emu: Emulator, api: str, stre
     assert "request_headers" in text and KEY not in text
 
 
+@pytest.mark.parametrize("api", APIS)
+def test_async_clients_are_captured_too(emu: Emulator, api: str) -> None:
+    module = importlib.import_module(f"agentnb.providers.{api}.model")
+    cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
+    async_client = module.client(KEY, emu.url(WIRE_APIS[api].emulator.url_names[0]), async_=True)
+    emu.play([{"text": "hi"}])
+    run = anb.Loop(model=cls(async_client, model=NAMES[api], stream=True)).start("Hi").run()
+    w = turns(run)[0].wire
+    assert w is not None and run.output == "hi"
+    logged = emu.requests[-1]
+    assert json.loads(w["request_body"]) == {k: v for k, v in logged.body.items() if api != "gemini" or k != "model"}
+    assert [frame_text(t) for _, t in w["frames"]] == [frame_text(f) for f in logged.frames]
+
+
 def test_the_cap_keeps_whole_frames_and_says_where_it_cut(emu: Emulator) -> None:
     emu.play([{"text": "word " * 400}])
     run = anb.Loop(model=model(emu, "openai_chat", True, wire_cap=1500)).start("Talk.").run()
