@@ -300,7 +300,7 @@ class DebuggerView {
     this.wireRespBox = h("div", { class: "anb-wire-response-box" },
       h("div", { class: "anb-wire-head" }, h("b", {}, "raw response"), copy("response")), this.wireResp);
     pane.append(this.wireTabs, this.wireNote, this.wireWhere,
-      h("div", { class: "anb-wire-head" }, h("b", {}, "request body"), copy("request")), this.wireReq, this.wireRespBox);
+      h("div", { class: "anb-wire-head" }, h("b", {}, "request body, as agentnb renders it for this API"), copy("request")), this.wireReq, this.wireRespBox);
     // what really went over HTTP (an SDK model's capture), beside the rendering above
     this.sentTitle = h("b", { class: "anb-sent-title" });
     this.sentNote = h("div", { class: "agentnb-muted anb-sent-note" });
