@@ -449,7 +449,7 @@ def _leaf(value: Any) -> Any:
     return to_jsonable_python(value, inf_nan_mode="constants")  # datetimes, enums: as pydantic writes them
 
 
-def json_text(value: Any, *, exclude: set[str] | None = None) -> str:
+def json_text(value: Any, *, exclude: set[str] | dict[str, Any] | None = None) -> str:
     r"""Compact JSON text of an event or of any data held by one, in the log's encoding (see the module docs).
 
     Example:

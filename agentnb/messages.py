@@ -200,6 +200,11 @@ class ModelTurn:
     """Why an incomplete turn is incomplete (the stream ended early, the provider sent an error event)."""
     raw: Any = None
     """The provider's response as received (for the debugger), when kept."""
+    wire: dict[str, Any] | None = None
+    """The HTTP exchange of the request as sent and received (an SDK model's capture, redacted and
+    size-capped: method, URL, headers, body, status, the response or the stream's frames with their times);
+    None for a model that sends nothing over HTTP (``ScriptedModel``) or with the capture off. The keys are
+    listed in :mod:`agentnb.providers._capture`."""
 
 
 def coerce_messages(prompt: str | Message | list[Message] | list[dict[str, Any]]) -> list[Message]:

@@ -267,7 +267,10 @@ class Recorder:
             shaped = [v for p in item.message.parts for v in shaped_values(_part_text(p))]
             message = masks.turn(item.message)
             self._flush(k, secret=bool(shaped) or message is not item.message, shaped=shaped)
-            turn = dataclasses.replace(item, message=message, raw=redact(_jsonable(item.raw), masks.names(None)))
+            # the HTTP capture stays out (a cassette keeps no transport headers; its wire lines hold the bodies),
+            # and a replay sends nothing over HTTP
+            turn = dataclasses.replace(item, message=message, raw=redact(_jsonable(item.raw), masks.names(None)),
+                                       wire=None)
             self._write({"type": "turn", "turn": k, "ms": ms, "response": _TURN_ADAPTER.dump_python(turn, mode="json")})
         else:
             self._write({"type": "unknown", "turn": k, "ms": ms, "repr": repr(item)})

@@ -24,8 +24,12 @@ TIMING_FIELDS = {"ts", "latency_s", "delay_s", "duration_s"}
 
 
 def comparable(run: anb.Run) -> list[dict[str, Any]]:
-    """The run's events without the fields that measure time."""
-    return [{k: v for k, v in event_to_dict(e).items() if k not in TIMING_FIELDS} for e in run.events]
+    """The run's events without the fields that measure time, nor a turn's HTTP capture (a replay sends nothing)."""
+    out = [{k: v for k, v in event_to_dict(e).items() if k not in TIMING_FIELDS} for e in run.events]
+    for data in out:
+        if isinstance(data.get("response"), dict):
+            data["response"].pop("wire", None)
+    return out
 
 
 def drive(loop: anb.Loop, prompt: str, run_id: str) -> anb.Run:

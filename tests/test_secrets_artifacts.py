@@ -26,6 +26,7 @@ from pydantic import SecretStr
 import agentnb as anb
 from agentnb.debugger import cards, viewdata, wire
 from agentnb.emulator import Emulator
+from agentnb.frames import events_with_payload
 from agentnb.redact import MASK
 
 MODELS = ["openai_chat", "openai_responses", "anthropic", "gemini", "fallback", "recorder", "replay"]
@@ -155,6 +156,7 @@ def write_every_artifact(run: anb.Run, tmp_path: Path) -> list[Path]:
     for name in FRAMES:
         frames.frame(name).astype(str).to_csv(tmp_path / f"{name}.csv")
     frames.events(payload=True).astype(str).to_csv(tmp_path / "events-payload.csv")
+    events_with_payload([run.events], wire=True).astype(str).to_csv(tmp_path / "events-payload-wire.csv")
     frames.calls(flatten_arguments=True).astype(str).to_csv(tmp_path / "calls-flat.csv")
     (tmp_path / "debugger.html").write_text(debugger_html(run, tmp_path), encoding="utf-8")
     return [p for p in tmp_path.rglob("*") if p.is_file()]
@@ -204,6 +206,11 @@ def test_no_artifact_holds_a_secret(case: str, stream: bool, emu: Emulator, tmp_
     # the test can fail: the secrets went through the run, masked where the run keeps them
     jsonl = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
     assert MASK in jsonl and "connect" in jsonl
+    if case != "replay":  # the HTTP exchanges were kept (the key's header masked), and every artifact holds them
+        wires = [e.response.wire for e in run.events if e.type == "TurnCompleted"]
+        assert wires and all(w is not None and w["request_body"] for w in wires)
+        assert all(bool(w["frames"]) is stream for w in wires if w is not None)
+        assert "request_headers" in jsonl and "request_headers" in (tmp_path / "events-payload-wire.csv").read_text()
     html = (tmp_path / "debugger.html").read_text(encoding="utf-8")
     assert "connect" in html and "REDACTED" in html
     if case != "replay":  # the provider echoed the client key; the run kept the error, masked

@@ -300,7 +300,18 @@ class DebuggerView {
     this.wireRespBox = h("div", { class: "anb-wire-response-box" },
       h("div", { class: "anb-wire-head" }, h("b", {}, "raw response"), copy("response")), this.wireResp);
     pane.append(this.wireTabs, this.wireNote, this.wireWhere,
-      h("div", { class: "anb-wire-head" }, h("b", {}, "request body"), copy("request")), this.wireReq, this.wireRespBox);
+      h("div", { class: "anb-wire-head" }, h("b", {}, "request body, as agentnb renders it for this API"), copy("request")), this.wireReq, this.wireRespBox);
+    // what really went over HTTP (an SDK model's capture), beside the rendering above
+    this.sentTitle = h("b", { class: "anb-sent-title" });
+    this.sentNote = h("div", { class: "agentnb-muted anb-sent-note" });
+    this.sentReq = h("pre", { class: "agentnb-pre anb-wire-body agentnb-sent-request" });
+    this.sentResp = h("pre", { class: "agentnb-pre anb-wire-body agentnb-sent-response" });
+    this.sentCurl = h("pre", { class: "agentnb-sent-curl", hidden: "" });
+    const curl = h("button", { class: "anb-btn anb-copy agentnb-copy-curl", "aria-label": "copy the request as a curl command",
+      onclick: (e) => this.copy(this.sentCurl, e.target) }, "Copy as curl");
+    this.sentBox = h("div", { class: "anb-sent-box" }, h("div", { class: "anb-wire-head" }, this.sentTitle, curl),
+      this.sentReq, h("div", { class: "anb-wire-head" }, h("b", {}, "response as received")), this.sentResp, this.sentCurl);
+    pane.append(this.sentNote, this.sentBox);
   }
 
   async copy(pre, button) {
@@ -316,8 +327,10 @@ class DebuggerView {
       document.execCommand("copy");
       sel.removeAllRanges();
     }
+    const label = button.textContent === "Copied" ? button.dataset.label : button.textContent;
+    button.dataset.label = label;
     button.textContent = "Copied";
-    setTimeout(() => (button.textContent = "Copy"), 1200);
+    setTimeout(() => (button.textContent = label), 1200);
   }
 
   setTab(name, send = true) {
@@ -418,6 +431,13 @@ class DebuggerView {
     this.wireReq.textContent = w.request || "";
     this.wireResp.textContent = w.response || "";
     this.wireRespBox.hidden = !w.response;
+    const sent = w.sent || {};
+    this.sentNote.textContent = [sent.note, sent.truncated].filter(Boolean).join(" · ");
+    this.sentTitle.textContent = sent.title || "";
+    this.sentReq.textContent = sent.request || "";
+    this.sentResp.textContent = sent.response || "";
+    this.sentCurl.textContent = sent.curl || "";
+    this.sentBox.hidden = !sent.request;
   }
 
   drawBreakpoints(bps) {
@@ -757,7 +777,7 @@ class StaticModel {
       const kept = d.wire[String(req)];
       const provider = s.wire_provider;
       s.wire = kept ? kept[provider] : {
-        seq: req, provider, providers: d.wire_titles, where: [], request: "", response: "",
+        seq: req, provider, providers: d.wire_titles, where: [], request: "", response: "", sent: {},
         note: req < 0 ? "no model request yet at this event" : "this request's wire view was left out of the export (size limit)",
       };
     }

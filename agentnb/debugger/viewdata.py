@@ -267,8 +267,9 @@ def _diagram(state: LoopState) -> str:
 def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     """The request in force at ``seq`` for one provider (by title), and the raw response when it is that API's.
 
-    Returns ``{"seq", "turn", "provider", "providers", "where", "request", "response", "response_from", "note"}``;
-    ``seq`` is -1 before the first request.
+    Returns ``{"seq", "turn", "provider", "providers", "where", "request", "response", "response_from", "note",
+    "sent"}``; ``seq`` is -1 before the first request. ``sent`` is what went over HTTP (:func:`.wire.sent`), on
+    the tab of the API that sent it (elsewhere only its ``note``, naming that tab).
     """
     from . import wire
 
@@ -276,14 +277,14 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     provider = provider if provider in titles else titles[0]
     out: dict[str, Any] = {"seq": -1, "turn": 0, "provider": provider, "providers": titles, "request": "",
                            "response": "", "response_from": "", "note": "no model request yet at this event",
-                           "where": []}
+                           "where": [], "sent": {}}
     if not len(tl):
         return out
     req, messages, tools, _ = wire.request_at(tl, seq)
     if req is None:
         return out
     column = titles.index(provider) + 1
-    out["where"] = [[row[0], row[column]] for row in wire.WHERE]
+    out["where"] = wire.where_rows(column, messages)
     body = wire.render_one(tl, seq, provider)
     request = visible(body, json=True)[0] if isinstance(body, str) else _pretty(body)
     out.update(seq=req.seq, turn=req.turn, request=request,
@@ -295,6 +296,10 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
         out["response_from"] = response.provider
         if response.provider == getattr(adapter, "PROVIDER", None):
             out["response"] = _pretty(cards.jsonable(response.raw))
+    sent = wire.sent(response, in_flight=turn is None and tl.events[-1].state not in TERMINAL)
+    if sent["api"] and sent["api"] != adapter.PROVIDER:
+        sent = {**dict.fromkeys(sent, ""), "note": f"{sent['title'].split(':')[0]} (see its tab)"}
+    out["sent"] = sent
     return out
 
 
@@ -395,7 +400,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     requests = tl.turn_starts()
     for seq in reversed(requests):
         views = {t: wire_view(tl, seq, t) for t in titles}
-        size = sum(len(v["request"]) + len(v["response"]) for v in views.values())
+        size = sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values())) for v in views.values())
         if spent + size > WIRE_BUDGET:
             break
         spent += size

@@ -27,7 +27,7 @@ from ..events import (
     RunStarted,
     TurnCompleted,
 )
-from ..redact import RunSecrets, redact, redact_text
+from ..redact import RunSecrets, redact, redact_text, redact_wire
 
 TEXT_FIELDS: dict[type[BaseEvent], tuple[str, ...]] = {
     RunStarted: (),
@@ -67,8 +67,10 @@ def scrub(event: BaseEvent, secrets: RunSecrets, settings: dict[str, Any], event
         raw = resp.raw
         if raw is not None and (resp.provider != "scripted" or message is not resp.message):
             raw = redact(raw, secrets.names(None))  # a script's raw turn is its spec: secret only if the turn is
-        if message is not resp.message or raw is not resp.raw:  # a copy only when something was masked
-            event.response = replace(resp, message=message, raw=raw)
+        wire = resp.wire if resp.wire is None else redact_wire(resp.wire, secrets.names(None), _texts(resp.message),
+                                                               split=message is not resp.message)
+        if message is not resp.message or raw is not resp.raw or wire is not resp.wire:  # copy only if masked
+            event.response = replace(resp, message=message, raw=raw, wire=wire)
     elif cls is CallValidated or cls is ApprovalResolved:
         assert isinstance(event, CallValidated | ApprovalResolved)
         call = calls.get(event.call_id)
@@ -80,3 +82,9 @@ def scrub(event: BaseEvent, secrets: RunSecrets, settings: dict[str, Any], event
         text = getattr(event, name)
         if isinstance(text, str):
             setattr(event, name, redact_text(text))
+
+
+def _texts(message: Any) -> list[str]:
+    """The parts of an answer that can carry a secret by its shape (text, refusals, call arguments), whole."""
+    return [str(getattr(p, "text", None) or getattr(p, "arguments_raw", None) or "") for p in message.parts
+            if getattr(p, "kind", "") in ("text", "refusal", "tool_call")]

@@ -287,7 +287,8 @@ class Handler(BaseHTTPRequestHandler):
             # but tell the SDKs not to retry: asking again would only move the script on to its next turn
             self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}", retry=False), stream)
             return
-        logged = Logged(provider, path, body, 200, stream)
+        logged = Logged(provider, path, body, 200, stream, headers={k.lower(): v for k, v in self.headers.items()},
+                        frames=list(answer.encoded.frames) if stream and not answer.cut else [])
         self.emulator.requests.append(logged)
         try:
             if not stream:

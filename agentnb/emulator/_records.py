@@ -60,6 +60,10 @@ class Logged:
     finished_at: float | None = None
     """``time.perf_counter()`` when the answer's last byte was written (a cut: when the connection was dropped);
     None while it is being sent, and for answers refused before reading the body."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """The request's headers as received (names in lower case)."""
+    frames: list[bytes] = field(default_factory=list)
+    """A whole streamed answer's frames as written, in order (empty for a whole body or a cut stream)."""
 
 
 class RequestLog(list[Logged]):

@@ -99,6 +99,8 @@ class Frames:
 
         Args:
             payload: add ``payload``, each event's own fields as JSON text (slower: it serializes every event).
+                A turn's HTTP capture (``response.wire``) is left out; ``events_with_payload(runs, wire=True)``
+                keeps it.
         """
         return self._get("events", payload)
 

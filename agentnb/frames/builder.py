@@ -194,18 +194,28 @@ def build(name: str, runs: Sequence[Run], *, run_ids: Sequence[str] | None = Non
 _COMMON = {"seq", "ts", "run_id", "turn", "state", "type"}
 
 
-def payloads(events: list[Any]) -> list[str]:
-    """Each event's own fields (all but the common ones) as compact JSON text."""
-    from ..events import json_text
-
-    return [json_text(ev, exclude=_COMMON) for ev in events]  # the log's encoding: NaN kept, surrogates escaped
+_NO_WIRE: dict[str, Any] = {**dict.fromkeys(_COMMON, True), "response": {"wire": True}}
+"""What a turn's payload leaves out besides the common fields: its HTTP capture (large; asked for with wire=)."""
 
 
-def events_with_payload(runs: Sequence[Run], run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """The events frame plus the ``payload`` column (each event's own fields as JSON)."""
+def payloads(events: list[Any], *, wire: bool = False) -> list[str]:
+    """Each event's own fields (all but the common ones) as compact JSON text; a turn's ``wire`` only if asked."""
+    from ..events import TurnCompleted, json_text
+
+    # the log's encoding: NaN kept, surrogates escaped
+    return [json_text(ev, exclude=_NO_WIRE if not wire and type(ev) is TurnCompleted else _COMMON) for ev in events]
+
+
+def events_with_payload(runs: Sequence[Run], run_ids: Sequence[str] | None = None, *,
+                        wire: bool = False) -> pd.DataFrame:
+    """The events frame plus the ``payload`` column (each event's own fields as JSON).
+
+    ``wire=True`` keeps the turns' HTTP captures (``response.wire``) in their payloads; they are left out
+    otherwise.
+    """
     df = build("events", runs, run_ids=run_ids)
     flat = [e for r in runs for e in r]
-    df[EVENTS_PAYLOAD.name] = to_array(EVENTS_PAYLOAD, payloads(flat))
+    df[EVENTS_PAYLOAD.name] = to_array(EVENTS_PAYLOAD, payloads(flat, wire=wire))
     return df
 
 

@@ -45,6 +45,7 @@ from ..exceptions import AgentnbError, ModelError, ProviderError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ..request import ModelRequest, StreamItem, split_options
+from ._capture import CURRENT, WIRE_CAP, Capture, tap
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
 from .base import WireKind
 
@@ -212,6 +213,8 @@ class SdkModel:
         max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
         max_retry_wait: float = 60.0,
         sdk_retries: bool = False,
+        capture_wire: bool = True,
+        wire_cap: int = WIRE_CAP,
         **request_settings: Any,
     ) -> None:
         if client is None:
@@ -228,6 +231,12 @@ class SdkModel:
         self._not_before = 0.0
         self._lock = threading.Lock()
         self._wire: list[Callable[[WireKind, Any], None]] = []
+        if not isinstance(wire_cap, int) or isinstance(wire_cap, bool) or wire_cap < 0:
+            raise ValueError(f"wire_cap must be a number of bytes (an int >= 0), not {wire_cap!r}")
+        self.wire_cap = wire_cap
+        # the HTTP exchange of each request is kept on its turn (``turn.wire``, see agentnb.providers._capture)
+        self.capture_wire = bool(capture_wire) and tap(self.client)
+        self._wire_secrets: tuple[str, ...] | None = None
 
     def on_wire(self, callback: Callable[[WireKind, Any], None]) -> Callable[[], None]:
         """Call ``callback(kind, payload)`` with what goes over the wire; returns the function that stops it.
@@ -305,7 +314,23 @@ class SdkModel:
         return request.tools
 
     def respond(self, request: ModelRequest) -> Iterator[StreamItem]:
-        """Send one request through the SDK client and yield the adapter's stream items, then the turn."""
+        """Send one request through the SDK client and yield the adapter's stream items, then the turn.
+
+        With ``capture_wire`` (the default), the turn's ``wire`` holds the HTTP exchange as sent and received
+        (redacted, at most ``wire_cap`` bytes; see :mod:`agentnb.providers._capture`).
+        """
+        capture = None
+        if self.capture_wire:
+            if self._wire_secrets is None:
+                self._wire_secrets = tuple(self.credentials())
+            capture = Capture(self.wire_cap, self._wire_secrets)
+        token = CURRENT.set(capture)
+        try:
+            return self._respond(request, capture)
+        finally:
+            CURRENT.reset(token)
+
+    def _respond(self, request: ModelRequest, capture: Capture | None) -> Iterator[StreamItem]:
         body = self.render(request)
         self._wait_retry_after()
         if self._wire:
@@ -323,7 +348,7 @@ class SdkModel:
                 turn = self.adapter.parse_response(result)
             except ModelError:
                 raise
-            return iter((self._tag(turn),))
+            return iter((self._tag(turn, capture),))
         events: Iterator[Any] = iter(_drain_async(result) if self.is_async else result)
         if self._wire:
             events = self._told(events)
@@ -333,20 +358,22 @@ class SdkModel:
         try:
             first = next(events)
         except StopIteration:
-            return self._stream(iter(()))
+            return self._stream(iter(()), capture)
         except Exception as exc:
             raise self._error(exc) from exc
-        return self._stream(itertools.chain((first,), events))
+        return self._stream(itertools.chain((first,), events), capture)
 
-    def _stream(self, events: Iterable[Any]) -> Iterator[StreamItem]:
+    def _stream(self, events: Iterable[Any], capture: Capture | None) -> Iterator[StreamItem]:
         for item in self.adapter.parse_stream(events, max_argument_bytes=self.max_argument_bytes):
             if isinstance(item, ModelTurn):
-                item = self._tag(item)
+                item = self._tag(item, capture)
             yield item
 
-    def _tag(self, turn: ModelTurn) -> ModelTurn:
+    def _tag(self, turn: ModelTurn, capture: Capture | None = None) -> ModelTurn:
         if not turn.model:
             turn.model = self.name
+        if capture is not None:
+            turn.wire = capture.record()
         return turn
 
     def _send(self, body: dict[str, Any]) -> Any:  # pragma: no cover - each subclass has its own

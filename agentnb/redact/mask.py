@@ -267,6 +267,42 @@ def redact_pieces(value: Any, secrets: Iterable[str] = ()) -> Any:
     return walk(value)
 
 
+def redact_wire(wire: dict[str, Any], names: frozenset[str] = frozenset(), texts: Iterable[str] = (), *,
+                split: bool = True) -> dict[str, Any]:
+    """A copy of a turn's HTTP capture (``ModelTurn.wire``) with secrets masked, the stream's pieces included.
+
+    Everything goes through :func:`redact` (credential keys, ``names``, shapes, registered literals). When the
+    turn held a secret (``split``: masking its message changed it, or ``texts`` -- the turn's text and
+    arguments, whole -- hold a key-shaped value), each JSON string of each stream frame, which may hold only a
+    piece of it, also goes through :func:`mask_pieces` (the registered literals and those shaped values).
+
+    Example:
+        >>> wire = {"frames": [[1.0, 'data: {"d": "key sk-live-9f8e7"}'], [2.0, 'data: {"d": "d6c5b4a3"}']]}
+        >>> redact_wire(wire, texts=["key sk-live-9f8e7d6c5b4a3"])["frames"]
+        [[1.0, 'data: {"d": "key [REDACTED]"}'], [2.0, 'data: {"d": "[REDACTED]"}']]
+    """
+    out: dict[str, Any] = redact(wire, names)
+    for key in ("request_headers", "response_headers"):  # "Bearer [REDACTED]" keeps its scheme (for curl)
+        headers = wire.get(key)
+        if isinstance(headers, dict):
+            out[key] = {h: v if isinstance(v, str) and v.endswith(" " + MASK) else m
+                        for (h, v), m in zip(headers.items(), out[key].values(), strict=True)}
+    frames = out.get("frames")
+    shaped = [v for t in texts for v in shaped_values(t)]
+    if frames and (split or shaped):
+        known = sorted({*_literals, *shaped}, key=len, reverse=True)
+
+        def pieces(m: re.Match[str]) -> str:
+            return '"' + mask_pieces(m.group(1), known) + '"'
+
+        # a frame is SSE or JSON-lines text: each JSON string in it may be a fragment of a split secret
+        out["frames"] = [[ms, _JSON_STRING.sub(pieces, str(text))] for ms, text in frames]
+    return out
+
+
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
 def _overlap(a: str, b: str) -> int:
     """The length of the longest suffix of ``a`` that is a prefix of ``b`` (shorter than ``b``)."""
     if not a or not b:

@@ -37,7 +37,7 @@ class AnthropicModel(SdkModel):
         settings: request settings applied on every turn (``max_tokens`` -- default 4096 --,
             ``temperature``, ``tool_choice``, ``parallel_tool_calls``, ``thinking``, ...). Keyword arguments
             that are not options are settings too.
-        max_argument_bytes, max_retry_wait, sdk_retries: as for
+        max_argument_bytes, max_retry_wait, sdk_retries, capture_wire, wire_cap: as for
             :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:

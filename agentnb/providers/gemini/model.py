@@ -38,7 +38,8 @@ class GeminiModel(SdkModel):
         settings: request settings applied on every turn (``max_tokens``, ``temperature``, ``tool_choice``,
             ``generation_config``, ``schema_dialect``, ...). Keyword arguments that are not options are
             settings too.
-        max_argument_bytes, max_retry_wait: as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        max_argument_bytes, max_retry_wait, capture_wire, wire_cap: as for
+            :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb

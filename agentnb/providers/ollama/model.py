@@ -69,7 +69,8 @@ class OllamaModel(SdkModel):
         stream: stream the answer (JSON lines).
         settings: request settings applied on every turn (``max_tokens``, ``temperature``, ``think``,
             ``options``, ``keep_alive``, ...). Keyword arguments that are not options are settings too.
-        max_argument_bytes, max_retry_wait: as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        max_argument_bytes, max_retry_wait, capture_wire, wire_cap: as for
+            :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb, ollama

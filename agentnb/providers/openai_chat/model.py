@@ -33,6 +33,10 @@ class OpenAIChatModel(SdkModel):
         max_argument_bytes: the cap on one streamed call's arguments (the turn ends INCOMPLETE past it).
         max_retry_wait: the longest ``retry-after`` honoured; a longer one makes the error final.
         sdk_retries: keep the SDK's own retries (off by default: the loop retries, with events).
+        capture_wire: keep each request's HTTP exchange on its turn (``turn.wire``: the body and headers as
+            sent, credentials masked, the response or the stream's frames with their times), shown by the
+            debugger's Wire tab; on by default (see :mod:`agentnb.providers._capture`).
+        wire_cap: the bytes of body and response one request keeps (then "truncated at N bytes of M").
 
     Example:
         >>> import agentnb as anb, openai
