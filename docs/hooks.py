@@ -1,4 +1,4 @@
-"""MkDocs hooks: a Markdown copy of every page beside its HTML, and ``llms.txt`` listing them.
+"""MkDocs hooks: the course's notebooks, a Markdown copy of every page beside its HTML, and ``llms.txt``.
 
 ``page.md`` sits next to ``page.html`` in the built site: the page's own Markdown, with the changelog's
 snippet filled in and, for the API reference, the docstrings of ``agentnb.__all__`` written out (its source is
@@ -29,6 +29,16 @@ def _reference(name: str) -> str:
     except (TypeError, ValueError):
         signature = ""
     return f"### `agentnb.{name}`\n\n{signature}{doc}\n"
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Ship the course's notebooks in the site (``notebooks/NN_name.ipynb``), so the course page links them."""
+    from mkdocs.structure.files import File
+
+    for nb in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+        files.append(File(f"notebooks/{nb.name}", src_dir=str(ROOT), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
+    return files
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
