@@ -25,7 +25,6 @@ test: install
 	$(BIN)/ruff check agentnb tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not wheel"
-	$(MAKE) docs
 	$(MAKE) wheel-test
 
 # the sdist and the wheel built from it, in dist/ (what a release uploads)
@@ -37,7 +36,7 @@ wheel: install
 wheel-test: install
 	$(BIN)/pytest -m wheel tests/test_wheel.py tests/browser/test_wheel_browser.py
 
-# the docs site in site/, warnings as errors (its examples run in the suite: tests/test_docs_examples.py)
+# the docs site in site/, warnings as errors (the suite builds it too, and runs its examples: tests/test_docs_examples.py)
 docs: install
 	$(BIN)/mkdocs build --strict --site-dir site
 

@@ -28,8 +28,15 @@ for i, story in enumerate(["weather", "parallel", "calculator", "malformed", "lo
     run = anb.Loop(model=anb.ScriptedModel.story(story), tools=anb.stories.tools(story)).start(story).run()
     run.transcript.save(f"runs/{story}-{i}.jsonl")
 """
-GIVEN = {"docs/frames.md": SAVED_RUNS, "docs/scanners.md": SAVED_RUNS}
-"""What a page takes as given before its first block (files a reader already has), run in the same namespace."""
+A_STORE = """
+store = anb.SqliteStore("shop.db", key=b"the shop's key")
+loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
+_run = loop.start("Please refund order 42", run_id="refund-42").run()
+_run.approve(_run.pending_approvals()[0].call_id)
+transcript = _run.run().transcript
+"""
+GIVEN = {"docs/frames.md": SAVED_RUNS, "docs/scanners.md": SAVED_RUNS + A_STORE}
+"""What a page takes as given before its first block (the runs, files and store a reader already has)."""
 
 MAX_NOT_RUN = 6
 """Blocks marked ``no-run`` across all pages; raise it only with a reason on each new block."""
@@ -70,7 +77,7 @@ def test_the_examples_of_a_page_run_in_order(page: Path, tmp_path: Path, monkeyp
     ran = 0
     given = GIVEN.get(name(page))
     if given:
-        exec(compile(given, f"{name(page)} (given)", "exec"), {})  # noqa: S102
+        exec(compile(given, f"{name(page)} (given)", "exec"), namespace)  # noqa: S102
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         for block in python(page):
@@ -114,3 +121,34 @@ def test_the_course_page_lists_every_notebook() -> None:
     text = (ROOT / "docs" / "course.md").read_text(encoding="utf-8")
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
     assert notebooks and all(f"`{nb}`" in text for nb in notebooks), notebooks
+
+
+def test_the_site_builds_strict_with_a_markdown_copy_of_each_page_and_llms_txt(tmp_path: Path) -> None:
+    """``mkdocs build --strict`` (``make docs``): a broken link, a missing page or a bad docstring fails it."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=_env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    llms = (site / "llms.txt").read_text(encoding="utf-8")
+    assert llms.startswith("# agentnb\n\n> ")
+    linked = re.findall(r"^- \[[^\]]+\]\(([^)]+\.md)\)$", llms, re.MULTILINE)
+    pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
+    assert sorted(linked) == pages  # every page is in the nav, and in llms.txt
+    for rel in pages:
+        copy = (site / rel).read_text(encoding="utf-8")
+        assert (site / rel).with_suffix(".html").is_file(), rel
+        assert "--8<--" not in copy and "::: agentnb" not in copy, rel  # snippets and directives written out
+    reference = (site / "reference.md").read_text(encoding="utf-8")
+    assert "### `agentnb.Loop`" in reference and "Example" in reference
+    assert "## [Unreleased]" in (site / "changelog.md").read_text(encoding="utf-8")
+    for nb in (ROOT / "notebooks").glob("[0-9]*.ipynb"):
+        assert (site / "notebooks" / nb.name).read_bytes() == nb.read_bytes()
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
