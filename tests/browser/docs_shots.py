@@ -16,7 +16,8 @@ import agentnb as anb
 from .conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = {"docs-tutorial.png": "tutorial.html", "docs-approvals.png": "guides/approvals.html"}
+PAGES = {"docs-tutorial.png": "tutorial.html", "docs-approvals.png": "guides/approvals.html",
+         "docs-reference.png": "reference.html#agentnb.Loop"}
 
 
 def export(where: Path) -> Path:
@@ -47,7 +48,8 @@ def main(site: Path | None) -> None:
         if site is not None:
             ARTIFACTS.mkdir(exist_ok=True)
             for name, rel in PAGES.items():
-                page.goto((site / rel).as_uri())
+                path, _, anchor = rel.partition("#")
+                page.goto((site / path).as_uri() + (f"#{anchor}" if anchor else ""))
                 page.wait_for_load_state("load")
                 page.screenshot(path=str(ARTIFACTS / name))
                 print(ARTIFACTS / name)
