@@ -152,3 +152,21 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
+
+
+def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
+    """The front page's links into the docs (GitHub renders them; the site build does not see the README)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)", text)
+    assert len(links) >= 12, links
+    for path, anchor in links:
+        assert not path.startswith(("http:", "https:")), path
+        target = ROOT / path
+        assert target.is_file(), path
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.MULTILINE)
+            slugs = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings}
+            assert anchor in slugs, (path, anchor)
+    assert len(text.splitlines()) <= 150
+    first_screen = "\n".join(text.splitlines()[:12])
+    assert "make lab" in first_screen and "make test" in first_screen
