@@ -22,7 +22,7 @@ lab: install
 	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/01_first_loop.ipynb
 
 test: install
-	$(BIN)/ruff check agentnb tests bench
+	$(BIN)/ruff check agentnb tests bench docs
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not wheel"
 	$(MAKE) wheel-test

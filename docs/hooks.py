@@ -82,13 +82,14 @@ except ImportError:  # pragma: no cover - only mkdocs loads this file, with the 
 
 if griffe is not None:
 
-    class ExampleSections(griffe.Extension):  # type: ignore[misc]
+    class ExampleSections(griffe.Extension):
         """Read agentnb's Google-style ``Example:`` sections as examples (griffe knows only ``Examples:``).
 
         Without it the doctest lines of every public name would render as prose instead of code.
         """
 
         def on_instance(self, *, obj: Any, **_: Any) -> None:
+            """Rename the section before griffe parses the docstring (it parses when the page renders)."""
             doc = obj.docstring
             if doc is not None and "Example:" in doc.value:
                 doc.value = re.sub(r"^(\s*)Example:\s*$", r"\1Examples:", doc.value, flags=re.MULTILINE)
