@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install bench lint typecheck clean pg pg-stop
+.PHONY: lab test install bench lint typecheck clean pg pg-stop wheel wheel-test docs
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "agentnb needs Python 3.11 or newer on PATH (python3.11, python3.12, ...)"; exit 1; }
@@ -22,9 +22,23 @@ lab: install
 	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/01_first_loop.ipynb
 
 test: install
-	$(BIN)/ruff check agentnb tests bench
+	$(BIN)/ruff check agentnb tests bench docs
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not wheel"
+	$(MAKE) wheel-test
+
+# the sdist and the wheel built from it, in dist/ (what a release uploads)
+wheel: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+# the wheel as a stranger gets it: built, installed with its extras in a fresh venv outside the checkout, used
+wheel-test: install
+	$(BIN)/pytest -m wheel tests/test_wheel.py tests/browser/test_wheel_browser.py
+
+# the docs site in site/, warnings as errors (the suite builds it too, and runs its examples: tests/test_docs_examples.py)
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site
 
 bench: install
 	$(BIN)/python bench/loop_overhead.py
@@ -37,4 +51,4 @@ pg-stop:
 	@$(BIN)/python -m tests.pgserver stop .pg
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist site *.egg-info

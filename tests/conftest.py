@@ -77,3 +77,28 @@ def pg_schema(request: pytest.FixtureRequest) -> str:
     import uuid
 
     return f"t_{re.sub(r'[^a-z0-9]', '_', request.node.name.lower())[:40]}_{uuid.uuid4().hex[:8]}"
+
+
+# -- the installed wheel (tests/wheelhouse.py; run by `make test` as its own step, marked `wheel`) --------------
+
+
+@pytest.fixture(scope="session")
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The sdist and the wheel built from it, from a clean copy of the checkout, once per session."""
+    from tests.wheelhouse import build
+
+    try:
+        return build(tmp_path_factory.mktemp("dist"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def installed(built_dist: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A fresh virtualenv outside the checkout with the wheel and every user-facing extra, once per session."""
+    from tests.wheelhouse import install
+
+    try:
+        return install(built_dist.wheel, tmp_path_factory.mktemp("venv"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
