@@ -312,7 +312,7 @@ class Inbox:
                 else:
                     run.submit_result(p.call_id, value, by=by, note=note)
             except (ApprovalError, RunNotPaused) as exc:
-                out.append(Outcome(p.run_id, p.call_id, decision, False, _already(run, p) or str(exc)))
+                out.append(Outcome(p.run_id, p.call_id, decision, False, _already(run, p) or f"not applied: {exc}"))
             except CheckpointError as exc:
                 out.append(Outcome(p.run_id, p.call_id, decision, False,
                                    f"not applied: the store could not record it ({exc})"))
