@@ -286,13 +286,13 @@ class Inbox:
             run = Run.resume(run_id, loop=self.loop_for(run_id), store=self.store)
         except (RunLocked, CheckpointError) as exc:
             return refuse_all(f"not applied: {exc}")
-        problems = {p.call_id: why for p in group if (why := _stale(run, p, decision)) is not None}
-        if problems:  # all or nothing per run: one stale item refuses the run's decisions, each saying why
-            return [Outcome(p.run_id, p.call_id, decision, False,
-                            problems.get(p.call_id, "not applied: another decision of this run was refused"))
-                    for p in group]
         out: list[Outcome] = []
-        try:
+        try:  # a run that moved on is held once resumed: refused or applied, it is let go of
+            problems = {p.call_id: why for p in group if (why := _stale(run, p, decision)) is not None}
+            if problems:  # all or nothing per run: one stale item refuses the run's decisions, each saying why
+                return [Outcome(p.run_id, p.call_id, decision, False,
+                                problems.get(p.call_id, "not applied: another decision of this run was refused"))
+                        for p in group]
             self._apply(run, group, decision, by, note, arguments, value, out)
             if then_run and not run.paused and not run.done:
                 run.run()
