@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,5 +138,44 @@ def test_two_processes_deciding_on_one_postgresql_inbox_apply_exactly_one_per_ca
             assert len(resolved) == 1
             assert resolved[0].by == ("ana" if applied[0] in outs[0] else "ben")  # type: ignore[attr-defined]
         assert anb.Inbox(store).items() == []
+    finally:
+        store.close()
+
+
+PG_PAUSE = """
+import sys
+import time
+sys.path.insert(0, sys.argv[3])
+import agentnb as anb
+from tests.test_inbox_batch import KEY, batch_loop
+store = anb.PostgresStore(sys.argv[1], key=KEY, schema=sys.argv[2])
+batch_loop(store).start("help with order 12", run_id="late").run()
+"""
+
+
+def test_the_widget_updates_live_when_another_process_pauses_a_run_in_postgresql(pg_dsn: str, pg_schema: str) -> None:
+    store = anb.PostgresStore(pg_dsn, key=KEY, schema=pg_schema)
+    widget = anb.Inbox(store, loop=batch_loop(store), by="ana").widget(interval=0.05)
+    widget.watch()
+    try:
+        assert widget.view.rows == []
+        done = subprocess.run([sys.executable, "-c", PG_PAUSE, pg_dsn, pg_schema, str(HERE.parent)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not widget.view.rows:
+            time.sleep(0.02)
+        assert [r["run_id"] for r in widget.view.rows] == ["late"]
+    finally:
+        widget.close()
+        store.close()
+
+
+def test_a_change_between_two_waits_on_postgresql_is_not_missed(pg_dsn: str, pg_schema: str) -> None:
+    store = anb.PostgresStore(pg_dsn, key=KEY, schema=pg_schema)
+    try:
+        assert store.wait_for_change(timeout=0.05) is None  # listening, nothing happened
+        batch_loop(store).start("help with order 4", run_id="between").run()  # while nobody waits
+        assert store.wait_for_change(timeout=5) is not None  # the next wait sees it (a live inbox relists)
     finally:
         store.close()
