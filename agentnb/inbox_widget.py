@@ -11,7 +11,8 @@ carries the widget's ``by``. What each decision did (applied, or refused and why
 
 Live updates. While the widget is shown, a thread waits on ``store.wait_for_change`` (PostgreSQL: ``LISTEN``;
 SQLite: one ``PRAGMA data_version`` per interval; memory: a listener on append) and lists the inbox again
-when the store changed, at most once per ``interval``; :meth:`InboxWidget.close` stops it.
+when the store changed, at most once per ``interval`` (a change made while it lists is news for the next
+wait), and every :attr:`InboxWidget.FULL_EVERY` seconds whatever; :meth:`InboxWidget.close` stops it.
 
 In a notebook the widget is two outputs, like the debugger: a static table (what a saved notebook, GitHub or
 nbconvert shows), then the widget, which hides the table once it is drawn; a third output holds the debugger of
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -250,15 +252,20 @@ class InboxWidget:
         self._watcher = threading.Thread(target=self._watch, name="agentnb-inbox-watch", daemon=True)
         self._watcher.start()
 
+    FULL_EVERY = 30.0
+    """Seconds after which the inbox is listed again even with no news (a store object shared by two watchers)."""
+
     def _watch(self) -> None:
         wait = getattr(self.inbox.store, "wait_for_change", None)
+        listed = time.monotonic()
         while not self._stop.is_set():
             try:
                 changed = wait(timeout=self.interval) if wait is not None else self._stop.wait(self.interval)
                 if self._stop.is_set():
                     return
-                if changed:
+                if changed or time.monotonic() - listed > self.FULL_EVERY:
                     self.refresh()
+                    listed = time.monotonic()
                     self._stop.wait(self.interval)  # at most one listing per interval, however busy the store
             except Exception as exc:  # the store went away: say so, try again after a while
                 self.view.message = f"live updates paused: {exc}"

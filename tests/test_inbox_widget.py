@@ -168,3 +168,13 @@ def test_waiting_for_a_change_in_memory_and_sqlite(tmp_path: Path) -> None:
         make_loop(store).start("refund order 2", run_id="second").run()
         watcher.join(timeout=30)
         assert got and got[0] is not None and got[0][0] == "second"
+
+
+def test_a_change_between_two_waits_is_news_for_the_next(tmp_path: Path) -> None:
+    for store, other in ((m := anb.MemoryStore(), m),
+                         (anb.SqliteStore(tmp_path / "b.db", key=KEY), anb.SqliteStore(tmp_path / "b.db", key=KEY))):
+        make_loop(store).start("refund order 1").run()
+        assert store.wait_for_change(timeout=0.05) is None  # a watcher listed, then looked away (listing again)
+        make_loop(other).start("refund order 2", run_id="meanwhile").run()  # another writer, nobody waiting
+        assert store.wait_for_change(timeout=0.05) == ("meanwhile", "WAITING_APPROVAL")
+        assert store.wait_for_change(timeout=0.05) is None  # reported once

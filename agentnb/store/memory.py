@@ -30,6 +30,8 @@ class MemoryStore:
         self._watching = 0
         """Threads in :meth:`wait_for_change`: only then does an append notify (a lock taken per event)."""
         self._version = 0
+        """Appends counted (for waits: the news since the last wait for any run is what moved it)."""
+        self._seen_version: int | None = None
         self._last: tuple[str, str] = ("", "")
 
     def append(self, event: BaseEvent, *, effect: EffectDone | None = None) -> None:
@@ -48,12 +50,16 @@ class MemoryStore:
                 self._version += 1
                 self._last = (event.run_id, event.state.value)
                 self._changed.notify_all()
+        else:  # nobody waits: no lock, only a count the next wait starts from (a change between waits is news)
+            self._version += 1
+            self._last = (event.run_id, event.state.value)
 
     def wait_for_change(self, run_id: str | None = None, *, seen: int | None = None,
                         timeout: float | None = None) -> tuple[str, str] | None:
         """Block until a run gets a new event (a listener on append); ``(run_id, state)``, or None on ``timeout``.
 
-        ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``.
+        ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``; for any run, a change made since this
+        store's previous wait counts (nothing is lost between two waits).
         """
         def state(rid: str) -> str:
             events = self._events.get(rid)
@@ -62,13 +68,14 @@ class MemoryStore:
         with self._changed:
             self._watching += 1
             try:
-                start = self._version
+                start = self._version if self._seen_version is None else self._seen_version
                 if run_id is not None and seen is None:
                     seen = len(self._events.get(run_id, ()))
                 if run_id is not None:
                     ok = self._changed.wait_for(lambda: len(self._events.get(run_id, ())) > (seen or 0), timeout)
                     return (run_id, state(run_id)) if ok else None
                 ok = self._changed.wait_for(lambda: self._version != start, timeout)
+                self._seen_version = self._version
                 return self._last if ok else None
             finally:
                 self._watching -= 1

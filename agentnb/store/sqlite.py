@@ -98,6 +98,8 @@ class SqliteStore:
         self._seals = Seals(self._resolve_key(key, key_file))
         self._heads: dict[str, _Head] = {}
         self._writes = 0
+        self._any_seen: tuple[int, str] | None = None
+        """The change token the last wait for any run saw (the next one starts from it)."""
         """Transactions this object committed (``PRAGMA data_version`` moves only for other connections')."""
 
     def __repr__(self) -> str:
@@ -259,7 +261,8 @@ class SqliteStore:
 
         Polled with a bounded cost: one small query every ``interval`` seconds, whatever the store holds --
         ``PRAGMA data_version`` (it moves when another connection commits) beside this object's own commits for
-        any run, the run's head row for one. ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``.
+        any run, the run's head row for one. ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``. For
+        any run, a change made since this object's previous wait counts (nothing is lost between two waits).
         """
         def token() -> tuple[int, str]:
             with self._lock:
@@ -271,21 +274,26 @@ class SqliteStore:
                 except sqlite3.Error as exc:
                     raise CheckpointError(f"could not wait for changes in {self.path}: {exc}") from exc
 
-        start = token()
-        if run_id is not None and seen is not None and start[0] + 1 > seen:
-            return run_id, start[1]
+        now = token()
+        if run_id is not None and seen is not None and now[0] + 1 > seen:
+            return run_id, now[1]
+        # for any run, the view of this object's last wait is the baseline: a change between two waits is news
+        start = now if run_id is not None or self._any_seen is None else self._any_seen
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            time.sleep(interval if left is None else min(interval, left))
-            now = token()
             if now != start:
                 if run_id is not None:
                     return run_id, now[1]
+                self._any_seen = now
                 latest = self.runs()
                 return latest[0] if latest else None
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if run_id is None:
+                    self._any_seen = now
+                return None
+            time.sleep(interval if left is None else min(interval, left))
+            now = token()
 
     # -- effect ledger --------------------------------------------------------------------------------
 
