@@ -183,8 +183,10 @@ class CallValidated(BaseEvent):
 
 
 RejectReason = Literal["unknown_tool", "invalid_json", "schema", "skipped", "idempotency_key", "output",
-                       "invalid_arguments"]
+                       "invalid_arguments", "cancelled"]
 """``skipped``: not run because the context window was full (the result's status is ``skipped``).
+``cancelled``: a person cancelled the call before it ran (``run.cancel_call``; the result's status is ``skipped``
+and its message, "Cancelled by <who>: <reason>", is what the model reads).
 ``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown.
 ``output``: a call of the output tool whose arguments do not fit the loop's ``output_type``.
 ``invalid_arguments``: refused by the value boundary before the schema (a lone surrogate, nesting deeper

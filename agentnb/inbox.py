@@ -19,6 +19,7 @@ ever applied twice: the store's append of the decision is the one place two deci
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from .run import Run
 from .states import LoopState
 from .store import Store, as_store
 from .transcript import Transcript
+from .visible import FLAG, hides, visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,7 +129,9 @@ class Inbox:
     """Every call waiting for a person across the runs of a store, and the decisions on them.
 
     ``loop``: the loop the runs are resumed with to record a decision (a :class:`~agentnb.Loop`, or a function
-    of a run id that returns one); listing needs none.
+    of a run id that returns one); listing needs none. ``by``: who decides (each decision may name another).
+    In a notebook it displays as a widget (:meth:`widget`): rows to group, filter, select and decide, updated
+    live as the store changes.
 
     Example:
         >>> import agentnb as anb
@@ -135,16 +139,19 @@ class Inbox:
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
         >>> paused = anb.batch(loop, ["Refund order 42", "Refund order 43"], progress=False, name="refunds")
         >>> inbox = anb.Inbox(store, loop=loop)
-        >>> [(p.run_id, p.tool) for p in inbox.items()]
+        >>> sorted((p.run_id, p.tool) for p in inbox.items())
         [('refunds-0', 'create_refund'), ('refunds-1', 'create_refund')]
         >>> done = inbox.approve(inbox.items(), by="ana", note="under $20")
         >>> len(done.applied), inbox.items()
         (2, [])
     """
 
-    def __init__(self, store: Store | str | Any, *, loop: Loop | Callable[[str], Loop] | None = None) -> None:
+    def __init__(self, store: Store | str | Any, *, loop: Loop | Callable[[str], Loop] | None = None,
+                 by: str | None = None) -> None:
         self.store = as_store(store)
         self.loop = loop
+        self.by = by
+        """Who decides from this inbox (a decision's ``by=`` when it names none; the widget's person)."""
         self.problems: dict[str, str] = {}
         """Runs the store lists as paused whose log says otherwise or cannot be read, and why (the last listing)."""
 
@@ -198,19 +205,37 @@ class Inbox:
     def __repr__(self) -> str:
         return f"<agentnb.Inbox {len(self.items())} waiting>"
 
+    def widget(self, *, by: str | None = None, interval: float = 0.5) -> Any:
+        """The inbox as a widget (an ``InboxWidget``): what a notebook shows for an inbox left as a cell's last line.
+
+        ``by``: who decides from it (default: the inbox's ``by``); ``interval``: seconds between live listings.
+        """
+        from .inbox_widget import InboxWidget
+
+        return InboxWidget(self, by=by, interval=interval)
+
+    def _ipython_display_(self) -> None:
+        self.widget()._ipython_display_()
+
     def _repr_html_(self) -> str:
-        """In a notebook: the waiting calls as a table (escaped text)."""
+        """The waiting calls as a table (escaped, invisible characters written out): a saved notebook's view."""
+        def shown(text: str) -> str:
+            return html.escape(visible(text)[0])
+
         rows = "".join(
-            f"<tr><td>{html.escape(p.run_id)}</td><td>{html.escape(p.call_id)}</td><td><b>{html.escape(p.tool)}</b>"
-            f"</td><td>{html.escape(p.risk)}</td><td>{html.escape(p.kind)}</td>"
-            f"<td><code>{html.escape(str(p.arguments))[:200]}</code></td><td>{p.age_s():.0f} s</td></tr>"
+            f"<tr><td>{shown(p.run_id)}</td><td>{shown(p.call_id)}</td><td><b>{shown(p.tool)}</b></td>"
+            f"<td>{html.escape(p.risk)}</td><td>{html.escape(p.kind)}</td>"
+            f"<td><code>{shown(json.dumps(p.arguments, ensure_ascii=False)[:300])}</code>"
+            f"{'<br><b>' + FLAG + '</b>' if hides(p.arguments) else ''}</td>"
+            f"<td>{shown(p.reasoning[:200])}</td><td>{p.age_s():.0f} s</td></tr>"
             for p in self.items())
-        return ("<div class='agentnb-inbox'><table><tr><th>run</th><th>call</th><th>tool</th><th>risk</th>"
-                f"<th>kind</th><th>arguments</th><th>waiting</th></tr>{rows}</table></div>")
+        return (f"<div class='agentnb-inbox-static'><b>Approvals inbox</b>: {len(self.items())} waiting"
+                "<table><tr><th>run</th><th>call</th><th>tool</th><th>risk</th><th>kind</th><th>arguments</th>"
+                f"<th>the model</th><th>waiting</th></tr>{rows}</table></div>")
 
     # -- deciding --------------------------------------------------------------------------------------
 
-    def approve(self, items: Pending | Iterable[Pending], *, by: str, note: str | None = None,
+    def approve(self, items: Pending | Iterable[Pending], *, by: str | None = None, note: str | None = None,
                 arguments: dict[str, Any] | None = None, then_run: bool = False) -> Decided:
         """Approve the items the person saw (``arguments``: edited ones, for a single item; schema-checked).
 
@@ -218,26 +243,28 @@ class Inbox:
         """
         return self._decide(items, "approved", by, note, then_run, arguments=arguments)
 
-    def deny(self, items: Pending | Iterable[Pending], *, by: str, reason: str | None = None,
+    def deny(self, items: Pending | Iterable[Pending], *, by: str | None = None, reason: str | None = None,
              then_run: bool = False) -> Decided:
         """Deny the items; the model reads "Denied by the user: <reason>"."""
         return self._decide(items, "denied", by, reason, then_run)
 
-    def submit(self, item: Pending, value: Any, *, by: str, note: str | None = None,
+    def submit(self, item: Pending, value: Any, *, by: str | None = None, note: str | None = None,
                then_run: bool = False) -> Decided:
         """Answer a waiting call with a result instead of running it (a client tool, a reconciled outcome)."""
         return self._decide(item, "submitted", by, note, then_run, value=value)
 
-    def _loop_for(self, run_id: str) -> Loop:
+    def loop_for(self, run_id: str) -> Loop:
+        """The loop a run is resumed with to record a decision."""
         if self.loop is None:
             raise AgentnbError("the inbox needs loop= to record a decision (the run is resumed with it): "
                                "anb.Inbox(store, loop=my_loop)")
         loop = self.loop if isinstance(self.loop, Loop) else self.loop(run_id)
         return loop
 
-    def _decide(self, items: Pending | Iterable[Pending], decision: str, by: str, note: str | None,
+    def _decide(self, items: Pending | Iterable[Pending], decision: str, by: str | None, note: str | None,
                 then_run: bool, *, arguments: dict[str, Any] | None = None, value: Any = None) -> Decided:
         chosen = [items] if isinstance(items, Pending) else list(items)
+        by = by if by is not None else self.by
         if not isinstance(by, str) or not by.strip():
             raise AgentnbError("a decision needs by= (who decides): it is recorded with the decision")
         if arguments is not None and len(chosen) != 1:
@@ -256,16 +283,16 @@ class Inbox:
             return [Outcome(p.run_id, p.call_id, decision, False, reason) for p in group]
 
         try:
-            run = Run.resume(run_id, loop=self._loop_for(run_id), store=self.store)
+            run = Run.resume(run_id, loop=self.loop_for(run_id), store=self.store)
         except (RunLocked, CheckpointError) as exc:
             return refuse_all(f"not applied: {exc}")
-        problems = {p.call_id: why for p in group if (why := _stale(run, p, decision)) is not None}
-        if problems:  # all or nothing per run: one stale item refuses the run's decisions, each saying why
-            return [Outcome(p.run_id, p.call_id, decision, False,
-                            problems.get(p.call_id, "not applied: another decision of this run was refused"))
-                    for p in group]
         out: list[Outcome] = []
-        try:
+        try:  # a run that moved on is held once resumed: refused or applied, it is let go of
+            problems = {p.call_id: why for p in group if (why := _stale(run, p, decision)) is not None}
+            if problems:  # all or nothing per run: one stale item refuses the run's decisions, each saying why
+                return [Outcome(p.run_id, p.call_id, decision, False,
+                                problems.get(p.call_id, "not applied: another decision of this run was refused"))
+                        for p in group]
             self._apply(run, group, decision, by, note, arguments, value, out)
             if then_run and not run.paused and not run.done:
                 run.run()
@@ -285,7 +312,7 @@ class Inbox:
                 else:
                     run.submit_result(p.call_id, value, by=by, note=note)
             except (ApprovalError, RunNotPaused) as exc:
-                out.append(Outcome(p.run_id, p.call_id, decision, False, _already(run, p) or str(exc)))
+                out.append(Outcome(p.run_id, p.call_id, decision, False, _already(run, p) or f"not applied: {exc}"))
             except CheckpointError as exc:
                 out.append(Outcome(p.run_id, p.call_id, decision, False,
                                    f"not applied: the store could not record it ({exc})"))

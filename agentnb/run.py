@@ -37,15 +37,14 @@ from .driver.resume import load_checked
 from .driver.scrub import TEXT_FIELDS, scrub
 from .driver.tool_port import Job, StopFlag, ToolPort
 from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
-from .engine.build import UNSTAMPED
 from .engine.calls import owed_approval
 from .engine.effects import call_limit, ledger_key, looks_first
 from .engine.inputs import request_for, run_started
-from .engine.receive import waiting
-from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, ToolReturned, ToolStopped
+from .engine.receive import intervention, waiting
+from .engine.results import Cancelled, Decision, DuplicateDone, Intervention, ModelLost, ToolReturned, ToolStopped
 from .engine.view import RunView
-from .events import ApprovalRequested, BaseEvent, Interjected, ModelRetried, ResultsBound
-from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused
+from .events import ApprovalRequested, BaseEvent, ModelRetried, ResultsBound, RunFinished
+from .exceptions import ApprovalError, CheckpointError, RunLocked, RunNotPaused
 from .messages import Message, coerce_messages
 from .outcomes import EffectDone
 from .providers.base import Seekable
@@ -270,23 +269,25 @@ class Run:
             self._drive.release()
 
     def interject(self, text: str, *, by: str | None = None) -> BaseEvent:
-        """Tell the model something while the run is paused: a user message for its next request.
+        """While the run is paused, tell the model something: a user message its next request sends after results."""
+        return self._person(Intervention(text, by))
 
-        It goes after this turn's results; it is stored and resumed like any event.
+    def cancel_call(self, call_id: str, reason: str, *, by: str | None = None) -> BaseEvent:
+        """While the run is paused, cancel one call not answered yet; the model reads "Cancelled by <by>: <reason>"."""
+        return self._person(Intervention(reason, by, call_id=call_id))
 
-        Raises:
-            AgentnbError: blank text, a run not started or already over, or a headless run (nobody is there).
-        """
-        if not isinstance(text, str) or not text.strip():
-            raise AgentnbError("interject needs some text for the model to read")
+    def end(self, reason: str, *, by: str | None = None) -> BaseEvent:
+        """While the run is paused, end it (``CANCELLED``; ``run.reason`` says who ended it and why)."""
+        return self._person(Intervention(reason, by, end=True))
+
+    def _person(self, said: Intervention) -> BaseEvent:  # the rules and refusals: engine/receive.py (intervention)
         with self._drive:
             if self._unsure is not None:
                 self._reconcile()
-            if self._rs.state is S.NEW or self.done or self.loop.config.headless:
-                what = "headless (nobody is there to speak)" if self.loop.config.headless else self.state.value
-                raise AgentnbError(f"the run is {what}: there is no next request to tell anything")
-            return self._write(Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=self._rs.state,
-                                                text=text, by=by)))
+            while self._held:  # a call that ran gets its result first, never cancelled as if it had not run
+                self._drain()
+            event = intervention(self._rs, self.loop.config, said).event
+            return self._cancel_now(event.reason) if isinstance(event, RunFinished) else self._write(Emit(event))
 
     def release(self) -> None:
         """Let go of the run's lease now, so another process may drive it (stepping again takes it back)."""
@@ -350,8 +351,7 @@ class Run:
             RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
             ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
             DigestMismatch: the arguments are not the ones the approver saw.
-            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit
-                (nothing is recorded).
+            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit.
         """
         return self._decide(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
 

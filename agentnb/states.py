@@ -155,6 +155,7 @@ _TABLE: dict[LoopState, dict[str, frozenset[LoopState] | str]] = {
     S.WAITING_APPROVAL: _row(
         Interjected=_STAY,
         ApprovalRequested=_STAY,
+        CallRejected=frozenset({S.WAITING_APPROVAL, S.EXECUTING}),  # a person cancelled a call (run.cancel_call)
         ApprovalResolved=frozenset({S.WAITING_APPROVAL, S.EXECUTING, S.RESULTS_READY}),
         GuardTripped=_STAY,
         RunFinished=_ABORT,

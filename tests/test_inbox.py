@@ -218,3 +218,13 @@ def test_edited_arguments_are_schema_checked_and_recorded(tmp_path: Path) -> Non
     good = inbox.approve(item, by="ana", arguments={"order_id": "0", "cents": 50}, then_run=True)
     assert good.applied
     assert anb.Run.resume("support-0", loop=loop).output == "done: refunded 50 cents on order 0"
+
+
+def test_a_refused_decision_on_a_run_that_moved_on_lets_go_of_it(tmp_path: Path) -> None:
+    store, loop = paused(tmp_path, 1)
+    inbox = anb.Inbox(store, loop=loop)
+    seen = inbox.items()
+    assert inbox.approve(seen, by="ana").applied  # not carried on: the run waits to execute, nobody drives it
+    assert inbox.approve(seen, by="ben").refused  # resumed to check, refused ...
+    assert store.lease("support-0") is None or not store.lease("support-0").live  # ... and let go of
+    assert anb.Run.resume("support-0", loop=loop).run().state is S.COMPLETED

@@ -75,6 +75,7 @@ LAYERS: dict[str, str] = {
     "agentnb.replay": "outer",  # a recorded run driven again by today's loop
     "agentnb.compare": "outer",  # two runs aligned step by step
     "agentnb.inbox": "outer",  # the calls waiting for a person across a store's runs
+    "agentnb.inbox_widget": "outer",  # the inbox as a widget (Inbox.widget() loads it; it imports no inbox)
     "agentnb._batch_items": "outer",  # the rows of a batch, checked before it runs anything
     "agentnb.debugger": "outer",
     "agentnb.workshop": "outer",

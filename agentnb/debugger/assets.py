@@ -40,6 +40,6 @@ def text(name: str) -> str:
                             "reinstall agentnb (pip install --force-reinstall agentnb)")
 
 
-def stylesheet() -> str:
-    """The stylesheet as a ``<style>`` element, for HTML shown without the front end (the static fallback)."""
-    return f"<style>{text('debugger.css')}</style>"
+def stylesheet(name: str = "debugger.css") -> str:
+    """A stylesheet as a ``<style>`` element, for HTML shown without the front end (the static fallback)."""
+    return f"<style>{text(name)}</style>"

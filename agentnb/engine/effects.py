@@ -201,7 +201,7 @@ def outcome_unknown(rs: RunState, cfg: EngineConfig, c: CallState, why: str) -> 
     )
 
 
-def _writes(cfg: EngineConfig, c: CallState) -> bool:
+def writes(cfg: EngineConfig, c: CallState) -> bool:
     """The one write-vs-read rule: a call of a side-effecting tool may have changed something when stopped."""
     tool = cfg.registry.get(c.name)
     return tool is not None and tool.side_effects
@@ -302,7 +302,7 @@ def stopped(rs: RunState, cfg: EngineConfig, r: ToolStopped) -> Emit:
             why = f"the run was cancelled ({r.reason}) before this call {when}"
         return Emit(tool_finished(rs, cfg, c, skipped(why)))
     if r.why == "cancelled":  # the run let go of a call in flight (a tool that can be let go: Tool.cancellable)
-        if _writes(cfg, c):
+        if writes(cfg, c):
             return Emit(outcome_unknown(rs, cfg, c, f"it was still running when the run was cancelled ({r.reason}); "
                                                     "it may still complete (its outcome is recorded in the ledger "
                                                     "if it does)"))
@@ -310,12 +310,12 @@ def stopped(rs: RunState, cfg: EngineConfig, r: ToolStopped) -> Emit:
     if r.why == "limit":
         assert r.limit_s is not None
         what = "the run's deadline" if r.by_deadline else "its timeout"
-        if _writes(cfg, c):
+        if writes(cfg, c):
             return Emit(outcome_unknown(rs, cfg, c, f"it was still running when {what} ({r.limit_s:g} s) passed; it "
                                                     "may still complete (its outcome is recorded in the ledger if "
                                                     "it does)"))
         return Emit(tool_finished(rs, cfg, c, timed_out(c.name, r.limit_s, r.elapsed_s, deadline=r.by_deadline)))
-    if _writes(cfg, c):  # interrupted while it ran
+    if writes(cfg, c):  # interrupted while it ran
         why = ("it was interrupted (KeyboardInterrupt) while it ran" if r.raised else
                "it was still running when the run was interrupted (KeyboardInterrupt)")
         return Emit(outcome_unknown(rs, cfg, c, why))
@@ -340,4 +340,5 @@ TOOL_RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdi
 
 __all__ = ["TOOL_RULES", "call_limit", "cancelled_while_running", "cap", "duplicate", "fork_request",
            "from_effect", "inherited", "interrupted", "judge", "ledger_key", "looks_first", "no_simulator",
-           "outcome_unknown", "parent_read", "peeked", "returned", "skipped", "stopped", "timed_out", "tool_finished"]
+           "outcome_unknown", "parent_read", "peeked", "returned", "skipped", "stopped", "timed_out", "tool_finished",
+           "writes"]

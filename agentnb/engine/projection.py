@@ -144,7 +144,7 @@ def _a_tool_finished(ev: ToolFinished) -> Answer:
 
 
 def _a_call_rejected(ev: CallRejected) -> Answer:
-    return Answer(ev.call_id, "skipped" if ev.reason == "skipped" else "error", ev.message)
+    return Answer(ev.call_id, "skipped" if ev.reason in ("skipped", "cancelled") else "error", ev.message)
 
 
 def _a_approval_resolved(ev: ApprovalResolved) -> Answer | None:

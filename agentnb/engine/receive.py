@@ -13,6 +13,7 @@ dispatched by the record's class through :data:`RULES` as the fold is by the eve
 - a person's :class:`~agentnb.engine.results.Decision`, checked against the request it answers (still
   waiting, not expired at the decision's time, the arguments the approver saw, edited arguments that fit the
   schema) -- refused with an exception that names what was wrong, nothing recorded;
+- a person's :class:`~agentnb.engine.results.Intervention` in a run nobody drives (see :func:`intervention`);
 - a summary (tier-1 compression, or tier 2 when it did not help) and a cancellation.
 
 ``receive`` returns an :class:`~agentnb.engine.Emit` (the event, and the ledger outcome to write with it), or
@@ -26,21 +27,32 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
-from ..events import ArgumentsMerged, CompressionApplied, ModelRetried, RunFinished, TextMerged, TurnCompleted
-from ..exceptions import ApprovalError, ApprovalExpired, DigestMismatch, RunNotPaused
+from ..events import (
+    ArgumentsMerged,
+    BaseEvent,
+    CallRejected,
+    CompressionApplied,
+    Interjected,
+    ModelRetried,
+    RunFinished,
+    TextMerged,
+    TurnCompleted,
+)
+from ..exceptions import AgentnbError, ApprovalError, ApprovalExpired, DigestMismatch, RunNotPaused
 from ..messages import Message, ModelTurn, ToolCallPart
 from ..request import ArgumentsDelta, TextDelta
-from ..states import S
+from ..states import TERMINAL, S
 from . import guards
 from .actions import Emit, EngineConfig, RetryPolicy
 from .build import UNSTAMPED, finished
 from .calls import arguments_digest, resolution
 from .decide import prune_step
-from .effects import TOOL_RULES
+from .effects import TOOL_RULES, outcome_unknown, writes
 from .fold import CallState, RunState
 from .results import (
     Cancelled,
     Decision,
+    Intervention,
     ModelFailed,
     ModelLost,
     ModelRaised,
@@ -246,6 +258,62 @@ def _decision(rs: RunState, cfg: EngineConfig, d: Decision) -> Emit:
     return Emit(resolution(rs, c, d.decision, by=d.by, note=d.note, arguments=edited))
 
 
+_CANCELLABLE = (S.VALIDATING, S.WAITING_APPROVAL, S.EXECUTING)
+"""The states in which a turn's calls are read (classified, parsed) and not yet answered: a call may be cancelled."""
+
+
+def intervention(rs: RunState, cfg: EngineConfig, r: Intervention) -> Emit:
+    """A person steps into a run nobody drives (paused by an approval, a breakpoint, Pause, or between steps).
+
+    - A message (``run.interject``): an ``Interjected`` event; the next request sends it after this turn's results.
+    - A call cancelled (``run.cancel_call``): a call not answered yet gets a ``CallRejected`` (reason
+      ``cancelled``, status ``skipped``) whose message the model reads: "Cancelled by ana: <reason>". A waiting
+      call, a validated or approved one and a running read are answered so. A running *write* may have happened
+      (a resumed run's call may have been claimed by the process that stopped), so it follows the outcome-unknown
+      rule: it pauses for a person to reconcile (submit what happened, approve a retry with its key, or deny).
+    - The run ended (``run.end``): a ``RunFinished`` in ``CANCELLED`` whose reason names who ended it and why.
+
+    Raises:
+        AgentnbError: blank text; a run not started, over, or headless (nobody is there); for a cancellation, a
+            turn whose calls are not read yet, or a call that is not in the turn or has its result already.
+    """
+    what = "cancel_call" if r.call_id is not None else "end" if r.end else "interject"
+    if not isinstance(r.text, str) or not r.text.strip():
+        needs = "some text for the model to read" if what == "interject" else "a reason"
+        raise AgentnbError(f"{what} needs {needs}")
+    if rs.state is S.NEW or rs.state in TERMINAL or cfg.headless:
+        state = "headless (nobody is there to speak)" if cfg.headless else rs.state.value
+        raise AgentnbError(f"the run is {state}: there is no next request to tell anything" if what == "interject"
+                           else f"the run is {state}: {what} is for a person, in a run that is paused or between steps")
+    who = r.by or "the user"
+    if r.end:
+        return Emit(finished(S.CANCELLED, f"ended by {who}: {r.text}"))
+    if r.call_id is None:
+        return Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=rs.state, text=r.text, by=r.by))
+    return Emit(_cancel_call(rs, cfg, r.call_id, f"Cancelled by {who}: {r.text}"))
+
+
+def _cancel_call(rs: RunState, cfg: EngineConfig, call_id: str, message: str) -> BaseEvent:
+    c = rs.calls.get(call_id)
+    open_calls = [o.call_id for o in rs.calls.values() if o.status != "done" and o.kind != "escalation"]
+    if rs.state not in _CANCELLABLE:
+        raise AgentnbError(f"the run is {rs.state.value}: no call of a turn waits to be cancelled"
+                           + (" (step once: this turn's calls are read next)" if rs.state is S.RESPONDED else ""))
+    if c is None or c.status == "done" or c.kind == "escalation":
+        why = ("it has its result already" if c is not None and c.status == "done" else
+               "it is a guard's escalation (approve or deny it)" if c is not None else "it is not a call of this turn")
+        raise AgentnbError(f"call {call_id!r} cannot be cancelled: {why}; calls that can: "
+                           f"{', '.join(open_calls) or '(none)'}")
+    if c.status == "running" and writes(cfg, c):
+        return outcome_unknown(rs, cfg, c, f"it had started when it was cancelled ({message}); it may have happened")
+    waiting_others = any(o.status == "awaiting_approval" and o is not c for o in rs.calls.values())
+    state = rs.state if rs.state is not S.WAITING_APPROVAL or waiting_others else S.EXECUTING
+    if c.kind == "outcome_unknown" and c.status == "awaiting_approval":  # it started once: say so, never "not run"
+        message += " (It had started before: whether it happened is unknown.)"
+    return CallRejected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=state, call_id=c.call_id, name=c.name,
+                        reason="cancelled", message=message)
+
+
 def _cancelled(rs: RunState, cfg: EngineConfig, r: Cancelled) -> Emit:
     return Emit(finished(S.CANCELLED, r.reason))
 
@@ -276,10 +344,11 @@ RULES: dict[type[Any], Callable[[RunState, EngineConfig, Any], Emit | Verdict]] 
     ModelRaised: _raised,
     NotAnItem: _not_an_item,
     Decision: _decision,
+    Intervention: intervention,
     Cancelled: _cancelled,
     Summary: _summary,
     **TOOL_RULES,
 }
 """Every I/O result class and its rule (``tests/test_receive.py`` proves none is missing)."""
 
-__all__ = ["RULES", "assign_call_ids", "fresh_call_id", "model_failed", "receive", "waiting"]
+__all__ = ["RULES", "assign_call_ids", "fresh_call_id", "intervention", "model_failed", "receive", "waiting"]

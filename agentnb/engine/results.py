@@ -15,7 +15,8 @@ The model's streamed fragments are the stream items themselves (:class:`~agentnb
 - tools: :class:`LedgerAnswered` (what a claim found), :class:`ToolReturned`, :class:`ToolStopped` (a limit,
   an interrupt or a cancellation stopped it, or it never started), :class:`DuplicateDone` (another call of the
   batch did the effect);
-- people: :class:`Decision` (approve, deny, submit, with its time), and :class:`Cancelled`;
+- people: :class:`Decision` (approve, deny, submit, with its time), :class:`Intervention` (a person steps into a
+  run that nobody drives: says something, cancels one call, ends the run), and :class:`Cancelled`;
 - compression: :class:`Summary`.
 
 Records are slotted and never changed after they are made; the ones made on every round trip (a turn, a tool's
@@ -223,6 +224,19 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class Intervention:
+    """A person steps into a run nobody is driving: a message for the model, a call cancelled, or the run ended."""
+
+    text: str
+    """What the model reads (the message, or the reason of the cancellation)."""
+    by: str | None = None
+    call_id: str | None = None
+    """The call to cancel (None: a message for the model, or the end of the run)."""
+    end: bool = False
+    """End the run (``CANCELLED``) with ``text`` as the reason."""
+
+
+@dataclass(frozen=True, slots=True)
 class Cancelled:
     """The run is cancelled."""
 
@@ -240,12 +254,13 @@ class Summary:
 
 Result = (TurnReceived | ModelFailed | StreamEnded | StreamBroke | ModelRaised | NotAnItem | ModelLost
           | LedgerAnswered | LedgerPeeked | ParentRead | ToolReturned | ToolStopped | DuplicateDone | Decision
-          | Cancelled | Summary)
+          | Intervention | Cancelled | Summary)
 """Every I/O result (the stream's fragments aside, which are the model's own items)."""
 
 Verdict = Proceed | AwaitFirst
 """What a ledger claim means when it is not an event already (see :func:`~agentnb.engine.receive`)."""
 
-__all__ = ["AwaitFirst", "Cancelled", "Decision", "DuplicateDone", "LedgerAnswered", "LedgerPeeked", "ModelFailed",
+__all__ = ["AwaitFirst", "Cancelled", "Decision", "DuplicateDone", "Intervention", "LedgerAnswered", "LedgerPeeked",
+           "ModelFailed",
            "ModelLost", "ModelRaised", "NotAnItem", "ParentRead", "Proceed", "Result", "StreamBroke", "StreamEnded",
            "Summary", "ToolReturned", "ToolStopped", "TurnReceived", "Verdict"]

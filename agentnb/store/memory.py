@@ -26,6 +26,13 @@ class MemoryStore:
         self._ops: dict[str, list[tuple[str, str, str, str, str | None, Any, str | None]]] = {}
         self._leases: dict[str, Lease] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._watching = 0
+        """Threads in :meth:`wait_for_change`: only then does an append notify (a lock taken per event)."""
+        self._version = 0
+        """Appends counted (for waits: the news since the last wait for any run is what moved it)."""
+        self._seen_version: int | None = None
+        self._last: tuple[str, str] = ("", "")
 
     def append(self, event: BaseEvent, *, effect: EffectDone | None = None) -> None:
         """Keep the event (and the effect's outcome)."""
@@ -38,6 +45,40 @@ class MemoryStore:
         if effect is not None:
             with self._lock:
                 self._op(effect.key, "done", event.run_id, "", "", effect.content, effect.value, effect.result_status)
+        if self._watching:
+            with self._changed:
+                self._version += 1
+                self._last = (event.run_id, event.state.value)
+                self._changed.notify_all()
+        else:  # nobody waits: no lock, only a count the next wait starts from (a change between waits is news)
+            self._version += 1
+            self._last = (event.run_id, event.state.value)
+
+    def wait_for_change(self, run_id: str | None = None, *, seen: int | None = None,
+                        timeout: float | None = None) -> tuple[str, str] | None:
+        """Block until a run gets a new event (a listener on append); ``(run_id, state)``, or None on ``timeout``.
+
+        ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``; for any run, a change made since this
+        store's previous wait counts (nothing is lost between two waits).
+        """
+        def state(rid: str) -> str:
+            events = self._events.get(rid)
+            return events[-1].state.value if events else ""
+
+        with self._changed:
+            self._watching += 1
+            try:
+                start = self._version if self._seen_version is None else self._seen_version
+                if run_id is not None and seen is None:
+                    seen = len(self._events.get(run_id, ()))
+                if run_id is not None:
+                    ok = self._changed.wait_for(lambda: len(self._events.get(run_id, ())) > (seen or 0), timeout)
+                    return (run_id, state(run_id)) if ok else None
+                ok = self._changed.wait_for(lambda: self._version != start, timeout)
+                self._seen_version = self._version
+                return self._last if ok else None
+            finally:
+                self._watching -= 1
 
     def load(self, run_id: str) -> list[BaseEvent]:
         """The run's events."""

@@ -370,8 +370,10 @@ class PostgresStore:
                     self._listener = psycopg.connect(self.dsn, autocommit=True)
                     self._listener.execute(f"LISTEN {self.channel}")
                 listener = self._listener
-                for _ in listener.notifies(timeout=0):  # older news: the `seen` check below covers what matters
-                    pass
+                if run_id is not None:  # older news: the `seen` check below covers what matters
+                    for _ in listener.notifies(timeout=0):
+                        pass
+                # (for any run, the news since the last wait is kept: a change between two waits is never lost)
                 if run_id is not None and seen is not None:
                     row = listener.execute(f"SELECT head_seq, state FROM {self.schema}.runs WHERE run_id = %s",
                                            (run_id,)).fetchone()

@@ -104,6 +104,10 @@ class SqliteStore:
         self.store_id: str = self._meta("store_id") or ""
         """This store's id: runs started here record it, so a copy elsewhere is known for one (agentnb.move_run)."""
         self._guard = Guard(self.store_id, repr(self))
+        self._writes = 0
+        """Transactions this object committed (``PRAGMA data_version`` moves only for other connections')."""
+        self._any_seen: tuple[int, str] | None = None
+        """The change token the last wait for any run saw (the next one starts from it)."""
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -166,6 +170,7 @@ class SqliteStore:
                 db.execute("BEGIN IMMEDIATE")
                 result = body(db)
                 db.execute("COMMIT")
+                self._writes += 1
                 return result
             except BaseException as exc:
                 self._heads.pop(run_id, None)  # re-read the head next time: the transaction did not happen
@@ -256,6 +261,46 @@ class SqliteStore:
                     "SELECT run_id, state FROM runs WHERE state=? ORDER BY updated DESC", (state,)
                 ).fetchall()
         return [(str(r[0]), str(r[1])) for r in rows]
+
+    def wait_for_change(self, run_id: str | None = None, *, seen: int | None = None, timeout: float | None = None,
+                        interval: float = 0.5) -> tuple[str, str] | None:
+        """Block until a run gets a new event; return ``(run_id, state)``, or None when ``timeout`` passed first.
+
+        Polled with a bounded cost: one small query every ``interval`` seconds, whatever the store holds --
+        ``PRAGMA data_version`` (it moves when another connection commits) beside this object's own commits for
+        any run, the run's head row for one. ``run_id`` and ``seen`` as in ``PostgresStore.wait_for_change``. For
+        any run, a change made since this object's previous wait counts (nothing is lost between two waits).
+        """
+        def token() -> tuple[int, str]:
+            with self._lock:
+                try:
+                    if run_id is not None:
+                        row = self._db.execute("SELECT head_seq, state FROM runs WHERE run_id=?", (run_id,)).fetchone()
+                        return (-1, "") if row is None else (int(row[0]), str(row[1]))
+                    return int(self._db.execute("PRAGMA data_version").fetchone()[0]), str(self._writes)
+                except sqlite3.Error as exc:
+                    raise CheckpointError(f"could not wait for changes in {self.path}: {exc}") from exc
+
+        now = token()
+        if run_id is not None and seen is not None and now[0] + 1 > seen:
+            return run_id, now[1]
+        # for any run, the view of this object's last wait is the baseline: a change between two waits is news
+        start = now if run_id is not None or self._any_seen is None else self._any_seen
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if now != start:
+                if run_id is not None:
+                    return run_id, now[1]
+                self._any_seen = now
+                latest = self.runs()
+                return latest[0] if latest else None
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if run_id is None:
+                    self._any_seen = now
+                return None
+            time.sleep(interval if left is None else min(interval, left))
+            now = token()
 
     # -- effect ledger --------------------------------------------------------------------------------
 
