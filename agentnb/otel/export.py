@@ -41,6 +41,7 @@ from ..events import (
     ToolFinished,
     ToolStarted,
     TurnCompleted,
+    gc_paused,
 )
 from ..messages import Message
 from ..redact import redact_text
@@ -434,10 +435,11 @@ def export(source: Transcript | Run | Iterable[BaseEvent], tracer_provider: Any 
     events: Iterable[BaseEvent] = source.events if hasattr(source, "events") else source
     n = 0
     last: BaseEvent | None = None
-    for ev in events:
-        writer(ev)
-        last = ev
-        n += 1
-    if last is not None:
-        writer.close(last.ts)
+    with gc_paused():  # the spans made so far all stay alive: nothing for the collector to find
+        for ev in events:
+            writer(ev)
+            last = ev
+            n += 1
+        if last is not None:
+            writer.close(last.ts)
     return n

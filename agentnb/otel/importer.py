@@ -34,11 +34,8 @@ them cost more than the import itself on large traces.
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
@@ -62,6 +59,7 @@ from ..events import (
     ToolInfo,
     ToolStarted,
     TurnCompleted,
+    gc_paused,
 )
 from ..exceptions import TranscriptError
 from ..messages import Message, ModelTurn, ResultStatus, TextPart, ToolCallPart, ToolResultPart, Usage
@@ -87,18 +85,6 @@ _ACTIONS = frozenset({"finalize", "stop", "escalate", "note"})
 
 def _ts(ns: int) -> datetime:
     return _EPOCH + timedelta(microseconds=ns // 1000)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Automatic garbage collection off for the duration (see the module docstring), as it was after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def import_trace(source: Any) -> list[Transcript]:
@@ -129,7 +115,7 @@ def import_trace(source: Any) -> list[Transcript]:
         >>> t.state, t.frames.calls()["tool"].tolist()
         (<LoopState.COMPLETED: 'COMPLETED'>, ['get_weather'])
     """
-    with _collector_paused():
+    with gc_paused():
         reading = read(source)
         spans, notes = reading.spans, reading.notes
         del reading
