@@ -132,9 +132,9 @@ def main() -> None:
         if db is not None:
             print(row("SqliteStore.load (seals), wall", b["swall"], a["swall"], None))
             print(row("SqliteStore.load (seals), CPU", b["scpu"], a["scpu"], None))
-        for p in (path, db):
-            if p is not None:
-                p.unlink()
+        for p in folder.iterdir():  # the transcript, the database and its -wal and -shm files
+            p.unlink()
+    folder.rmdir()
 
 
 if __name__ == "__main__":
