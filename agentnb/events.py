@@ -28,8 +28,11 @@ enter a run.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
@@ -503,3 +506,41 @@ def event_from_json(text: str | bytes) -> BaseEvent:
         raise
     event = event_adapter().validate_python(data)
     return event
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many events are built, and restore it after.
+
+    Decoding a long log allocates millions of objects that all stay alive; the collector would walk the
+    growing heap again and again for nothing (an event holds no reference cycle), which costs as much as
+    the decoding itself. Reference counting still frees everything as usual, and the collector's state is
+    put back as it was (a caller that disabled it keeps it disabled).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def events_from_json(texts: Iterable[str | bytes]) -> list[BaseEvent]:
+    """Validate many events, one JSON text each, as :func:`event_from_json` does one at a time.
+
+    The same events and the same errors as a loop over :func:`event_from_json` (a line with surrogate
+    escapes takes that function's exact path), with the garbage collector paused (:func:`gc_paused`).
+
+    Raises:
+        pydantic.ValidationError: for the first text that is not a valid event.
+    """
+    validate = event_adapter().validate_json
+    escaped_b, escaped = _SURROGATE_ESCAPE_B.search, _SURROGATE_ESCAPE.search
+    with gc_paused():
+        return [
+            event_from_json(text)
+            if (escaped_b(text) if isinstance(text, bytes) else escaped(text))
+            else validate(text)
+            for text in texts
+        ]

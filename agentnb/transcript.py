@@ -20,12 +20,12 @@ import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
 from ._embedded import embedded_lines, is_html
-from .events import BaseEvent, event_from_json, event_to_json
+from .events import BaseEvent, event_from_json, event_to_json, events_from_json, gc_paused
 from .exceptions import TranscriptError
 from .messages import Message
 from .states import LoopState
@@ -229,45 +229,75 @@ class Transcript:
             >>> len(t) == len(run.events) - 1, t.dropped.startswith(f"line {len(run.events)} ")
             (True, True)
         """
-        events: list[BaseEvent] = []
-        dropped: str | None = None
         with Path(path).open("rb") as file:
-            html = is_html(file.read(512))
-            file.seek(0)
-            fh: BinaryIO = io.BytesIO(embedded_lines(file.read(), path)) if html else file
-            offset = 0
-            pending = fh.readline()
-            if pending.startswith(codecs.BOM_UTF8):
-                pending, offset = pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
-            lineno = 0
-            while pending:
-                raw, pending = pending, fh.readline()
-                lineno += 1
-                start, offset = offset, offset + len(raw)
-                if not raw.strip():
-                    continue
-                unfinished = not pending and not raw.endswith(b"\n")
-                try:
-                    events.append(_read_line(raw, path, lineno, start))
-                except TranscriptError as exc:
-                    if not unfinished:
-                        raise
-                    if not recover:
-                        raise TranscriptError(
-                            f"{exc}. The file ends without a newline after it, as a crash in the middle of "
-                            "writing leaves it: Transcript.load(path, recover=True) keeps the events before it"
-                        ) from None
-                    dropped = f"line {lineno} ({len(raw)} bytes from byte {start}): an incomplete last line, {exc}"
+            data = file.read()
+        if is_html(data[:512]):
+            data = embedded_lines(data, path)
+        events = _quick_read(data)
+        dropped: str | None = None
+        if events is None:  # a line is not a valid event: read it line by line, to say which and why
+            events, dropped = _careful_read(data, path, recover=recover)
         transcript = cls(events)
         transcript.dropped = dropped
         try:
-            transcript.fold()
+            with gc_paused():
+                transcript.fold()
         except TranscriptError as exc:
             raise TranscriptError(f"{path}: the events do not form a valid run: {exc}", seq=exc.seq,
                                   event_type=exc.event_type) from exc
         if dropped is not None:
             warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
+
+
+def _quick_read(data: bytes) -> list[BaseEvent] | None:
+    """Every event of a file's bytes in one pass, or None when any line is not a valid event.
+
+    The common case -- a whole file of valid events -- decoded without the per-line bookkeeping that only an
+    error needs (line numbers, byte offsets, an incomplete last line); :func:`_careful_read` reads again
+    when it returns None, so a bad file gets exactly the same error as before.
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    lines = [line for line in data.split(b"\n") if line.strip()]
+    try:
+        return events_from_json(lines)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+
+
+def _careful_read(data: bytes, path: str | Path, *, recover: bool) -> tuple[list[BaseEvent], str | None]:
+    """The events of a file, line by line, naming the first line that is not an event.
+
+    With ``recover``, an incomplete last line is left out and the second value says so.
+    """
+    events: list[BaseEvent] = []
+    dropped: str | None = None
+    fh = io.BytesIO(data)
+    offset = 0
+    pending = fh.readline()
+    if pending.startswith(codecs.BOM_UTF8):
+        pending, offset = pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
+    lineno = 0
+    while pending:
+        raw, pending = pending, fh.readline()
+        lineno += 1
+        start, offset = offset, offset + len(raw)
+        if not raw.strip():
+            continue
+        unfinished = not pending and not raw.endswith(b"\n")
+        try:
+            events.append(_read_line(raw, path, lineno, start))
+        except TranscriptError as exc:
+            if not unfinished:
+                raise
+            if not recover:
+                raise TranscriptError(
+                    f"{exc}. The file ends without a newline after it, as a crash in the middle of "
+                    "writing leaves it: Transcript.load(path, recover=True) keeps the events before it"
+                ) from None
+            dropped = f"line {lineno} ({len(raw)} bytes from byte {start}): an incomplete last line, {exc}"
+    return events, dropped
 
 
 class TranscriptRecovered(UserWarning):

@@ -301,3 +301,37 @@ def test_a_paused_run_exports_closed_spans_and_imports_without_inventing_the_res
     assert waiting not in {p.call_id for m in back.messages for p in m.tool_results}
     assert [p.call_id for m in back.messages for p in m.tool_calls] == [
         p.call_id for m in run.messages for p in m.tool_calls]
+
+
+def test_chat_spans_hold_what_is_new_and_a_compression_writes_the_conversation_again() -> None:
+    from agentnb.engine import RunState
+
+    script: list[dict[str, Any]] = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
+                                    for i in range(8)]
+    budget = anb.Budget(context_window=400, compress_at=0.5, keep_pairs=1, max_no_progress=None, max_turns=12)
+    tp, spans = provider()
+    model = anb.ScriptedModel([*script, {"text": "Done."}])
+    loop = anb.Loop(model=model, tools=TOOLS, system="Be brief.", budget=budget,
+                    tracer_provider=anb.otel.Tracing(tp, include_content=True))
+    run = loop.start("Help me.").run()
+    assert run.state is S.COMPLETED and any(e.type == "CompressionApplied" for e in run.events)
+    chats = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    sent = [ev.seq for ev in run.events if ev.type == "ModelRequested"]
+    assert len(chats) == len(sent)
+    written = 0
+    for chat, seq in zip(chats, sent, strict=True):
+        attrs = chat.attributes or {}
+        inputs = json.loads(str(attrs["gen_ai.input.messages"]))
+        start = attrs["agentnb.input.from"]
+        assert isinstance(start, int)
+        request = RunState.fold(run.events[:seq + 1]).messages  # what the run sent with this request
+        assert request[0].role == "system" and json.loads(str(attrs["gen_ai.system_instructions"]))
+        assert [m["role"] for m in inputs] == [m.role for m in request[1 + start:]]
+        assert isinstance(inputs, list) and all(set(m) == {"role", "parts"} for m in inputs)
+        written += len(inputs)
+    starts = [(c.attributes or {})["agentnb.input.from"] for c in chats]
+    assert starts[0] == 0 and 0 in starts[1:]  # the first request, and one after the compression, hold it all
+    assert written < sum(len(RunState.fold(run.events[:seq + 1]).messages) for seq in sent) // 2
+    [back] = anb.import_trace(spans)
+    assert essence(back) == essence(run.transcript)
+    assert [m.role for m in back.messages] == [m.role for m in run.messages]

@@ -137,3 +137,37 @@ def test_a_store_on_a_read_only_mount_can_be_read(readonly_mount: Path) -> None:
     ro = anb.SqliteStore(mount / "c.db", key="read-only-key-01", readonly=True)
     assert ro.load(run_id)[0].type == "RunStarted"
     assert shutil.disk_usage(mount)  # still mounted
+
+
+def test_a_seal_is_the_plain_hmac_of_its_parts_so_older_checkpoints_still_verify() -> None:
+    import hashlib
+    import hmac
+
+    from agentnb.store.seals import Seals
+
+    key = b"a checkpoint key"
+    seals = Seals(key)
+    for parts in [("", "run_1", "0", '{"seq":0}'), ("ab" * 32, "run_1", "1", "é\x1f")]:
+        assert seals.mac(*parts) == hmac.new(key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
+    assert seals.mac("x") == seals.mac("x") != Seals(b"another key!").mac("x")
+
+
+def test_a_sealed_row_that_is_not_an_event_is_named(tmp_path: Path) -> None:
+    from agentnb.events import event_to_json
+    from agentnb.store.seals import Seals
+
+    run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("go").run()
+    seals = Seals(b"a checkpoint key")
+    rows, prev = [], ""
+    for ev in run.events:
+        data = event_to_json(ev) if ev.seq != 2 else '{"type":"TextMerged","seq":2}'
+        prev = seals.event(prev, run.run_id, ev.seq, data)
+        rows.append((ev.seq, data, prev))
+    ledger = [(0, "init", "", "", "", None, None, None, "", seals.ledger(run.run_id, 0, "init", "", "", "", None,
+                                                                           None, None, ""))]
+    head = (len(rows) - 1, prev, 0, ledger[0][-1])
+    with pytest.raises(anb.CheckpointError, match=r"event 2 cannot be read"):
+        seals.verify(run.run_id, head, rows, ledger)
+    rows[2] = (2, event_to_json(run.events[2]), rows[2][2])
+    with pytest.raises(anb.CheckpointError, match=r"event 2 was changed after it was written"):
+        seals.verify(run.run_id, head, rows, ledger)

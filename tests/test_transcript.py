@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.events import event_to_dict
+from agentnb.events import event_to_dict, event_to_json
 
 S = anb.LoopState
 
@@ -222,3 +224,59 @@ def test_recover_does_not_hide_a_broken_line_in_the_middle(tmp_path: Path) -> No
     path.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(anb.TranscriptError, match=r"middle.jsonl:4: not a valid event"):
         anb.Transcript.load(path, recover=True)
+
+
+# -- the one-pass read of a whole file ----------------------------------------------------------------------
+
+
+@anb.tool
+def _odd(x: int) -> dict[str, Any]:
+    """Answer with values JSON writes in its own ways: NaN, infinity, text beyond ASCII."""
+    return {"nan": float("nan"), "inf": float("-inf"), "x": x, "ü": "日本"}
+
+
+def test_the_one_pass_read_gives_the_events_the_line_by_line_read_gives(tmp_path: Path) -> None:
+    from agentnb.transcript import _careful_read, _quick_read
+
+    script: list[Any] = [{"text": "half \ud83d", "tool_calls": [{"name": "_odd", "arguments": {"x": 1}}]},
+                         {"text": "done"}]
+    run = anb.Loop(model=anb.ScriptedModel(script, stream=True, chunk_size=2), tools=[_odd]).start("go").run()
+    path = tmp_path / "odd.jsonl"
+    run.transcript.save(path)
+    lines = path.read_bytes().split(b"\n")
+    assert any(b"\\ud83d" in line for line in lines) and any(b"NaN" in line for line in lines)
+    # a byte order mark, CRLF endings, blank lines and no newline at the end: all read as before
+    data = codecs.BOM_UTF8 + b"\r\n\n".join(lines).rstrip(b"\n")
+    quick = _quick_read(data)
+    careful, dropped = _careful_read(data, path, recover=False)
+    assert quick is not None and dropped is None
+    assert [event_to_json(e) for e in quick] == [event_to_json(e) for e in careful] == [
+        event_to_json(e) for e in run.events]  # as text: NaN is not equal to itself
+    assert '"half \\ud83d"' in event_to_json(next(e for e in quick if e.type == "TurnCompleted"))
+    # one bad line anywhere: the one-pass read gives up, so load reads line by line and names it
+    for i in (0, len(lines) // 2, len(lines) - 2):
+        broken = b"\n".join([*lines[:i], lines[i][:-3], *lines[i + 1:]])
+        assert _quick_read(broken) is None
+        bad = tmp_path / f"bad{i}.jsonl"
+        bad.write_bytes(broken)
+        with pytest.raises(anb.TranscriptError, match=rf"bad{i}\.jsonl:{i + 1}: "):
+            anb.Transcript.load(bad)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    run = finished_run("weather")
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    run.transcript.save(good)
+    bad.write_text(good.read_text(encoding="utf-8").replace('"state":"COMPLETED"', '"state":"NEW"'),
+                   encoding="utf-8")
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert len(anb.Transcript.load(good)) == len(run.events)
+        assert gc.isenabled() is enabled
+        with pytest.raises(anb.TranscriptError):
+            anb.Transcript.load(bad)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -22,7 +22,8 @@ attribute                              written                                  
 ``gen_ai.response.time_to_first_chunk``  chat spans of streamed turns             not read
 ``gen_ai.usage.input/output_tokens``   chat spans; totals on the agent span       per-turn usage
 ``gen_ai.system_instructions``         opt-in content                             the system message
-``gen_ai.input.messages``              opt-in content                             the conversation
+``gen_ai.input.messages``              opt-in content: what a request adds        the conversation
+``agentnb.input.from``                 chat spans with content                    where the new messages go
 ``gen_ai.output.messages``             opt-in content                             each turn's answer
 ``gen_ai.tool.definitions``            opt-in content, agent span                 the tools
 ``gen_ai.tool.name``, ``.call.id``     tool spans                                 matches calls and results
@@ -35,6 +36,14 @@ attribute                              written                                  
 ``agentnb.*`` attributes carry what the conventions have no name for (the run id, the final state and its
 reason, the raw finish reason, how a call was answered: executed, rejected, denied or submitted, with the
 approver), so an agentnb run exported and imported again folds to the same calls, results, usage and states.
+
+A request sends the whole conversation, but its chat span's ``gen_ai.input.messages`` holds only the
+messages that are new in it (the last turn's results, a person's words), and ``agentnb.input.from`` how many
+input messages came before them; the first request, and the first after a compression, hold them all (``from``
+0). Written whole on every span, a run of N turns would write N^2/2 messages. The conventions let an
+instrumentation limit what that attribute holds, and each value stays a valid list of input messages, so other
+viewers read every span; :func:`import_trace` joins them back into each request (a trace written whole, by
+another tool, is read as before).
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ CHAT_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 
 # agentnb's own attributes: what the conventions have no name for, so that an agentnb run comes back whole.
 A_RUN_ID = "agentnb.run_id"
+A_INPUT_FROM = "agentnb.input.from"
+"""On a chat span: how many input messages came before the ones in ``gen_ai.input.messages`` (what was new)."""
 A_MODEL = "agentnb.model"
 A_STATE = "agentnb.state"
 A_REASON = "agentnb.reason"
@@ -158,7 +160,12 @@ def messages_to_otel(messages: Sequence[Message]) -> tuple[list[dict[str, Any]],
     rest = list(messages)
     if rest and rest[0].role == "system":
         system = [part_to_otel(p) for p in rest.pop(0).parts]
-    return system, [{"role": m.role, "parts": [part_to_otel(p) for p in m.parts]} for m in rest]
+    return system, [message_to_otel(m) for m in rest]
+
+
+def message_to_otel(message: Message) -> dict[str, Any]:
+    """One message of ``gen_ai.input.messages``."""
+    return {"role": message.role, "parts": [part_to_otel(p) for p in message.parts]}
 
 
 def output_to_otel(message: Message, finish_reason: str) -> list[dict[str, Any]]:

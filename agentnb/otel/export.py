@@ -41,7 +41,9 @@ from ..events import (
     ToolFinished,
     ToolStarted,
     TurnCompleted,
+    gc_paused,
 )
+from ..messages import Message
 from ..redact import redact_text
 from ..states import LoopState
 from . import _conv as c
@@ -138,6 +140,8 @@ class SpanWriter:
         self.model = ""
         self.request_ts: datetime | None = None
         self.first_chunk = False
+        self.sent: tuple[int, Message | None, Message | None] = (0, None, None)
+        """The conversation the chat spans hold so far: its length, its first and its last message."""
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -207,13 +211,13 @@ class SpanWriter:
 
         if self.chat is not None:  # a request without an answer (cannot happen in a valid log; be safe)
             self.chat.end(end_time=ns(ev.ts))
-        # the whole conversation goes out with every request: only build it when content is written
-        system, inputs = c.messages_to_otel(self.rs.messages) if self.content else ([], [])
+        system, inputs, start = self._new_inputs() if self.content else ([], [], 0)
         attrs: dict[str, Any] = {
             c.OPERATION: "chat", c.PROVIDER: c.provider_name(self.provider), c.SYSTEM: c.provider_name(self.provider),
             c.REQUEST_MODEL: self.model, c.CONVERSATION_ID: str(self.rs.settings.get("operation_id") or ev.run_id),
             c.A_TURN: ev.turn, c.A_FINALIZE: ev.finalize,
             c.SYSTEM_INSTRUCTIONS: self._json(system) if system else None, c.INPUT_MESSAGES: self._json(inputs),
+            c.A_INPUT_FROM: start if self.content else None,
         }
         for key, attr in c.REQUEST_SETTINGS.items():
             value = ev.settings.get(key)
@@ -225,6 +229,25 @@ class SpanWriter:
         self.chat = self._start(f"chat {self.model}", ev.ts, SpanKind.CLIENT, attrs)
         self.request_ts = ev.ts
         self.first_chunk = False
+
+    def _new_inputs(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+        """The system instructions, the input messages new since the previous chat span, and how many came before.
+
+        A request sends the whole conversation, but a chat span holds only what is new in it (the results of
+        the last turn, a person's words), with ``agentnb.input.from`` saying how many input messages came before
+        them: written whole on every span, a long run's trace grows with the square of its turns. The
+        conventions let an instrumentation limit what ``gen_ai.input.messages`` holds; each span's value stays a
+        valid list of input messages, and the first span, or one after a compression replaced the conversation,
+        holds it all (``from`` 0). :func:`agentnb.import_trace` joins them back into each request.
+        """
+        msgs = self.rs.messages
+        count, first, last = self.sent
+        if not (msgs and 0 < count <= len(msgs) and msgs[0] is first and msgs[count - 1] is last):
+            count = 0  # the first request, or the conversation was replaced: write it whole
+        self.sent = (len(msgs), msgs[0] if msgs else None, msgs[-1] if msgs else None)
+        lead = 1 if msgs and msgs[0].role == "system" else 0
+        system, _ = c.messages_to_otel(msgs[:lead])
+        return system, [c.message_to_otel(m) for m in msgs[max(count, lead):]], max(count - lead, 0)
 
     def _fragment(self, ev: BaseEvent) -> None:
         if not self.first_chunk and self.chat is not None and self.request_ts is not None:
@@ -412,10 +435,11 @@ def export(source: Transcript | Run | Iterable[BaseEvent], tracer_provider: Any 
     events: Iterable[BaseEvent] = source.events if hasattr(source, "events") else source
     n = 0
     last: BaseEvent | None = None
-    for ev in events:
-        writer(ev)
-        last = ev
-        n += 1
-    if last is not None:
-        writer.close(last.ts)
+    with gc_paused():  # the spans made so far all stay alive: nothing for the collector to find
+        for ev in events:
+            writer(ev)
+            last = ev
+            n += 1
+        if last is not None:
+            writer.close(last.ts)
     return n

@@ -34,11 +34,8 @@ them cost more than the import itself on large traces.
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
@@ -62,6 +59,7 @@ from ..events import (
     ToolInfo,
     ToolStarted,
     TurnCompleted,
+    gc_paused,
 )
 from ..exceptions import TranscriptError
 from ..messages import Message, ModelTurn, ResultStatus, TextPart, ToolCallPart, ToolResultPart, Usage
@@ -87,18 +85,6 @@ _ACTIONS = frozenset({"finalize", "stop", "escalate", "note"})
 
 def _ts(ns: int) -> datetime:
     return _EPOCH + timedelta(microseconds=ns // 1000)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Automatic garbage collection off for the duration (see the module docstring), as it was after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def import_trace(source: Any) -> list[Transcript]:
@@ -129,7 +115,7 @@ def import_trace(source: Any) -> list[Transcript]:
         >>> t.state, t.frames.calls()["tool"].tolist()
         (<LoopState.COMPLETED: 'COMPLETED'>, ['get_weather'])
     """
-    with _collector_paused():
+    with gc_paused():
         reading = read(source)
         spans, notes = reading.spans, reading.notes
         del reading
@@ -218,7 +204,10 @@ class _Rebuild:
         self.run_id = self._text(c.A_RUN_ID) or f"otel_{self.trace[:8]}_{span}"
         self.rs = RunState()
         self.events: list[BaseEvent] = []
-        self.inputs: dict[str, list[Message]] = {}
+        self.inputs: dict[str, tuple[list[Message], int, list[Message]]] = {}
+        """Per request read: its input messages, how many came before the ones its span holds, and those."""
+        self.conversation: list[Message] = []
+        """The input messages of the last request read (a span that holds only what was new continues it)."""
         self.guards = deque(sorted((e for e in agent.events if e[0] == "agentnb.guard_tripped"),
                                    key=lambda e: e[1])) if agent is not None else deque()
 
@@ -303,16 +292,28 @@ class _Rebuild:
         return ToolInfo(name=c.text(d, "name", self.lost) or "", description=c.text(d, "description", self.lost) or "",
                         parameters=parameters)
 
-    def _inputs(self, chat: SpanRecord) -> list[Message]:
+    def _inputs(self, chat: SpanRecord) -> tuple[list[Message], int, list[Message]]:
         """A request's input messages, read once (a turn's results are looked up in the next request).
 
-        Only the last two requests' are kept: each holds the whole conversation so far, so keeping them all
-        would grow with the square of a long run's turns.
+        A span that holds only what was new (``agentnb.input.from`` > 0: see ``SpanWriter._new_inputs``) is
+        joined to the inputs of the request before it, which are read before it and not needed after: the
+        list grows in place, so a long run is read in time linear in its length. Only the last two requests'
+        are kept: each is the whole conversation so far, so keeping them all would grow with the square of a
+        long run's turns.
         """
         if chat.span_id not in self.inputs:
             if len(self.inputs) >= 2:
                 del self.inputs[next(iter(self.inputs))]
-            self.inputs[chat.span_id] = self.reader.messages(chat.attributes.get(c.INPUT_MESSAGES))
+            new = self.reader.messages(chat.attributes.get(c.INPUT_MESSAGES))
+            start = c.count(chat.attributes, c.A_INPUT_FROM, self.lost)
+            if start and start > len(self.conversation):
+                self.lack(f"{start - len(self.conversation)} input message(s) of a request written before it")
+                start = len(self.conversation)
+            if start and start == len(self.conversation):
+                self.conversation.extend(new)  # the request before it is read already: continue its list
+            else:
+                self.conversation = self.conversation[:start] + new
+            self.inputs[chat.span_id] = (self.conversation, start, new)
         return self.inputs[chat.span_id]
 
     def _request(self, chat: SpanRecord) -> None:
@@ -321,13 +322,18 @@ class _Rebuild:
             system = self.reader.system(a.get(c.SYSTEM_INSTRUCTIONS))
             if not system and self.rs.messages and self.rs.messages[0].role == "system":
                 system = [self.rs.messages[0]]
-            full = system + self._inputs(chat)
+            inputs, start, added = self._inputs(chat)
             cur = self.rs.messages
-            if len(full) >= len(cur) and all(m.role == n.role for m, n in zip(full, cur, strict=False)):
-                new = full[len(cur):]
+            known = len(cur) - len(system) - start  # of what this span holds, what the log has already
+            if start and 0 <= known <= len(added) and all(
+                    m.role == n.role for m, n in zip(added, cur[len(cur) - known:], strict=False)):
+                new = added[known:]  # a span that holds what was new: compare only that
+            elif len(system) + len(inputs) >= len(cur) and all(
+                    m.role == n.role for m, n in zip(system + inputs, cur, strict=False)):
+                new = (system + inputs)[len(cur):]
             else:
                 self.add(CompressionApplied, self.rs.state, chat.start_ns, tier=0, tokens_before=0,
-                         tokens_after=0, messages=full)
+                         tokens_after=0, messages=system + inputs)
                 self.lack("token counts of compressions")
                 new = []
         else:
@@ -408,7 +414,7 @@ class _Rebuild:
                     self.tool_spans[p.call_id] = span
         later: dict[str, ToolResultPart] = {}
         if nxt is not None:
-            for m in self._inputs(nxt):
+            for m in self._inputs(nxt)[2]:  # a turn's results are new in the next request
                 later.update((r.call_id, r) for r in m.tool_results)
         recorded = self._state()
         if nxt is None and recorded is not None and not recorded.is_terminal:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..events import BaseEvent, event_from_json
+from ..events import BaseEvent, event_from_json, events_from_json
 from ..exceptions import CheckpointError
 from ..outcomes import Effect
 from .protocol import _fold_effect
@@ -144,14 +144,19 @@ class Seals:
     moves between them unchanged.
     """
 
-    __slots__ = ("key",)
+    __slots__ = ("_keyed", "key")
 
     def __init__(self, key: bytes) -> None:
         self.key = key
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        """The HMAC with the key already absorbed: each seal copies it (the same HMAC-SHA256, at half the cost
+        of keying it again for every event)."""
 
     def mac(self, *parts: str) -> str:
         """HMAC-SHA256 of the parts (joined with a unit separator), hex."""
-        return hmac.new(self.key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
+        h = self._keyed.copy()
+        h.update("\x1f".join(parts).encode())
+        return h.hexdigest()
 
     def event(self, prev: str, run_id: str, seq: int, data: str) -> str:
         """The seal of one event, chained over the previous event's."""
@@ -176,17 +181,12 @@ class Seals:
         Raises:
             CheckpointError: an event or ledger row is missing, changed, reordered or unreadable.
         """
-        events: list[BaseEvent] = []
         prev = ""
         for expected, (seq, data, mac) in enumerate(rows):
             if seq != expected:
                 raise CheckpointError(f"run {run_id!r}: event {expected} is missing from the checkpoint")
             if not hmac.compare_digest(mac, self.event(prev, run_id, seq, data)):
                 raise CheckpointError(f"run {run_id!r}: event {seq} was changed after it was written (seal mismatch)")
-            try:
-                events.append(event_from_json(data))
-            except Exception as exc:
-                raise CheckpointError(f"run {run_id!r}: event {seq} cannot be read: {exc}") from None
             prev = mac
         if len(rows) != head[0] + 1 or prev != head[1]:
             raise CheckpointError(
@@ -207,7 +207,7 @@ class Seals:
                 f"run {run_id!r}: the effect ledger is truncated ({len(ledger)} entries stored, the head says "
                 f"{head[2] + 1}): an effect's record was deleted"
             )
-        return events
+        return _decoded(run_id, rows)
 
     def effect(self, key: str, rows: Iterable[Any]) -> Effect | None:
         """The ledger's view of a key, every row's own seal checked.
@@ -221,6 +221,21 @@ class Seals:
                 raise CheckpointError(f"effect ledger entry {key!r} was changed after it was written (seal mismatch)")
             ops.append((op, run_id, call_id, tool, content, json.loads(value) if value is not None else None, status))
         return _fold_effect(key, ops)
+
+
+def _decoded(run_id: str, rows: list[Any]) -> list[BaseEvent]:
+    """The events of sealed rows (all at once; when one cannot be read, the first that cannot is named)."""
+    try:
+        return events_from_json([data for _, data, _ in rows])
+    except Exception:
+        pass
+    events = []
+    for seq, data, _ in rows:
+        try:
+            events.append(event_from_json(data))
+        except Exception as exc:
+            raise CheckpointError(f"run {run_id!r}: event {seq} cannot be read: {exc}") from None
+    return events
 
 
 def _encode(value: Any) -> str:
