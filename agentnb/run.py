@@ -25,38 +25,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .driver.admit import admit
+from .driver.admit import perform
 from .driver.fork import ParentReads, lineage, plan_fork
-from .driver.history import budget_settings, complete_history, summary
+from .driver.history import complete_history, started, summary
+from .driver.journal import Journal, Listener
 from .driver.lease import LeaseKeeper
-from .driver.listeners import listener_failed
 from .driver.loopspec import LoopSpec
 from .driver.model_port import ModelPort
-from .driver.reconcile import kept
 from .driver.resume import load_checked
-from .driver.scrub import TEXT_FIELDS, scrub
-from .driver.tool_port import Job, StopFlag, ToolPort
-from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide, receive, stamp
+from .driver.tool_port import StopFlag, ToolPort
+from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide
 from .engine.build import UNSTAMPED
-from .engine.calls import owed_approval
-from .engine.effects import call_limit, ledger_key, looks_first
-from .engine.inputs import request_for, run_started
+from .engine.inputs import request_for
 from .engine.receive import waiting
-from .engine.results import Cancelled, Decision, DuplicateDone, ModelLost, ToolReturned, ToolStopped
+from .engine.results import Cancelled, Decision, ModelLost, ToolStopped
 from .engine.view import RunView
-from .events import ApprovalRequested, BaseEvent, Interjected, ModelRetried, ResultsBound
-from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused
+from .events import BaseEvent, Interjected, ModelRetried, ResultsBound
+from .exceptions import AgentnbError, RunNotPaused
 from .messages import Message, coerce_messages
-from .outcomes import EffectDone
 from .providers.base import Seekable
 from .redact import RunSecrets, redact, redact_text
-from .states import TERMINAL, TRANSITIONS, LoopState, S, check_transition
+from .states import TERMINAL, LoopState, S
 from .store import Store, as_store
 from .tools import jsonable, render_value
 from .transcript import Transcript
 
 _now = datetime.now
-Listener = Callable[[BaseEvent, RunState], None]
 
 __all__ = ["Run"]
 
@@ -81,23 +75,17 @@ class Run:
         self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
         self.operation_id = operation_id or self.run_id
         self.store = store if store is not None else loop.store
-        self._rs = RunState()
         self.transcript = Transcript([])
-        self._events = self.transcript.events
         self._leases = LeaseKeeper(self.store, self.run_id, loop.lease_ttl)
         self._drive = threading.RLock()
         """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
         self._stop = StopFlag()
-        self._secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
-        self._listeners: list[Listener] = []
-        self._model = ModelPort(loop.model, self._secrets, loop.config.budget)
-        self._tools = tool_port(self.store, loop.registry, self.run_id, self._secrets, loop.config.budget.max_parallel,
+        secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
+        self._model = ModelPort(loop.model, secrets, loop.config.budget)
+        self._tools = tool_port(self.store, loop.registry, self.run_id, secrets, loop.config.budget.max_parallel,
                                self._stop)
-        self._held: list[Any] = []
-        """I/O results whose events a store fault kept out: received and written first on the next step."""
-        self._unsure: tuple[BaseEvent, Any] | None = None
-        """The event whose write failed (and the I/O result it came from): the store may have committed it anyway
-        (a reply lost after the commit), so the next step asks the store before anything else."""
+        self._log = Journal(self.store, self.run_id, loop, self.transcript.events, self._leases, secrets, self._tools)
+        """The run's log and its fold (stamp, mask, persist, then fold and tell the listeners)."""
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
@@ -111,12 +99,12 @@ class Run:
     @property
     def state(self) -> LoopState:
         """The loop state now."""
-        return self._rs.state
+        return self._log.rs.state
 
     @property
     def output(self) -> Any:
         """The final answer: its text, or for a loop with ``output_type`` the typed object (None until then)."""
-        spec, rs = self.loop.config.output, self._rs
+        spec, rs = self.loop.config.output, self._log.rs
         if spec is not None:
             return spec.typed(rs.final_output) if rs.output_ok and rs.state is S.COMPLETED else None
         return rs.output
@@ -124,12 +112,13 @@ class Run:
     @property
     def reason(self) -> str | None:
         """Why the run ended, in words."""
-        return self._rs.reason
+        return self._log.rs.reason
 
     @property
     def messages(self) -> list[Message]:
         """The canonical conversation so far (a copy)."""
-        return list(self._initial) if self._rs.state is S.NEW else list(self._rs.messages)
+        rs = self._log.rs
+        return list(self._initial) if rs.state is S.NEW else list(rs.messages)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -147,34 +136,34 @@ class Run:
             >>> run.run().view.tool_calls, before.tool_calls
             (1, 0)
         """
-        return RunView(lambda: self._rs, self._events)
+        log = self._log
+        return RunView(lambda: log.rs, log.events)
 
     @property
     def done(self) -> bool:
         """True once the run is in a terminal state."""
-        return self._rs.state in TERMINAL
+        return self._log.rs.state in TERMINAL
 
     @property
     def paused(self) -> bool:
         """True while the run waits for a person."""
-        return self._rs.state is S.WAITING_APPROVAL
+        return self._log.rs.state is S.WAITING_APPROVAL
 
     def pending_approvals(self) -> list[CallState]:
         """Calls waiting for approval, in the model's order."""
-        return self._rs.pending_approvals()
+        return self._log.rs.pending_approvals()
 
     def on_event(self, callback: Listener) -> None:
         """Call ``callback(event, state)`` after every appended event, ``state`` being the run's fold after it.
 
         ``state`` is the run's own state, shared so that no listener folds the log again: read it, never change
         it (``run.view`` is a snapshot of your own). The debugger and the OpenTelemetry writer listen here.
-        A listener that raises cannot undo its event (stored and applied already): its exception becomes an
-        :class:`~agentnb.ListenerWarning` naming it, the run and the event; the other listeners still get the
-        event, this one stays attached, and the run goes on (``KeyboardInterrupt`` still stops it).
+        A listener that raises cannot undo its event: it gets an :class:`~agentnb.ListenerWarning` naming it, the
+        run and the event; the others still get the event, and the run goes on (see :mod:`agentnb.driver.listeners`).
         """
-        self._listeners.append(callback)
+        self._log.listeners.append(callback)
 
-    # -- driving -------------------------------------------------------------------------------------
+    # -- driving: decide, perform through a port, receive, append ------------------------------------
 
     def step(self) -> BaseEvent | None:
         """Do exactly one event's worth of work and return that event (None: the run is over or waits for a person).
@@ -185,45 +174,44 @@ class Run:
             RunLocked: another driver holds the run.
         """
         with self._drive:
-            if self._unsure is not None:
-                self._reconcile()
-            return self._started() if self._rs.state is S.NEW else self._step(batch=False)
+            self._log.settle()
+            return self._started() if self._log.rs.state is S.NEW else self._step(batch=False)
 
     def _started(self) -> BaseEvent:
-        loop, cfg = self.loop, self.loop.config
-        model = f"{getattr(loop.model, 'provider', '?')}:{getattr(loop.model, 'name', '?')}"
-        return self._write(Emit(run_started(self.run_id, self._initial, model, loop.tool_infos, {
-            "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
-            "request": cfg.settings, "operation_id": self.operation_id, "policy_revision": loop.policy_revision,
-            "headless": cfg.headless, **({"fork": self._lineage} if self._lineage else {})})))
+        return self._log.write(started(self.run_id, self._initial, self.loop, self.operation_id, self._lineage))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
-        if self._unsure is not None:
-            self._reconcile()
-        if self._held:
-            return self._drain()
+        log = self._log
+        if log.unsure is not None:
+            log.settle()
+        if log.held:
+            return log.drain()
         if self._stop.reason is not None:
             return self._cancel_now(self._stop.take() or "")
-        rs, cfg = self._rs, self.loop.config
+        rs, cfg = log.rs, self.loop.config
         action = decide(rs, cfg, time.time() if cfg.budget.deadline_s is not None else None)
         if type(action) is Emit:  # the common case first (five of the seven events of a round trip)
-            return self._write(action)
+            return log.write(action)
         if isinstance(action, PullModel):
             self._leases.waiting(rs.seq)  # a model that thinks for minutes must not look like a dead driver
             try:
                 result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
             finally:
                 self._leases.done_waiting()
-            event = self._receive(result)
+            event = log.receive(result)
             if isinstance(event, ModelRetried):
                 self._model.back_off(event.delay_s)
             return event
         if isinstance(action, RunTool):
             calls = [c for c in rs.calls.values() if c.status == "running"] if batch and cfg.budget.max_parallel > 1 \
                 else [rs.calls[action.call_id]]
-            return self._execute(calls)
+            results, interrupted = perform(rs, cfg, self._tools, self._leases, calls, self._reads)
+            event = log.receive(results[0]) if len(results) == 1 else log.receive_all(results)
+            if interrupted:
+                raise KeyboardInterrupt
+            return event
         if isinstance(action, Compress):
-            return self._receive(summary(self._rs, self.loop.config, self.run_id, action.tokens))
+            return log.receive(summary(rs, cfg, self.run_id, action.tokens))
         return None  # Wait or Done
 
     def run(self) -> Run:
@@ -232,9 +220,8 @@ class Run:
         Unlike stepping, this runs the ready calls of a turn at the same time (up to ``max_parallel``).
         """
         with self._drive:
-            if self._unsure is not None:
-                self._reconcile()
-            if self._rs.state is S.NEW:
+            self._log.settle()
+            if self._log.rs.state is S.NEW:
                 self._started()
             step = self._step
             while step(batch=True) is not None:
@@ -259,15 +246,24 @@ class Run:
             self._stop.reason = reason
             return None
         try:
-            if self._unsure is not None:
-                self._reconcile()  # the run's end may have been stored though its reply was lost
+            self._log.settle()  # the run's end may have been stored though its reply was lost
             if self.done:
                 return None
-            if self._rs.state is S.NEW:
+            if self._log.rs.state is S.NEW:
                 self._started()
             return self._cancel_now(reason)
         finally:
             self._drive.release()
+
+    def _cancel_now(self, reason: str) -> BaseEvent:
+        log = self._log
+        self._model.close()
+        log.settle()
+        while log.held:  # calls that ran keep what happened, never "skipped"
+            log.drain()
+        for c in [c for c in log.rs.calls.values() if c.status == "running"]:
+            log.receive(ToolStopped(c.call_id, "cancelled", started=False, reason=reason, queued=False))
+        return log.receive(Cancelled(reason))
 
     def interject(self, text: str, *, by: str | None = None) -> BaseEvent:
         """Tell the model something while the run is paused: a user message for its next request.
@@ -280,28 +276,79 @@ class Run:
         if not isinstance(text, str) or not text.strip():
             raise AgentnbError("interject needs some text for the model to read")
         with self._drive:
-            if self._unsure is not None:
-                self._reconcile()
-            if self._rs.state is S.NEW or self.done or self.loop.config.headless:
-                what = "headless (nobody is there to speak)" if self.loop.config.headless else self.state.value
+            self._log.settle()
+            state, headless = self._log.rs.state, self.loop.config.headless
+            if state is S.NEW or state in TERMINAL or headless:
+                what = "headless (nobody is there to speak)" if headless else state.value
                 raise AgentnbError(f"the run is {what}: there is no next request to tell anything")
-            return self._write(Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=self._rs.state,
-                                                text=text, by=by)))
+            return self._log.write(Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=state, text=text,
+                                                    by=by)))
 
     def release(self) -> None:
         """Let go of the run's lease now, so another process may drive it (stepping again takes it back)."""
         with self._drive:
             self._leases.let_go()
 
-    def _cancel_now(self, reason: str) -> BaseEvent:
-        self._model.close()
-        if self._unsure is not None:
-            self._reconcile()
-        while self._held:  # calls that ran keep what happened, never "skipped"
-            self._drain()
-        for c in [c for c in self._rs.calls.values() if c.status == "running"]:
-            self._receive(ToolStopped(c.call_id, "cancelled", started=False, reason=reason, queued=False))
-        return self._receive(Cancelled(reason))
+    # -- a person's answers ------------------------------------------------------------------------------
+
+    def approve(self, call_id: str, *, by: str | None = None, note: str | None = None,
+                arguments: dict[str, Any] | None = None, digest: str | None = None) -> BaseEvent:
+        """Approve a waiting call, optionally with edited arguments (validated against the schema first).
+
+        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means "run it
+        again with the same idempotency key". ``digest`` is the ``arguments_digest`` the approver saw.
+
+        Raises:
+            RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
+            ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
+            DigestMismatch: the arguments are not the ones the approver saw.
+            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit
+                (nothing is recorded).
+        """
+        return self._decide(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
+
+    def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
+        """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
+        return self._decide(Decision(call_id, "denied", _now(UTC), by, reason))
+
+    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, note: str | None = None) -> BaseEvent:
+        """Answer a waiting call with a result instead of running it.
+
+        For a client-executed tool, ``value`` is what the client computed. For a call whose outcome was unknown
+        after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
+        """
+        waiting(self._log.rs, call_id)
+        audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
+        content = redact_text(render_value(audit))
+        return self._decide(Decision(call_id, "submitted", _now(UTC), by, note, content=content, value=audit))
+
+    def _decide(self, decision: Decision) -> BaseEvent:
+        with self._drive:
+            return self._log.decided(decision)
+
+    def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
+        """Start a new run that continues this conversation with a new prompt.
+
+        A pause left behind is resolved first: its waiting calls are denied ("abandoned"), so the history
+        never holds an unanswered call. A finished run's history is taken as it is; calls a cancelled run
+        left unanswered get a "skipped" result.
+        """
+        state = self._log.rs.state
+        if state is S.WAITING_APPROVAL:
+            for call in self.pending_approvals():
+                self.deny(call.call_id, "abandoned: the user moved on to a new request", by="follow_up")
+            self.run_until(lambda ev: isinstance(ev, ResultsBound))  # calls that were approved earlier still run
+            if self.state is S.RESULTS_READY:
+                self._log.receive(Cancelled("abandoned for a new request (its waiting calls were denied)"))
+        elif state not in TERMINAL and state is not S.NEW:
+            raise RunNotPaused(f"the run is still going ({state.value}); run, cancel or pause it first")
+        history = complete_history(self.messages)
+        if self.loop.system and history and history[0].role == "system":
+            history = history[1:]
+        new: Run = self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
+        return new
+
+    # -- fork, resume, display ---------------------------------------------------------------------------
 
     def fork(self, at: int | None = None, *, results: dict[str, Any] | None = None,
              arguments: dict[str, dict[str, Any]] | None = None, effects: str = "ask", reads: str = "rerun",
@@ -332,220 +379,9 @@ class Run:
         forked: Run = plan.loop.start(plan.history, run_id=run_id, operation_id=self.operation_id, store=self.store)
         forked._lineage = plan.lineage
         forked._reads = ParentReads(self.store, self.run_id, self.events if reads == "reuse" else None)
-        model = plan.loop.model
-        if isinstance(model, Seekable):
-            model.seek(forked.run_id, plan.seek)
+        if isinstance(plan.loop.model, Seekable):
+            plan.loop.model.seek(forked.run_id, plan.seek)
         return forked
-
-    # -- a person's answers ------------------------------------------------------------------------------
-
-    def approve(self, call_id: str, *, by: str | None = None, note: str | None = None,
-                arguments: dict[str, Any] | None = None, digest: str | None = None) -> BaseEvent:
-        """Approve a waiting call, optionally with edited arguments (validated against the schema first).
-
-        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means "run it
-        again with the same idempotency key". ``digest`` is the ``arguments_digest`` the approver saw.
-
-        Raises:
-            RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
-            ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
-            DigestMismatch: the arguments are not the ones the approver saw.
-            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit
-                (nothing is recorded).
-        """
-        return self._decide(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
-
-    def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
-        """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
-        return self._decide(Decision(call_id, "denied", _now(UTC), by, reason))
-
-    def submit_result(self, call_id: str, value: Any, *, by: str | None = None, note: str | None = None) -> BaseEvent:
-        """Answer a waiting call with a result instead of running it.
-
-        For a client-executed tool, ``value`` is what the client computed. For a call whose outcome was unknown
-        after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
-        """
-        waiting(self._rs, call_id)
-        audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
-        content = redact_text(render_value(audit))
-        return self._decide(Decision(call_id, "submitted", _now(UTC), by, note, content=content, value=audit))
-
-    def _decide(self, decision: Decision) -> BaseEvent:
-        with self._drive:
-            if self._unsure is not None:
-                self._reconcile()  # an earlier answer may have been stored though its reply was lost
-            rs = self._rs
-            emit = receive(rs, self.loop.config, decision)  # refused here: nothing is recorded
-            assert isinstance(emit, Emit)
-            call = rs.calls[decision.call_id]
-            key = ledger_key(rs, self.loop.config, call) if decision.decision == "submitted" else None
-            if key:  # a submitted outcome of a side-effecting call goes into the ledger: the call never runs
-                self._tools.claim(key, call, False, frozenset())  # no-op when claimed before
-                emit = Emit(emit.event, EffectDone(key, decision.content or "", decision.value, "ok"))
-            try:
-                self._leases.hold(self._rs.seq)
-            except (RunLocked, CheckpointError) as exc:
-                if not self._leases.moved_on(exc, self._rs.seq):
-                    raise
-                self._reload()
-                raise ApprovalError(
-                    f"call {decision.call_id!r} was not resolved here: another driver holds or moved the run on "
-                    f"({exc}). This Run now shows the stored state: {self.state.value}.") from exc
-            return self._write(emit)
-
-    def _reload(self) -> None:
-        """Fold the stored events again: this Run becomes what the store says."""
-        events = self.store.load(self.run_id)
-        self._rs = RunState.fold(events)
-        self._events[:] = events
-        self._leases.lease = None
-
-    def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
-        """Start a new run that continues this conversation with a new prompt.
-
-        A pause left behind is resolved first: its waiting calls are denied ("abandoned"), so the history
-        never holds an unanswered call. A finished run's history is taken as it is; calls a cancelled run
-        left unanswered get a "skipped" result.
-        """
-        if self._rs.state is S.WAITING_APPROVAL:
-            for call in self.pending_approvals():
-                self.deny(call.call_id, "abandoned: the user moved on to a new request", by="follow_up")
-            self.run_until(lambda ev: isinstance(ev, ResultsBound))  # calls that were approved earlier still run
-            if self.state is S.RESULTS_READY:
-                self._receive(Cancelled("abandoned for a new request (its waiting calls were denied)"))
-        elif self._rs.state not in TERMINAL and self._rs.state is not S.NEW:
-            raise RunNotPaused(f"the run is still going ({self._rs.state.value}); run, cancel or pause it first")
-        history = complete_history(self.messages)
-        if self.loop.system and history and history[0].role == "system":
-            history = history[1:]
-        new: Run = self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
-        return new
-
-    # -- perform, receive, append --------------------------------------------------------------------
-
-    def _execute(self, calls: list[CallState]) -> BaseEvent:
-        """Claim, run and answer ``calls`` (results in the model's order; a pause for a person last)."""
-        rs, cfg, tools = self._rs, self.loop.config, self._tools
-        if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None and not looks_first(rs, cfg, calls[0]):
-            c = calls[0]
-            tool = self.loop.registry.get(c.name)
-            assert tool is not None
-            self._leases.waiting(rs.seq)
-            try:
-                ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
-            finally:
-                self._leases.done_waiting()
-            event = self._receive(ran[c.call_id])
-            if interrupted:
-                raise KeyboardInterrupt
-            return event
-        answers, firsts, jobs = admit(rs, cfg, tools, calls, self._reads)
-        self._leases.waiting(rs.seq)  # a long tool keeps the run's lease alive
-        try:
-            ran, interrupted = tools.run(jobs)
-        finally:
-            self._leases.done_waiting()
-        answers.update(ran)
-        for cid, first in firsts.items():
-            done = ran.get(first)
-            answers[cid] = DuplicateDone(cid, first, done.outcome.content if isinstance(done, ToolReturned) else None)
-        results = [answers[c.call_id] for c in calls if c.call_id in answers]
-        emits = [receive(rs, cfg, r) for r in results]  # independent calls: each reads its own call only
-        pause = [isinstance(e, Emit) and isinstance(e.event, ApprovalRequested) for e in emits]
-        order = [i for i in range(len(results)) if not pause[i]] + [i for i in range(len(results)) if pause[i]]
-        last = None
-        for n, i in enumerate(order):  # the model's order; a pause for a person after every answer
-            emit = emits[i]
-            assert isinstance(emit, Emit)
-            try:
-                last = self._write(emit, results[i])
-            except CheckpointError:
-                self._held.extend(results[j] for j in order[n:])  # they ran: written next step, never run again
-                raise
-        if interrupted:
-            raise KeyboardInterrupt
-        assert last is not None
-        return last
-
-    def _drain(self) -> BaseEvent:
-        """Receive and write the oldest held result (it stays held if the store refuses its event again)."""
-        emit = receive(self._rs, self.loop.config, self._held[0])
-        assert isinstance(emit, Emit)
-        event = self._write(emit, self._held[0])
-        self._held.pop(0)
-        return event
-
-    def _receive(self, result: Any) -> BaseEvent:
-        """Receive an I/O result and write its event; held for the next step if the store refuses it."""
-        emit = receive(self._rs, self.loop.config, result)
-        assert isinstance(emit, Emit)
-        try:
-            return self._write(emit, result)
-        except CheckpointError:
-            self._held.append(result)  # what I/O brought back is not lost: the next step writes it
-            raise
-
-    def _write(self, emit: Emit, result: Any = None) -> BaseEvent:
-        """Stamp, mask, persist, then apply: the event changes this Run only after the store accepted it.
-
-        ``result`` is the I/O result the event was received from (None for the engine's own decisions).
-        """
-        rs, event = self._rs, emit.event
-        stamp(rs, event, _now(UTC))
-        if type(event) in TEXT_FIELDS:
-            scrub(event, self._secrets, self.loop.config.settings, self.loop.event_settings, rs.calls)
-        state = event.state
-        allowed = TRANSITIONS[rs.state].get(event.type)
-        if allowed is None or state not in allowed:  # an illegal event is refused before it is stored
-            check_transition(rs.state, event.type, state)
-        lease = self._leases.lease  # inline LeaseKeeper.fresh(): this runs for every event
-        if lease is None or lease.expires - time.time() <= self._leases.half:
-            self._leases.hold(rs.seq)
-        try:
-            self.store.append(event, effect=emit.effect)
-        except CheckpointError:  # nothing changed here; the store may have kept it all the same (see _reconcile)
-            self._unsure = (event, result)
-            raise
-        return self._applied(event)
-
-    def _applied(self, event: BaseEvent) -> BaseEvent:
-        """Fold a stored event into this Run and tell the listeners."""
-        rs = self._rs
-        rs.apply(event, checked=True)  # the transition was checked before the store took the event
-        self._events.append(event)
-        state = event.state
-        if state is S.WAITING_APPROVAL or state in TERMINAL:
-            if state in TERMINAL:
-                self._tools.shutdown()
-            self._leases.let_go()  # another process may take the run now
-        for listener in self._listeners:
-            try:
-                listener(event, rs)
-            except Exception as exc:  # the event is stored and applied: a listener's fault is warned, never undoes it
-                listener_failed(listener, self.run_id, event, exc)
-        return event
-
-    def _reconcile(self) -> None:
-        """After a failed write, adopt the event if the store kept it after all (see :mod:`agentnb.driver.reconcile`).
-
-        Raises:
-            CheckpointError: the store still cannot be read (the run stays unsure), or it holds events this driver
-                did not write (this Run then shows the stored state).
-        """
-        assert self._unsure is not None
-        attempted, result = self._unsure
-        found = kept(self.store, self.run_id, len(self._events), attempted)
-        self._unsure = None
-        if found == "it":
-            self._applied(attempted)
-            if result is not None and self._held and self._held[0] is result:
-                self._held.pop(0)  # its event is stored: never received and written again
-        elif found == "other":
-            self._reload()
-            raise CheckpointError(f"run {self.run_id!r}: the store holds events this driver did not write (another "
-                                  f"writer moved the run); this Run now shows the stored state: {self.state.value}")
-
-    # -- resume, display -------------------------------------------------------------------------------
 
     @classmethod
     def resume(cls, run_id: str, *, loop: LoopSpec, store: Store | str | Path | None = None,
@@ -554,15 +390,13 @@ class Run:
 
         What is checked before anything executes, and what a run stopped mid-call does, is in
         :mod:`agentnb.driver.resume`. A live lease of another driver is never taken; an expired one only with
-        ``take_over=True``. The log's approval decisions are not taken on trust: every call validated but not
-        started is asked about again under this loop's tools and approval policy, and one that needs a person
-        now, though its log says it did not, is asked for (an ``ApprovalRequested`` saying why, stored before
-        this returns): the run comes back paused, and nothing of its turn starts until the person answers.
+        ``take_over=True``. Every call validated but not started is asked about again under this loop's tools
+        and approval policy: one that needs a person now is asked for before this returns (the run comes back
+        paused, and nothing of its turn starts until the person answers).
 
         Raises:
             CheckpointError: the stored events cannot be trusted: tampered, truncated, or sealed yet not a log a
-                run can have (an approval resolved that was never requested, ...; the message names the event,
-                and the fold's :class:`~agentnb.TranscriptError` is its cause).
+                run can have (the message names the event; the fold's :class:`~agentnb.TranscriptError` is its cause).
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
@@ -571,18 +405,12 @@ class Run:
         first = stored.first
         run = cls(loop, [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages),
                   run_id=run_id, operation_id=first.settings.get("operation_id"), store=store_)
-        run._initial, run._rs = list(first.messages), stored.state
-        run._events.extend(stored.events)
-        if stored.state.state not in TERMINAL:  # a finished run is only read (a fork's parent): no lease to take
-            run._leases.take(stored.state.seq, take_over=take_over)  # the checks passed: only now take the run
-        while (asked := owed_approval(run._rs, loop.config)) is not None:  # before anything runs (driver/resume.py)
-            run._write(asked)
-        if run.paused or run.done:
-            run._leases.let_go()  # nothing to drive until a person answers: approvers elsewhere may take it
+        run._initial = list(first.messages)
+        run._log.resumed(stored, take_over=take_over)
         if isinstance(loop.model, Seekable):
             loop.model.seek(run_id, stored.seek)
         if stored.state.state is S.MODEL_REQUESTED:
-            run._receive(ModelLost())
+            run._log.receive(ModelLost())
         return run
 
     def _debugger(self) -> Any:  # a run left as a cell's last line shows its debugger: the one upward facade
@@ -596,5 +424,5 @@ class Run:
         self._debugger()._ipython_display_()
 
     def __repr__(self) -> str:
-        return (f"<agentnb.Run {self.run_id} {self.state.value} turns={self._rs.turns_completed} "
-                f"calls={self._rs.tool_calls} events={len(self.transcript)}>")
+        return (f"<agentnb.Run {self.run_id} {self.state.value} turns={self._log.rs.turns_completed} "
+                f"calls={self._log.rs.tool_calls} events={len(self.transcript)}>")
