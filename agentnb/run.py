@@ -1,18 +1,10 @@
 """The driver: :class:`Run` is the loop -- decide, perform through a port, receive, append -- and its public methods.
 
-Theory of operation. ``Run`` asks :func:`~agentnb.engine.decide` what comes next. An :class:`~agentnb.engine.Emit`
-is appended as it is; anything else needs I/O, which a port performs and returns as a typed record
-(:mod:`agentnb.engine.results`): the model port (:mod:`agentnb.driver.model_port`) pulls one item of the
-model's answer, the tool port (:mod:`agentnb.driver.tool_port`) claims effects and runs calls, a person's
-answer arrives through :meth:`Run.approve` and its siblings. The engine's :func:`~agentnb.engine.receive`
-turns each record into the event; ``Run`` stamps it (:func:`~agentnb.engine.stamp`), masks secrets in it
-(:mod:`agentnb.driver.scrub`), writes it to the store, and only then folds it. Nothing here decides.
-
-Guarantees per crash point: an event changes the run only after the store accepted it, so a store fault
-leaves the run equal to its checkpoint (stepping again carries on); an I/O result whose event could not be
-written is held and received again on the next step, never asked for or run again; the run's lease
-(:mod:`agentnb.driver.lease`) keeps a second driver out. Listeners get each event with the run's state after
-it, so nobody folds the log again.
+``Run`` asks :func:`~agentnb.engine.decide` what comes next. An :class:`~agentnb.engine.Emit` is appended as it
+is; anything else is I/O a port performs, returning a typed record (:mod:`agentnb.engine.results`): the model
+port pulls one item of the answer, the tool port runs calls (:func:`agentnb.driver.admit.perform`), a person
+answers through :meth:`Run.approve` and its siblings. The journal (:mod:`agentnb.driver.journal`, with the
+guarantees per crash point) receives each record, stores the event, then folds it and tells the listeners.
 """
 
 from __future__ import annotations
@@ -35,19 +27,16 @@ from .driver.model_port import ModelPort
 from .driver.resume import load_checked
 from .driver.tool_port import StopFlag, ToolPort
 from .engine import CallState, Compress, Emit, PullModel, RunState, RunTool, decide
-from .engine.build import UNSTAMPED
 from .engine.inputs import request_for
-from .engine.receive import waiting
-from .engine.results import Cancelled, Decision, ModelLost, ToolStopped
+from .engine.results import Cancelled, Decision
 from .engine.view import RunView
-from .events import BaseEvent, Interjected, ModelRetried, ResultsBound
-from .exceptions import AgentnbError, RunNotPaused
+from .events import BaseEvent, ModelRetried, ResultsBound
+from .exceptions import RunNotPaused
 from .messages import Message, coerce_messages
 from .providers.base import Seekable
-from .redact import RunSecrets, redact, redact_text
+from .redact import RunSecrets
 from .states import TERMINAL, LoopState, S
 from .store import Store, as_store
-from .tools import jsonable, render_value
 from .transcript import Transcript
 
 _now = datetime.now
@@ -72,27 +61,22 @@ class Run:
                  operation_id: str | None = None, store: Store | None = None,
                  tool_port: type[ToolPort] = ToolPort) -> None:
         self.loop = loop
-        self.run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
-        self.operation_id = operation_id or self.run_id
-        self.store = store if store is not None else loop.store
+        self.run_id = run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
+        self.operation_id = operation_id or run_id
+        self.store = store = store if store is not None else loop.store
         self.transcript = Transcript([])
-        self._leases = LeaseKeeper(self.store, self.run_id, loop.lease_ttl)
-        self._drive = threading.RLock()
-        """Held while stepping: cancel() from another thread asks the driver instead of racing it."""
+        self._drive = threading.RLock()  # held while stepping: cancel() from another thread asks, never races
         self._stop = StopFlag()
         secrets = RunSecrets.for_tools(loop.registry)  # real secret arguments: memory only, never stored
-        self._model = ModelPort(loop.model, secrets, loop.config.budget)
-        self._tools = tool_port(self.store, loop.registry, self.run_id, secrets, loop.config.budget.max_parallel,
-                               self._stop)
-        self._log = Journal(self.store, self.run_id, loop, self.transcript.events, self._leases, secrets, self._tools)
-        """The run's log and its fold (stamp, mask, persist, then fold and tell the listeners)."""
+        self._leases = LeaseKeeper(store, run_id, loop.lease_ttl)
+        self._model = ModelPort(loop.model, secrets, loop.config.budget, self._leases)
+        self._tools = tool_port(store, loop.registry, run_id, secrets, loop.config.budget.max_parallel, self._stop)
+        self._log = Journal(store, run_id, loop, self.transcript.events, self._leases, secrets, self._tools)
         self.prompt = list(messages)
         """The messages the run was started with (without the loop's system prompt)."""
         self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
-        self._lineage: dict[str, Any] | None = None
-        """A fork's lineage and effect policy (``Run.fork``), stored in its ``RunStarted``."""
-        self._reads = ParentReads(self.store, "", None)
-        """A fork's parent's reads (``reads="reuse"``), read from the store when a resumed fork needs them."""
+        self._lineage: dict[str, Any] | None = None  # a fork's lineage and effect policy (stored in RunStarted)
+        self._reads = ParentReads(store, "", None)  # a fork's parent's reads (reads="reuse")
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -117,8 +101,7 @@ class Run:
     @property
     def messages(self) -> list[Message]:
         """The canonical conversation so far (a copy)."""
-        rs = self._log.rs
-        return list(self._initial) if rs.state is S.NEW else list(rs.messages)
+        return list(self._initial) if self._log.rs.state is S.NEW else list(self._log.rs.messages)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -136,8 +119,7 @@ class Run:
             >>> run.run().view.tool_calls, before.tool_calls
             (1, 0)
         """
-        log = self._log
-        return RunView(lambda: log.rs, log.events)
+        return RunView(lambda: self._log.rs, self._log.events)
 
     @property
     def done(self) -> bool:
@@ -156,10 +138,8 @@ class Run:
     def on_event(self, callback: Listener) -> None:
         """Call ``callback(event, state)`` after every appended event, ``state`` being the run's fold after it.
 
-        ``state`` is the run's own state, shared so that no listener folds the log again: read it, never change
-        it (``run.view`` is a snapshot of your own). The debugger and the OpenTelemetry writer listen here.
-        A listener that raises cannot undo its event: it gets an :class:`~agentnb.ListenerWarning` naming it, the
-        run and the event; the others still get the event, and the run goes on (see :mod:`agentnb.driver.listeners`).
+        ``state`` is the run's own (nobody folds the log again): read it, never change it. A listener that raises
+        is warned about (:class:`~agentnb.ListenerWarning`); the others still get the event and the run goes on.
         """
         self._log.listeners.append(callback)
 
@@ -169,8 +149,7 @@ class Run:
         """Do exactly one event's worth of work and return that event (None: the run is over or waits for a person).
 
         Raises:
-            CheckpointError: the store refused the event (locked, disk full, read-only); the run is left equal
-                to its checkpoint, and stepping again carries on once the fault clears.
+            CheckpointError: the store refused the event; the run is left equal to its checkpoint (step again).
             RunLocked: another driver holds the run.
         """
         with self._drive:
@@ -187,29 +166,19 @@ class Run:
         if log.held:
             return log.drain()
         if self._stop.reason is not None:
-            return self._cancel_now(self._stop.take() or "")
+            self._model.close()
+            return log.cancelled(self._stop.take() or "")
         rs, cfg = log.rs, self.loop.config
         action = decide(rs, cfg, time.time() if cfg.budget.deadline_s is not None else None)
         if type(action) is Emit:  # the common case first (five of the seven events of a round trip)
             return log.write(action)
         if isinstance(action, PullModel):
-            self._leases.waiting(rs.seq)  # a model that thinks for minutes must not look like a dead driver
-            try:
-                result = self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0)
-            finally:
-                self._leases.done_waiting()
-            event = log.receive(result)
+            event = log.receive(self._model.pull(lambda: request_for(rs, cfg, self.run_id), rs.retries == 0, rs.seq))
             if isinstance(event, ModelRetried):
                 self._model.back_off(event.delay_s)
             return event
-        if isinstance(action, RunTool):
-            calls = [c for c in rs.calls.values() if c.status == "running"] if batch and cfg.budget.max_parallel > 1 \
-                else [rs.calls[action.call_id]]
-            results, interrupted = perform(rs, cfg, self._tools, self._leases, calls, self._reads)
-            event = log.receive(results[0]) if len(results) == 1 else log.receive_all(results)
-            if interrupted:
-                raise KeyboardInterrupt
-            return event
+        if isinstance(action, RunTool):  # under run(), every running call of the turn at once
+            return log.receive_all(*perform(rs, cfg, self._tools, self._leases, action.call_id, batch, self._reads))
         if isinstance(action, Compress):
             return log.receive(summary(rs, cfg, self.run_id, action.tokens))
         return None  # Wait or Done
@@ -238,9 +207,8 @@ class Run:
     def cancel(self, reason: str = "cancelled by the user") -> BaseEvent | None:
         """End the run in ``CANCELLED`` (no-op if it is already over).
 
-        Safe from any thread: while another thread drives the run (``run()``, a debugger's Continue), this only
-        asks it to stop, and it ends the run at its next boundary -- calls already finished keep their results,
-        running calls are waited for, calls not started yet get ``skipped`` results -- and returns None.
+        Safe from any thread: while another drives the run, this asks it to stop at its next boundary (finished
+        calls keep their results, calls not started get ``skipped`` ones) and returns None.
         """
         if not self._drive.acquire(blocking=False):
             self._stop.reason = reason
@@ -251,38 +219,19 @@ class Run:
                 return None
             if self._log.rs.state is S.NEW:
                 self._started()
-            return self._cancel_now(reason)
+            self._model.close()
+            return self._log.cancelled(reason)
         finally:
             self._drive.release()
 
-    def _cancel_now(self, reason: str) -> BaseEvent:
-        log = self._log
-        self._model.close()
-        log.settle()
-        while log.held:  # calls that ran keep what happened, never "skipped"
-            log.drain()
-        for c in [c for c in log.rs.calls.values() if c.status == "running"]:
-            log.receive(ToolStopped(c.call_id, "cancelled", started=False, reason=reason, queued=False))
-        return log.receive(Cancelled(reason))
-
     def interject(self, text: str, *, by: str | None = None) -> BaseEvent:
-        """Tell the model something while the run is paused: a user message for its next request.
-
-        It goes after this turn's results; it is stored and resumed like any event.
+        """Tell the model something while the run is paused: a user message its next request ends with.
 
         Raises:
             AgentnbError: blank text, a run not started or already over, or a headless run (nobody is there).
         """
-        if not isinstance(text, str) or not text.strip():
-            raise AgentnbError("interject needs some text for the model to read")
         with self._drive:
-            self._log.settle()
-            state, headless = self._log.rs.state, self.loop.config.headless
-            if state is S.NEW or state in TERMINAL or headless:
-                what = "headless (nobody is there to speak)" if headless else state.value
-                raise AgentnbError(f"the run is {what}: there is no next request to tell anything")
-            return self._log.write(Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=state, text=text,
-                                                    by=by)))
+            return self._log.told(text, by)
 
     def release(self) -> None:
         """Let go of the run's lease now, so another process may drive it (stepping again takes it back)."""
@@ -295,43 +244,36 @@ class Run:
                 arguments: dict[str, Any] | None = None, digest: str | None = None) -> BaseEvent:
         """Approve a waiting call, optionally with edited arguments (validated against the schema first).
 
-        Then ``run.run()`` goes on. For a call whose outcome is unknown after a crash, approving means "run it
-        again with the same idempotency key". ``digest`` is the ``arguments_digest`` the approver saw.
+        For a call whose outcome is unknown after a crash it means "run it again with the same idempotency key".
+        ``digest`` is the ``arguments_digest`` the approver saw.
 
         Raises:
             RunNotPaused, ApprovalError: nothing waits, or the call is unknown or not waiting.
             ApprovalExpired: the request's expiry passed (nothing runs; the call can still be denied).
             DigestMismatch: the arguments are not the ones the approver saw.
-            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit
-                (nothing is recorded).
+            pydantic.ValidationError, InvalidArguments, ValueConversionError: edited arguments that do not fit.
         """
-        return self._decide(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
+        with self._drive:
+            return self._log.decided(Decision(call_id, "approved", _now(UTC), by, note, arguments, digest))
 
     def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> BaseEvent:
         """Deny a waiting call; the model gets a "Denied by the user: <reason>" result and goes on."""
-        return self._decide(Decision(call_id, "denied", _now(UTC), by, reason))
+        with self._drive:
+            return self._log.decided(Decision(call_id, "denied", _now(UTC), by, reason))
 
     def submit_result(self, call_id: str, value: Any, *, by: str | None = None, note: str | None = None) -> BaseEvent:
-        """Answer a waiting call with a result instead of running it.
+        """Answer a waiting call with a result instead of running it (a client tool's, or a reconciled outcome).
 
-        For a client-executed tool, ``value`` is what the client computed. For a call whose outcome was unknown
-        after a crash, it is the reconciled outcome; it goes into the effect ledger, so the call never runs.
+        A side-effecting call's result goes into the effect ledger, so the call never runs.
         """
-        waiting(self._log.rs, call_id)
-        audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
-        content = redact_text(render_value(audit))
-        return self._decide(Decision(call_id, "submitted", _now(UTC), by, note, content=content, value=audit))
-
-    def _decide(self, decision: Decision) -> BaseEvent:
         with self._drive:
-            return self._log.decided(decision)
+            return self._log.submitted(call_id, value, by, note)
 
     def follow_up(self, prompt: str | Message | list[Message] | list[dict[str, Any]]) -> Run:
         """Start a new run that continues this conversation with a new prompt.
 
-        A pause left behind is resolved first: its waiting calls are denied ("abandoned"), so the history
-        never holds an unanswered call. A finished run's history is taken as it is; calls a cancelled run
-        left unanswered get a "skipped" result.
+        A pause left behind is resolved first (its waiting calls denied as "abandoned"), and calls left unanswered
+        get a "skipped" result: the history never holds an unanswered call.
         """
         state = self._log.rs.state
         if state is S.WAITING_APPROVAL:
@@ -342,10 +284,7 @@ class Run:
                 self._log.receive(Cancelled("abandoned for a new request (its waiting calls were denied)"))
         elif state not in TERMINAL and state is not S.NEW:
             raise RunNotPaused(f"the run is still going ({state.value}); run, cancel or pause it first")
-        history = complete_history(self.messages)
-        if self.loop.system and history and history[0].role == "system":
-            history = history[1:]
-        new: Run = self.loop.start([*history, *coerce_messages(prompt)], operation_id=None)
+        new: Run = self.loop.start([*complete_history(self.messages, self.loop.system), *coerce_messages(prompt)])
         return new
 
     # -- fork, resume, display ---------------------------------------------------------------------------
@@ -355,24 +294,10 @@ class Run:
              rerun: Collection[str] = (), run_id: str | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
-        ``at``: the event to fork after (default: the last one; with ``results`` only, where they were bound).
-        ``results``: tool results replaced by call id; ``arguments``: call arguments replaced by call id (that
-        call's turn is replayed with them). Where the fork cuts and how its model goes on: :mod:`agentnb.driver.fork`.
-
-        A fork belongs to this run's operation and store: a write any run of the operation made is answered
-        from the effect ledger (``inherited``), never made again. A write nobody made follows ``effects``:
-        ``"ask"`` pauses for a person, ``"simulate"`` runs ``@tool(simulate=...)`` (none: refused), ``"run"``
-        runs it. ``reads="reuse"`` answers reads from this run's results; ``rerun`` names tools whose effects
-        the fork does again. The lineage is stored with the fork (``run_id``: its id; default a new one).
-
-        Example:
-            >>> import agentnb as anb
-            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
-            >>> run = loop.start("What's the weather in Paris?").run()
-            >>> call = next(e.call_id for e in run.events if e.type == "ToolFinished")
-            >>> other = run.fork(results={call: {"city": "Paris", "temp_c": -5, "sky": "snow"}}).run()
-            >>> other.state.value, run.events[-1].type
-            ('COMPLETED', 'RunFinished')
+        ``at``: the event to fork after (default: the last; with ``results`` only, where they were bound);
+        ``results``/``arguments``: replaced by call id. A write any run of the operation made is never made again;
+        one nobody made follows ``effects`` (``"ask"``, ``"simulate"``, ``"run"``); ``reads="reuse"`` answers
+        reads from this run's results; ``rerun`` names tools done again. See :mod:`agentnb.driver.fork` (an example).
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
                          lineage=lineage(self.run_id, effects, reads, rerun))
@@ -388,29 +313,22 @@ class Run:
                allow_policy_change: bool = False, take_over: bool = False) -> Run:
         """Rebuild a stored run by folding its events, check it may go on, and return it (paused or ready).
 
-        What is checked before anything executes, and what a run stopped mid-call does, is in
-        :mod:`agentnb.driver.resume`. A live lease of another driver is never taken; an expired one only with
-        ``take_over=True``. Every call validated but not started is asked about again under this loop's tools
-        and approval policy: one that needs a person now is asked for before this returns (the run comes back
-        paused, and nothing of its turn starts until the person answers).
+        What is checked first, and what is asked again, is in :mod:`agentnb.driver.resume`. A live lease of another
+        driver is never taken; an expired one only with ``take_over=True``.
 
         Raises:
-            CheckpointError: the stored events cannot be trusted: tampered, truncated, or sealed yet not a log a
-                run can have (the message names the event; the fold's :class:`~agentnb.TranscriptError` is its cause).
+            CheckpointError: the stored events cannot be trusted (tampered, truncated, or not a log a run can have).
             RunLocked: another driver holds the run (or held it: pass ``take_over=True`` once it expired).
             ResumeError: the run cannot go on under this loop; nothing was executed.
         """
         store_ = as_store(store) if store is not None else loop.store
         stored = load_checked(store_, loop, run_id, allow_policy_change=allow_policy_change)
-        first = stored.first
-        run = cls(loop, [m for m in first.messages if m.role != "system"] if loop.system else list(first.messages),
-                  run_id=run_id, operation_id=first.settings.get("operation_id"), store=store_)
-        run._initial = list(first.messages)
-        run._log.resumed(stored, take_over=take_over)
+        run = cls(loop, stored.prompt(loop.system), run_id=run_id, store=store_,
+                  operation_id=stored.first.settings.get("operation_id"))
+        run._initial = list(stored.first.messages)
         if isinstance(loop.model, Seekable):
             loop.model.seek(run_id, stored.seek)
-        if stored.state.state is S.MODEL_REQUESTED:
-            run._log.receive(ModelLost())
+        run._log.resumed(stored, take_over=take_over)
         return run
 
     def _debugger(self) -> Any:  # a run left as a cell's last line shows its debugger: the one upward facade

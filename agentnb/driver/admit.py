@@ -57,13 +57,16 @@ def admit(rs: RunState, cfg: EngineConfig, tools: ToolPort, calls: list[CallStat
     return answers, firsts, jobs
 
 
-def perform(rs: RunState, cfg: EngineConfig, tools: ToolPort, leases: LeaseKeeper, calls: list[CallState],
+def perform(rs: RunState, cfg: EngineConfig, tools: ToolPort, leases: LeaseKeeper, call_id: str, batch: bool,
             reads: ParentReads) -> tuple[list[Any], bool]:
-    """Admit, run and answer ``calls``: their I/O results in the model's order, and whether an interrupt came.
+    """Admit, run and answer the call the engine named: I/O results in the model's order, and whether an interrupt came.
 
-    A lone read-only call (no key, no fork lookup) goes straight to the tool port. While the tools run, the
-    run's lease is kept alive (a long tool must not look like a dead driver).
+    ``batch`` (``Run.run()``, with ``max_parallel`` above one): every running call of the turn runs at once; else
+    the one call. A lone read-only call (no key, no fork lookup) goes straight to the tool port. While the tools
+    run, the run's lease is kept alive (a long tool must not look like a dead driver).
     """
+    calls = [c for c in rs.calls.values() if c.status == "running"] if batch and cfg.budget.max_parallel > 1 \
+        else [rs.calls[call_id]]
     if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None and not looks_first(rs, cfg, calls[0]):
         c = calls[0]
         tool = tools.registry.get(c.name)

@@ -116,15 +116,18 @@ def started(run_id: str, initial: list[Message], loop: LoopSpec, operation_id: s
         "headless": cfg.headless, **({"fork": fork} if fork else {})}))
 
 
-def complete_history(messages: list[Message]) -> list[Message]:
-    """The messages with every call answered: calls left without a result get a "skipped" result."""
+def complete_history(messages: list[Message], system: str | None = None) -> list[Message]:
+    """The messages with every call answered: calls left without a result get a "skipped" result.
+
+    With the loop's ``system`` prompt given, a leading system message is left out (the new run adds its own).
+    """
     out = list(messages)
     at, missing = unanswered_calls(out)
     if missing:
         out.insert(at + 1, Message(role="tool", parts=tuple(
             ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
                            content="Skipped: the run was stopped before this call ran.") for c in missing)))
-    return out
+    return out[1:] if system and out and out[0].role == "system" else out
 
 
 def summary(rs: RunState, cfg: EngineConfig, run_id: str, tokens: int) -> Summary:

@@ -27,13 +27,16 @@ from typing import Any
 from ..engine import Emit, RunState, receive, stamp
 from ..engine.calls import owed_approval
 from ..engine.effects import ledger_key
-from ..engine.results import Decision
+from ..engine.inputs import interjection
+from ..engine.receive import waiting
+from ..engine.results import Cancelled, Decision, ModelLost, ToolStopped
 from ..events import ApprovalRequested, BaseEvent
 from ..exceptions import ApprovalError, CheckpointError, RunLocked
 from ..outcomes import EffectDone
-from ..redact import RunSecrets
+from ..redact import RunSecrets, redact, redact_text
 from ..states import TERMINAL, TRANSITIONS, S, check_transition
 from ..store import Store
+from ..tools import jsonable, render_value
 from .lease import LeaseKeeper
 from .listeners import listener_failed
 from .loopspec import LoopSpec
@@ -126,11 +129,17 @@ class Journal:
             self.held.append(result)  # what I/O brought back is not lost: the next step writes it
             raise
 
-    def receive_all(self, results: list[Any]) -> BaseEvent:
+    def receive_all(self, results: list[Any], interrupted: bool = False) -> BaseEvent:
         """Receive a turn's results (independent calls) and write them: the model's order, a pause last.
 
         A store fault holds the results not written yet: they ran, so they are written next step, never run again.
+        ``interrupted``: a ``KeyboardInterrupt`` came while they ran; it is raised again once they are written.
         """
+        if len(results) == 1:
+            event = self.receive(results[0])
+            if interrupted:
+                raise KeyboardInterrupt
+            return event
         rs, cfg = self.rs, self.cfg
         emits = [receive(rs, cfg, r) for r in results]  # independent calls: each reads its own call only
         pause = [isinstance(e, Emit) and isinstance(e.event, ApprovalRequested) for e in emits]
@@ -144,6 +153,8 @@ class Journal:
             except CheckpointError:
                 self.held.extend(results[j] for j in order[n:])
                 raise
+        if interrupted:
+            raise KeyboardInterrupt
         assert last is not None
         return last
 
@@ -183,6 +194,27 @@ class Journal:
                 f"({exc}). This Run now shows the stored state: {self.rs.state.value}.") from exc
         return self.write(emit)
 
+    def submitted(self, call_id: str, value: Any, by: str | None, note: str | None) -> BaseEvent:
+        """Write a result a person (or a client) gives a waiting call: converted once, masked, then decided."""
+        waiting(self.rs, call_id)
+        audit = redact(jsonable(value))  # converted once (a generator is consumed once); the ledger is stored too
+        content = redact_text(render_value(audit))
+        return self.decided(Decision(call_id, "submitted", _now(UTC), by, note, content=content, value=audit))
+
+    def told(self, text: str, by: str | None) -> BaseEvent:
+        """Write what a person tells the model while the run is paused (the engine refuses it when nobody listens)."""
+        self.settle()
+        return self.write(Emit(interjection(self.rs, self.cfg, text, by)))
+
+    def cancelled(self, reason: str) -> BaseEvent:
+        """End the run in ``CANCELLED``: held results first (calls that ran keep them), running calls stopped."""
+        self.settle()
+        while self.held:
+            self.drain()
+        for c in [c for c in self.rs.calls.values() if c.status == "running"]:
+            self.receive(ToolStopped(c.call_id, "cancelled", started=False, reason=reason, queued=False))
+        return self.receive(Cancelled(reason))
+
     # -- after a fault, on resume ------------------------------------------------------------------------
 
     def settle(self) -> None:
@@ -217,7 +249,7 @@ class Journal:
         """Adopt a stored run checked by :func:`.resume.load_checked`: take its lease, ask what the engine owes.
 
         A finished run is only read (a fork's parent): no lease is taken. The approvals the engine says are owed
-        are written before anything runs; a run stopped mid model call asks the model again.
+        are written before anything runs; a run stopped mid model call asks the model again (a ``ModelRetried``).
         """
         self.rs = stored.state
         self.events.extend(stored.events)
@@ -227,6 +259,8 @@ class Journal:
             self.write(asked)
         if self.rs.state is S.WAITING_APPROVAL or self.rs.state in TERMINAL:
             self.leases.let_go()  # nothing to drive until a person answers: approvers elsewhere may take it
+        if self.rs.state is S.MODEL_REQUESTED:
+            self.receive(ModelLost())
 
 
 __all__ = ["Journal", "Listener"]

@@ -1,4 +1,4 @@
-"""What a run starts with and what the model is asked: the first event and each turn's request.
+"""What a run starts with and what the model is asked: the first event, each turn's request, an interjection.
 
 The rest of what I/O brings back is given its meaning by :func:`~agentnb.engine.receive`.
 """
@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import RunStarted, ToolInfo
+from ..events import Interjected, RunStarted, ToolInfo
+from ..exceptions import AgentnbError
 from ..messages import Message
 from ..request import HistoryView, ModelRequest, NamedTool, RequestOptions, ToolChoice, tool_choice_of
-from ..states import S
+from ..states import TERMINAL, S
 from .actions import EngineConfig
 from .build import UNSTAMPED
 from .fold import RunState
@@ -54,4 +55,18 @@ def request_for(rs: RunState, cfg: EngineConfig, run_id: str) -> ModelRequest:
                         options=options, run_tools=rs.tools, run_id=run_id, turn=rs.turn)
 
 
-__all__ = ["request_for", "run_started"]
+def interjection(rs: RunState, cfg: EngineConfig, text: str, by: str | None) -> Interjected:
+    """What a person tells the model while the run is paused: a user message for its next request.
+
+    Raises:
+        AgentnbError: blank text, a run not started or already over, or a headless run (nobody is there).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise AgentnbError("interject needs some text for the model to read")
+    if rs.state is S.NEW or rs.state in TERMINAL or cfg.headless:
+        what = "headless (nobody is there to speak)" if cfg.headless else rs.state.value
+        raise AgentnbError(f"the run is {what}: there is no next request to tell anything")
+    return Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=rs.state, text=text, by=by)
+
+
+__all__ = ["interjection", "request_for", "run_started"]
