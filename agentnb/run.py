@@ -326,9 +326,7 @@ class Run:
         run = cls(loop, stored.prompt(loop.system), run_id=run_id, store=store_,
                   operation_id=stored.first.settings.get("operation_id"))
         run._initial = list(stored.first.messages)
-        if isinstance(loop.model, Seekable):
-            loop.model.seek(run_id, stored.seek)
-        run._log.resumed(stored, take_over=take_over)
+        run._log.resumed(stored, take_over=take_over, model=loop.model)
         return run
 
     def _debugger(self) -> Any:  # a run left as a cell's last line shows its debugger: the one upward facade

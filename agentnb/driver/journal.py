@@ -33,6 +33,7 @@ from ..engine.results import Cancelled, Decision, ModelLost, ToolStopped
 from ..events import ApprovalRequested, BaseEvent
 from ..exceptions import ApprovalError, CheckpointError, RunLocked
 from ..outcomes import EffectDone
+from ..providers.base import Seekable
 from ..redact import RunSecrets, redact, redact_text
 from ..states import TERMINAL, TRANSITIONS, S, check_transition
 from ..store import Store
@@ -245,11 +246,12 @@ class Journal:
         self.events[:] = events
         self.leases.lease = None
 
-    def resumed(self, stored: Stored, *, take_over: bool) -> None:
+    def resumed(self, stored: Stored, *, take_over: bool, model: Any = None) -> None:
         """Adopt a stored run checked by :func:`.resume.load_checked`: take its lease, ask what the engine owes.
 
         A finished run is only read (a fork's parent): no lease is taken. The approvals the engine says are owed
-        are written before anything runs; a run stopped mid model call asks the model again (a ``ModelRetried``).
+        are written before anything runs. A seekable ``model`` is then moved to where the run stopped (only once
+        the run is this driver's), and a run stopped mid model call asks the model again (a ``ModelRetried``).
         """
         self.rs = stored.state
         self.events.extend(stored.events)
@@ -259,6 +261,8 @@ class Journal:
             self.write(asked)
         if self.rs.state is S.WAITING_APPROVAL or self.rs.state in TERMINAL:
             self.leases.let_go()  # nothing to drive until a person answers: approvers elsewhere may take it
+        if isinstance(model, Seekable):
+            model.seek(self.run_id, stored.seek)
         if self.rs.state is S.MODEL_REQUESTED:
             self.receive(ModelLost())
 
