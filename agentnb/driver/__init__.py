@@ -4,6 +4,10 @@
   typed I/O results (:mod:`agentnb.engine.results`);
 - :mod:`.tool_port` -- running a turn's calls: claims on the effect ledger, the bounded thread pool, time
   limits, cancellation; returned as typed I/O results;
+- :mod:`.journal` -- the run's log as the driver writes it: receive, stamp, mask, persist, then fold and tell the
+  listeners (with the state after the event); held results and lost replies after a store fault;
+- :mod:`.admit` -- which of a turn's calls run (ledger claims, a fork's policy) and :func:`.admit.perform`, which
+  runs them through the tool port;
 - :mod:`.lease` -- one driver at a time (the run's lease in the store, kept alive while the driver waits);
 - :mod:`.reconcile` -- after a failed write, what the store kept (a reply lost after the commit);
 - :mod:`.listeners` -- what a listener (``Run.on_event``) that raises costs: a warning, nothing else;

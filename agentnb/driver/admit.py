@@ -16,8 +16,9 @@ from typing import Any
 from ..engine import AwaitFirst, CallState, Emit, RunState, receive
 from ..engine.actions import EngineConfig
 from ..engine.effects import call_limit, ledger_key, looks_first
-from ..engine.results import ParentRead
+from ..engine.results import DuplicateDone, ParentRead, ToolReturned
 from .fork import ParentReads
+from .lease import LeaseKeeper
 from .tool_port import Job, ToolPort
 
 
@@ -56,4 +57,37 @@ def admit(rs: RunState, cfg: EngineConfig, tools: ToolPort, calls: list[CallStat
     return answers, firsts, jobs
 
 
-__all__ = ["admit"]
+def perform(rs: RunState, cfg: EngineConfig, tools: ToolPort, leases: LeaseKeeper, call_id: str, batch: bool,
+            reads: ParentReads) -> tuple[list[Any], bool]:
+    """Admit, run and answer the call the engine named: I/O results in the model's order, and whether an interrupt came.
+
+    ``batch`` (``Run.run()``, with ``max_parallel`` above one): every running call of the turn runs at once; else
+    the one call. A lone read-only call (no key, no fork lookup) goes straight to the tool port. While the tools
+    run, the run's lease is kept alive (a long tool must not look like a dead driver).
+    """
+    calls = [c for c in rs.calls.values() if c.status == "running"] if batch and cfg.budget.max_parallel > 1 \
+        else [rs.calls[call_id]]
+    if len(calls) == 1 and ledger_key(rs, cfg, calls[0]) is None and not looks_first(rs, cfg, calls[0]):
+        c = calls[0]
+        tool = tools.registry.get(c.name)
+        assert tool is not None
+        leases.waiting(rs.seq)
+        try:
+            ran, interrupted = tools.run([Job(c, tool, *call_limit(rs, cfg, c), claim=False, turn=rs.turn)])
+        finally:
+            leases.done_waiting()
+        return [ran[c.call_id]], interrupted
+    answers, firsts, jobs = admit(rs, cfg, tools, calls, reads)
+    leases.waiting(rs.seq)
+    try:
+        ran, interrupted = tools.run(jobs)
+    finally:
+        leases.done_waiting()
+    answers.update(ran)
+    for cid, first in firsts.items():
+        done = ran.get(first)
+        answers[cid] = DuplicateDone(cid, first, done.outcome.content if isinstance(done, ToolReturned) else None)
+    return [answers[c.call_id] for c in calls if c.call_id in answers], interrupted
+
+
+__all__ = ["admit", "perform"]

@@ -18,6 +18,15 @@ A fork belongs to its parent's operation and store; its lineage and effect polic
 its ``RunStarted``, so the engine answers its writes by that policy (:mod:`agentnb.engine.effects`) and a fork
 resumed in another process keeps it. A fork that reuses reads finds its parent's results here
 (:class:`ParentReads`).
+
+Example:
+    >>> import agentnb as anb
+    >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+    >>> run = loop.start("What's the weather in Paris?").run()
+    >>> call = next(e.call_id for e in run.events if e.type == "ToolFinished")
+    >>> other = run.fork(results={call: {"city": "Paris", "temp_c": -5, "sky": "snow"}}).run()
+    >>> other.state.value, run.events[-1].type
+    ('COMPLETED', 'RunFinished')
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 - :func:`summary_history` and :func:`summarize` -- tier-1 compression's new history (the driver calls the
   summarizer; the engine decides whether the result is used, :func:`agentnb.engine.summarized`);
+- :func:`started` -- a run's first event, with what it records of its loop;
 - :func:`complete_history` -- a conversation with every call answered, for a follow-up run or a fork;
 - :func:`policy_revision` -- the hash of what decides whether and how calls run, checked on resume;
 - :func:`budget_settings`, :func:`native_output` -- what ``Loop`` records and chooses at construction.
@@ -12,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import binding
-from ..engine import RunState
+from ..engine import Emit, RunState
 from ..engine.actions import EngineConfig
 from ..engine.guards import Budget, prune
+from ..engine.inputs import run_started
 from ..engine.results import Summary
 from ..events import RunStarted
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
@@ -22,7 +24,9 @@ from ..pairing import unanswered_calls
 from ..providers.prices import label
 from ..providers.registry import NATIVE_OUTPUT  # the APIs whose structured output "auto" uses
 from ..request import ModelRequest
+from ..store import home_of
 from ..tools import ToolRegistry
+from .loopspec import LoopSpec
 
 
 def native_output(model: Any, mode: str) -> bool:
@@ -102,15 +106,32 @@ def policy_diff(first: RunStarted, registry: ToolRegistry) -> str:
     return "; ".join(sorted(changes)) or "the approval rules or headless mode changed"
 
 
-def complete_history(messages: list[Message]) -> list[Message]:
-    """The messages with every call answered: calls left without a result get a "skipped" result."""
+def started(run_id: str, initial: list[Message], loop: LoopSpec, operation_id: str,
+            fork: dict[str, Any] | None, store: object) -> Emit:
+    """A run's first event: its messages, model, tools and every setting a resume or a fork checks again.
+
+    A durable ``store`` is named too (its id): a copy of the run in another store is then known for one.
+    """
+    cfg = loop.config
+    model = f"{getattr(loop.model, 'provider', '?')}:{getattr(loop.model, 'name', '?')}"
+    return Emit(run_started(run_id, initial, model, loop.tool_infos, {
+        "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
+        "request": cfg.settings, "operation_id": operation_id, "policy_revision": loop.policy_revision,
+        "headless": cfg.headless, **home_of(store), **({"fork": fork} if fork else {})}))
+
+
+def complete_history(messages: list[Message], system: str | None = None) -> list[Message]:
+    """The messages with every call answered: calls left without a result get a "skipped" result.
+
+    With the loop's ``system`` prompt given, a leading system message is left out (the new run adds its own).
+    """
     out = list(messages)
     at, missing = unanswered_calls(out)
     if missing:
         out.insert(at + 1, Message(role="tool", parts=tuple(
             ToolResultPart(call_id=c.call_id, name=c.name, status="skipped",
                            content="Skipped: the run was stopped before this call ran.") for c in missing)))
-    return out
+    return out[1:] if system and out and out[0].role == "system" else out
 
 
 def summary(rs: RunState, cfg: EngineConfig, run_id: str, tokens: int) -> Summary:

@@ -9,7 +9,8 @@ Between two events the driver may wait a long time: a tool that runs for minutes
 its first byte. A lease that lapsed then would tell another process the driver is gone while it is not, so
 while the driver waits on I/O (:meth:`LeaseKeeper.busy`) one daemon thread per process (:class:`Heartbeat`)
 renews the leases of the runs that have been busy for half their lease. It costs the hot path two dict
-operations per wait; the thread starts with the first busy run and sleeps when none is.
+operations per wait (no wake-up of the thread); the thread starts with the first busy run and, when no run
+is busy, only looks now and then.
 """
 
 from __future__ import annotations
@@ -107,31 +108,31 @@ class Heartbeat:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._pace = float("inf")
-        """The shortest lease among the busy runs when the thread last looked (inf: idle)."""
+        """The shortest lease the thread has kept so far (inf: it has not started)."""
         self._thread: threading.Thread | None = None
 
     def enter(self, keeper: LeaseKeeper) -> None:
-        """``keeper``'s run waits on I/O now (leaving is ``busy.pop``: one dict operation, thread-safe)."""
+        """``keeper``'s run waits on I/O now (leaving is ``busy.pop``: one dict operation, thread-safe).
+
+        The thread is woken only for a lease shorter than any it has kept so far: an idle thread keeps its pace
+        (it looks every eighth of the shortest lease it has seen, finding nothing to do), so the waits of a busy
+        loop -- two a tool round trip -- cost no wake-up and no switch to the thread.
+        """
         self.busy[id(keeper)] = keeper
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat", daemon=True)
-                    self._thread.start()
         if keeper.ttl < self._pace:
-            self._wake.set()  # it needs a shorter beat than the thread keeps (or the thread is idle)
+            self._pace = keeper.ttl
+            if self._thread is None:
+                with self._lock:
+                    if self._thread is None:
+                        self._thread = threading.Thread(target=self._loop, name="agentnb-lease-heartbeat",
+                                                        daemon=True)
+                        self._thread.start()
+            self._wake.set()  # a shorter beat than the thread keeps
 
     def _loop(self) -> None:
         while True:
-            keepers = list(self.busy.values())
-            if not keepers:
-                self._pace = float("inf")  # idle: the next busy run wakes it
-                self._wake.wait(1.0)
-                self._wake.clear()
-                continue
-            for keeper in keepers:
+            for keeper in list(self.busy.values()):
                 keeper.beat()
-            self._pace = min(k.ttl for k in keepers)
             self._wake.wait(max(0.01, self._pace / 8))  # a lease is renewed once half spent: eight looks a lease
             self._wake.clear()
 

@@ -24,6 +24,7 @@ from ..exceptions import ModelError, StreamInterrupted
 from ..messages import ModelTurn
 from ..redact import RunSecrets
 from ..request import ArgumentsDelta, ModelRequest, StreamItem, TextDelta
+from .lease import LeaseKeeper
 
 PullResult = (TextDelta | ArgumentsDelta | TurnReceived | ModelFailed | StreamEnded | StreamBroke | ModelRaised
               | NotAnItem)
@@ -32,10 +33,13 @@ PullResult = (TextDelta | ArgumentsDelta | TurnReceived | ModelFailed | StreamEn
 class ModelPort:
     """One run's open answer from its model (see the module docstring)."""
 
-    __slots__ = ("budget", "first_attempt", "items", "model", "price_warned", "retry_at", "secrets", "t0")
+    __slots__ = ("budget", "first_attempt", "items", "leases", "model", "price_warned", "retry_at", "secrets", "t0")
 
-    def __init__(self, model: Any, secrets: RunSecrets, budget: Budget) -> None:
+    def __init__(self, model: Any, secrets: RunSecrets, budget: Budget, leases: LeaseKeeper | None = None) -> None:
         self.model = model
+        self.leases = leases
+        """The run's lease, kept alive while the port waits on the model (one that thinks for minutes must not look
+        like a dead driver)."""
         self.secrets = secrets
         self.budget = budget
         self.items: Iterator[StreamItem] | None = None
@@ -58,8 +62,21 @@ class ModelPort:
         """The next request waits ``delay_s`` seconds (a retry the engine decided on)."""
         self.retry_at = time.monotonic() + delay_s
 
-    def pull(self, request: Callable[[], ModelRequest], first_attempt: bool) -> PullResult:
-        """The next item of the answer; ``request`` makes the request when none is open (sent after any wait)."""
+    def pull(self, request: Callable[[], ModelRequest], first_attempt: bool, seq: int = 0) -> PullResult:
+        """The next item of the answer; ``request`` makes the request when none is open (sent after any wait).
+
+        ``seq`` is the run's length now: while the port waits, the heartbeat keeps the lease taken at it alive.
+        """
+        leases = self.leases
+        if leases is None:
+            return self._pull(request, first_attempt)
+        leases.waiting(seq)
+        try:
+            return self._pull(request, first_attempt)
+        finally:
+            leases.done_waiting()
+
+    def _pull(self, request: Callable[[], ModelRequest], first_attempt: bool) -> PullResult:
         try:
             if self.items is None:
                 if first_attempt:

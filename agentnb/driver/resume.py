@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from ..engine import RunState, resume_problem
 from ..events import BaseEvent, ModelRequested, ModelRetried, RunStarted
 from ..exceptions import CheckpointError, ResumeError, TranscriptError
+from ..messages import Message
 from ..states import S
 from ..store import Store
 from .history import policy_diff
@@ -59,6 +60,11 @@ class Stored:
     first: RunStarted
     seek: int
     """The request a seekable model answers next (every request so far, retries included)."""
+
+    def prompt(self, system: str | None) -> list[Message]:
+        """The messages the run was started with, without the loop's system prompt (``Run.prompt``)."""
+        messages = self.first.messages
+        return [m for m in messages if m.role != "system"] if system else list(messages)
 
 
 def load_checked(store: Store, loop: LoopSpec, run_id: str, *, allow_policy_change: bool) -> Stored:

@@ -212,7 +212,7 @@ class RunState:
         """Apply one event: check it against the transition table, then fold it in.
 
         ``checked=True`` skips the transition check, for a driver that made it already (before storing the
-        event: see ``Run._append``); the ``seq`` and ``run_id`` checks always run.
+        event: see ``agentnb.driver.journal.Journal.write``); the ``seq`` and ``run_id`` checks always run.
 
         Raises:
             IllegalTransition: when the event is not allowed in the current state.

@@ -17,6 +17,19 @@ from .mask import _is_secret_key, redact, redact_json_text, secret_names, secret
 from .patterns import _PYDANTIC_MASK, MASK, redact_text, register_secret
 from .stream import StreamRedactor
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _plain(arguments: dict[str, Any], names: frozenset[str]) -> bool:
+    """True when no value of ``arguments`` can hold a secret (masking them would change nothing).
+
+    That is: flat numbers, booleans and nulls under keys that name neither a secret parameter nor a credential.
+    """
+    for k, v in arguments.items():
+        if type(v) not in _SCALARS or not isinstance(k, str) or _is_secret_key(k, names):
+            return False
+    return True
+
 
 @dataclasses.dataclass(slots=True)
 class _Masked:
@@ -71,7 +84,7 @@ class RunSecrets:
         refusals) are masked, continuation data is left byte for byte.
         """
         for p in message.parts:
-            if getattr(p, "kind", "") == "tool_call" and p.arguments:
+            if getattr(p, "kind", "") == "tool_call" and p.arguments and not _plain(p.arguments, self.names(p.name)):
                 for value in secret_values(p.arguments, self.names(p.name)):
                     register_secret(value)
         parts = []
@@ -86,6 +99,13 @@ class RunSecrets:
             elif kind == "tool_call":
                 self._seen.add(p.call_id)
                 names = self.names(p.name)
+                if p.arguments is not None and _plain(p.arguments, names):
+                    raw = redact_text(p.arguments_raw)  # no value can hold a secret: only the text is read
+                    if raw != p.arguments_raw:
+                        new = dataclasses.replace(p, arguments_raw=raw)
+                    changed = changed or new is not p
+                    parts.append(new)
+                    continue
                 args = redact(p.arguments, names) if p.arguments is not None else None
                 # parsed arguments with nothing under a secret key: the raw text can hold a secret only by shape
                 plain = args is not None and args == p.arguments
