@@ -35,6 +35,7 @@ from .exceptions import AgentnbError
 from .messages import MESSAGE_ADAPTER, Message, coerce_messages
 from .states import TERMINAL, LoopState
 from .store import Store
+from .visible import visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,6 +198,8 @@ def _id_problem(op: Any) -> tuple[str, str] | None:
         return f"has leading or trailing whitespace ({op!r})", "it would name another run than it seems to"
     if any(ord(c) < 32 or ord(c) == 127 for c in op):
         return f"holds a control character ({op!r})", ""
+    if visible(op)[1]:  # "a" and "a\u200b" look the same and would name two runs
+        return f"holds an invisible or direction-changing character ({visible(op)[0]})", ""
     return None
 
 
