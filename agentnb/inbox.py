@@ -19,6 +19,7 @@ ever applied twice: the store's append of the decision is the one place two deci
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from .run import Run
 from .states import LoopState
 from .store import Store, as_store
 from .transcript import Transcript
+from .visible import FLAG, hides, visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -199,11 +201,24 @@ class Inbox:
         return f"<agentnb.Inbox {len(self.items())} waiting>"
 
     def _repr_html_(self) -> str:
-        """In a notebook: the waiting calls as a table (escaped text)."""
+        """In a notebook: the waiting calls as a table (escaped text, invisible characters written out and flagged).
+
+        What a person decides on is shown as it runs: an argument holding a right-to-left override or a zero-width
+        space reads ``⟨U+202E⟩``, and its row says :data:`~agentnb.visible.FLAG`.
+        """
+        def cell(text: str) -> str:
+            return html.escape(visible(text)[0])
+
+        def arguments(p: Pending) -> str:
+            text = json.dumps(p.arguments, ensure_ascii=False, default=str)
+            text = text if len(text) <= 200 else text[:199] + "…"  # cut before escaping: never half an entity
+            flag = f" <b class='agentnb-hidden'>⚠ {html.escape(FLAG)}</b>" if hides(p.arguments) else ""
+            return f"<code>{html.escape(visible(text, json=True)[0])}</code>{flag}"
+
         rows = "".join(
-            f"<tr><td>{html.escape(p.run_id)}</td><td>{html.escape(p.call_id)}</td><td><b>{html.escape(p.tool)}</b>"
-            f"</td><td>{html.escape(p.risk)}</td><td>{html.escape(p.kind)}</td>"
-            f"<td><code>{html.escape(str(p.arguments))[:200]}</code></td><td>{p.age_s():.0f} s</td></tr>"
+            f"<tr><td>{cell(p.run_id)}</td><td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
+            f"</td><td>{cell(p.risk)}</td><td>{cell(p.kind)}</td>"
+            f"<td>{arguments(p)}</td><td>{p.age_s():.0f} s</td></tr>"
             for p in self.items())
         return ("<div class='agentnb-inbox'><table><tr><th>run</th><th>call</th><th>tool</th><th>risk</th>"
                 f"<th>kind</th><th>arguments</th><th>waiting</th></tr>{rows}</table></div>")
