@@ -6,9 +6,10 @@ row gets back. Every row is therefore checked first, and one :class:`~agentnb.Ag
 
 - a prompt is a non-blank string, a :class:`~agentnb.Message`, or a non-empty list of messages (a ``Message``
   or a ``{"role": ..., "content": ...}`` dict); anything else (None, NaN, a number, a dict) is refused;
-- an ``operation_id`` is a string that is not blank, has no leading or trailing whitespace and no control
-  character; an empty cell (None, NaN, ``pd.NA``) is refused, never made the string ``"nan"``, and a number is
-  refused rather than turned into text (``7`` and ``7.0`` would name two runs); a duplicate is refused naming
+- an ``operation_id`` is a string that is not blank, has no leading or trailing whitespace and no control,
+  invisible or direction-changing character (``a`` and a zero-width space look like ``a``); an empty cell
+  (None, NaN, ``pd.NA``) is refused, never made the string ``"nan"``, and a number is refused rather than
+  turned into text (``7`` and ``7.0`` would name two runs); a duplicate is refused naming
   both rows. Without the column the ids are derived, ``<name>-<row>``; a ``run_id`` column is refused (the run
   id is the operation id);
 - a stored run of a row's id must have begun from the row's prompt (the loop's system prompt aside): a row
