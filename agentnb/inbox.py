@@ -137,7 +137,7 @@ class Inbox:
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
         >>> paused = anb.batch(loop, ["Refund order 42", "Refund order 43"], progress=False, name="refunds")
         >>> inbox = anb.Inbox(store, loop=loop)
-        >>> [(p.run_id, p.tool) for p in inbox.items()]
+        >>> sorted((p.run_id, p.tool) for p in inbox.items())  # oldest first; the batch paused both at once
         [('refunds-0', 'create_refund'), ('refunds-1', 'create_refund')]
         >>> done = inbox.approve(inbox.items(), by="ana", note="under $20")
         >>> len(done.applied), inbox.items()
