@@ -6,9 +6,10 @@ row gets back. Every row is therefore checked first, and one :class:`~agentnb.Ag
 
 - a prompt is a non-blank string, a :class:`~agentnb.Message`, or a non-empty list of messages (a ``Message``
   or a ``{"role": ..., "content": ...}`` dict); anything else (None, NaN, a number, a dict) is refused;
-- an ``operation_id`` is a string that is not blank, has no leading or trailing whitespace and no control
-  character; an empty cell (None, NaN, ``pd.NA``) is refused, never made the string ``"nan"``, and a number is
-  refused rather than turned into text (``7`` and ``7.0`` would name two runs); a duplicate is refused naming
+- an ``operation_id`` is a string that is not blank, has no leading or trailing whitespace and no control,
+  invisible or direction-changing character (``a`` and a zero-width space look like ``a``); an empty cell
+  (None, NaN, ``pd.NA``) is refused, never made the string ``"nan"``, and a number is refused rather than
+  turned into text (``7`` and ``7.0`` would name two runs); a duplicate is refused naming
   both rows. Without the column the ids are derived, ``<name>-<row>``; a ``run_id`` column is refused (the run
   id is the operation id);
 - a stored run of a row's id must have begun from the row's prompt (the loop's system prompt aside): a row
@@ -35,6 +36,7 @@ from .exceptions import AgentnbError
 from .messages import MESSAGE_ADAPTER, Message, coerce_messages
 from .states import TERMINAL, LoopState
 from .store import Store
+from .visible import visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,6 +199,8 @@ def _id_problem(op: Any) -> tuple[str, str] | None:
         return f"has leading or trailing whitespace ({op!r})", "it would name another run than it seems to"
     if any(ord(c) < 32 or ord(c) == 127 for c in op):
         return f"holds a control character ({op!r})", ""
+    if visible(op)[1]:  # "a" and "a\u200b" look the same and would name two runs
+        return f"holds an invisible or direction-changing character ({visible(op)[0]})", ""
     return None
 
 

@@ -139,7 +139,7 @@ class Inbox:
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"), store=store)
         >>> paused = anb.batch(loop, ["Refund order 42", "Refund order 43"], progress=False, name="refunds")
         >>> inbox = anb.Inbox(store, loop=loop)
-        >>> sorted((p.run_id, p.tool) for p in inbox.items())
+        >>> sorted((p.run_id, p.tool) for p in inbox.items())  # oldest first; the batch paused both at once
         [('refunds-0', 'create_refund'), ('refunds-1', 'create_refund')]
         >>> done = inbox.approve(inbox.items(), by="ana", note="under $20")
         >>> len(done.applied), inbox.items()
@@ -218,16 +218,24 @@ class Inbox:
         self.widget()._ipython_display_()
 
     def _repr_html_(self) -> str:
-        """The waiting calls as a table (escaped, invisible characters written out): a saved notebook's view."""
-        def shown(text: str) -> str:
+        """The waiting calls as a table (escaped, invisible characters written out and flagged): a saved notebook's view.
+
+        What a person decides on is shown as it runs: an argument holding a right-to-left override or a zero-width
+        space reads ``⟨U+202E⟩``, and its row says :data:`~agentnb.visible.FLAG`.
+        """
+        def cell(text: str) -> str:
             return html.escape(visible(text)[0])
 
+        def arguments(p: Pending) -> str:
+            text = json.dumps(p.arguments, ensure_ascii=False, default=str)
+            text = text if len(text) <= 200 else text[:199] + "…"  # cut before escaping: never half an entity
+            flag = f" <b class='agentnb-hidden'>⚠ {html.escape(FLAG)}</b>" if hides(p.arguments) else ""
+            return f"<code>{html.escape(visible(text, json=True)[0])}</code>{flag}"
+
         rows = "".join(
-            f"<tr><td>{shown(p.run_id)}</td><td>{shown(p.call_id)}</td><td><b>{shown(p.tool)}</b></td>"
-            f"<td>{html.escape(p.risk)}</td><td>{html.escape(p.kind)}</td>"
-            f"<td><code>{shown(json.dumps(p.arguments, ensure_ascii=False)[:300])}</code>"
-            f"{'<br><b>' + FLAG + '</b>' if hides(p.arguments) else ''}</td>"
-            f"<td>{shown(p.reasoning[:200])}</td><td>{p.age_s():.0f} s</td></tr>"
+            f"<tr><td>{cell(p.run_id)}</td><td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
+            f"</td><td>{cell(p.risk)}</td><td>{cell(p.kind)}</td>"
+            f"<td>{arguments(p)}</td><td>{cell(p.reasoning[:200])}</td><td>{p.age_s():.0f} s</td></tr>"
             for p in self.items())
         return (f"<div class='agentnb-inbox-static'><b>Approvals inbox</b>: {len(self.items())} waiting"
                 "<table><tr><th>run</th><th>call</th><th>tool</th><th>risk</th><th>kind</th><th>arguments</th>"

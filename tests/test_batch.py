@@ -185,7 +185,8 @@ def counted_loop(calls: list[str]) -> anb.Loop:
 @pytest.mark.parametrize(("bad", "says"), [
     (float("nan"), "is empty (NaN)"), (None, "is empty (None)"), ("", "is blank"), ("   ", "is blank"),
     (" b", "leading or trailing whitespace"), (7, "is int 7, not a string"), (7.0, "is float 7.0, not a string"),
-    ("a\x00", "control character"),
+    ("a\x00", "control character"), ("a\u200b", "invisible or direction-changing character (a⟨U+200B⟩)"),
+    ("\u202ea", "invisible or direction-changing character (⟨U+202E⟩a)"),
     ("a", "'a' is also the id of row 0"),
 ])
 def test_an_operation_id_that_names_no_run_is_refused_naming_its_row(bad: Any, says: str, tmp_path: Path) -> None:

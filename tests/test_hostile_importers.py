@@ -61,6 +61,8 @@ LANGCHAIN: list[Case] = [
      {"malformed", "orphan_result"}, 1),
     ("unhashable types", [{"type": ["human"], "data": {"content": "x"}}, {"type": {"a": 1}}], {"unknown_role"}, 0),
     ("a message object, then junk", [object(), {"type": "human", "data": {"content": "hi"}}], {"not_a_message"}, 1),
+    ("arguments JSON cannot write (an int of 5,000 digits)", [{"type": "ai", "data": {"content": "", "tool_calls": [
+        {"id": "c", "name": "f", "args": {"n": 10**5000}}]}}], {"invalid_arguments"}, 1),
 ]
 
 PYDANTIC_AI: list[Case] = [
@@ -79,6 +81,9 @@ PYDANTIC_AI: list[Case] = [
      {"malformed", "invalid_arguments"}, 1),
     ("JSON text that is an object", '{"kind": "request", "parts": []}', {"malformed"}, 0),
     ("a message object, then junk", [{"kind": "request", "parts": []}, object()], {"not_a_message"}, 0),
+    ("arguments JSON cannot write (an int of 5,000 digits)", [{"kind": "response", "parts": [
+        {"part_kind": "tool-call", "tool_name": "f", "args": {"n": 10**5000}, "tool_call_id": "c"}]}],
+     {"invalid_arguments"}, 1),
 ]
 
 OPENAI_AGENTS: list[Case] = [

@@ -172,6 +172,41 @@ def test_a_log_that_says_otherwise_is_not_listed(tmp_path: Path) -> None:
     assert "sealed log says COMPLETED" in inbox.problems[run.run_id]
 
 
+def test_a_hand_edited_index_of_a_postgres_store_lists_no_finished_run(pg_dsn: str, pg_schema: str) -> None:
+    import psycopg
+
+    store = anb.PostgresStore(pg_dsn, key=KEY, schema=pg_schema)
+    loop = make_loop(store)
+    waiting = loop.start("refund order 3").run()
+    done = anb.Loop(model=anb.ScriptedModel([{"text": "hi"}]), store=store).start("hello").run()
+    assert waiting.state is S.WAITING_APPROVAL and done.state is S.COMPLETED
+    with psycopg.connect(pg_dsn) as db:  # the index is a column anyone with the password can write; not sealed
+        db.execute(f"UPDATE {pg_schema}.runs SET state='WAITING_APPROVAL' WHERE run_id=%s", (done.run_id,))
+    assert (done.run_id, "WAITING_APPROVAL") in store.runs()  # the index says so ...
+    inbox = anb.Inbox(store, loop=loop)
+    assert [p.run_id for p in inbox.items()] == [waiting.run_id]  # ... the sealed log does not
+    assert "sealed log says COMPLETED" in inbox.problems[done.run_id]
+    store.close()
+
+
+def test_the_inbox_shows_what_runs_with_invisible_characters_written_out_and_flagged(tmp_path: Path) -> None:
+    from agentnb.visible import FLAG
+
+    hidden = "\u202e0987654321\u202c"  # drawn as 1234567890; the tool would get 0987654321
+    store = anb.SqliteStore(tmp_path / "inbox.db", key=KEY)
+    calls = [{"name": "refund", "arguments": {"order_id": hidden, "cents": 5}},
+             {"name": "refund", "arguments": {"order_id": "7", "cents": 5}}]
+    loop = anb.Loop(model=anb.ScriptedModel([{"tool_calls": calls}, {"text": "ok"}]), tools=[refund], store=store)
+    loop.start("refund").run()
+    page = anb.Inbox(store, loop=loop)._repr_html_()
+    assert "\u202e" not in page and "\u202c" not in page
+    rows = page.split("<tr>")[2:]
+    shown = next(r for r in rows if "0987654321" in r)
+    assert "⟨U+202E⟩0987654321⟨U+202C⟩" in shown or "\\u202e0987654321\\u202c" in shown, shown
+    assert FLAG in shown and FLAG not in next(r for r in rows if "0987654321" not in r)
+    store.close()
+
+
 class Refusing:
     """A store that stops accepting writes (the disk filled, the server went away) after listing worked."""
 

@@ -139,3 +139,20 @@ def test_credentials_of_the_real_sdk_clients_sync_and_async() -> None:
     assert {"zq9-openai-4", "zq9-proxy-5"} <= set(client_credentials(proxied))
     model = anb.GeminiModel(gemini.aio, model="gemini-2.5-flash")
     assert "zq9-genai-key-0001" in model.credentials()
+
+
+_PIECES = st.sampled_from(["sk-", "sk-ant-", "AIza", "Bearer ", "bEaReR\t", "?key=", "&API_KEY=", "?api_Key=",
+                           "?\u212aey=", "\u212a", "abcdefgh12345678", "-_.~+/", "=", " ", "\n", "İ", "ı", "ſ",
+                           "x", "Z9", "\"", "&"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_the_substring_hints_skip_no_secret_the_patterns_would_mask(text: str) -> None:
+    """redact_text tests cheap substrings before each pattern; the result is what every pattern applied gives."""
+    from agentnb.redact.patterns import _PATTERNS, redact_text
+
+    expected = text
+    for pattern, replacement in _PATTERNS:
+        expected = pattern.sub(replacement, expected)
+    assert redact_text(text) == expected

@@ -113,3 +113,10 @@ def test_follow_up_through_each_provider_continues_and_is_accepted(provider: str
     assert second.output == "four again"
     ids = call_ids(second.messages)
     assert len(ids) == len(set(ids)) == 2
+
+
+@pytest.mark.parametrize(("arguments", "why"), [({"a": 10**5000}, "4300 digits"), ({"s": {1, 2}}, "set")])
+def test_arguments_json_cannot_write_are_refused_naming_the_call(arguments: dict[str, object], why: str) -> None:
+    says = rf"script\[1\]: tool_calls\[0\]'s arguments cannot be written as JSON .*{why}"
+    with pytest.raises(ValueError, match=says):
+        anb.ScriptedModel([{"text": "ok"}, {"tool_calls": [{"name": "add", "arguments": arguments}]}])

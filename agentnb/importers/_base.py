@@ -30,8 +30,21 @@ WHOLE = -1
 
 
 def dumps(value: Any) -> str:
-    """A result or argument value as the text a model would read (strings as they are)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    """A result or argument value as the text a model would read (strings as they are).
+
+    A value JSON cannot write (one that contains itself, an integer of 4,300 digits or more) reads as a note
+    saying so; :meth:`History.call` makes such arguments a finding.
+    """
+    return value if isinstance(value, str) else _dumps(value)[0]
+
+
+def _dumps(value: Any) -> tuple[str, str | None]:
+    """``(text, None)``, or a note and why JSON cannot write ``value``."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str), None
+    except (ValueError, RecursionError) as exc:  # a circular value; int() refuses 4,300 digits; nesting
+        why = str(exc).split(";")[0] or type(exc).__name__
+        return f"(a {type(value).__name__} JSON cannot write: {why})", why
 
 
 class History:
@@ -161,7 +174,11 @@ class History:
 
     def call(self, call_id: str, name: str, args: Any, index: int, position: int, path: str) -> ToolCallPart:
         """A call part; arguments as an object or as JSON text (never repaired)."""
-        raw = "{}" if args is None else dumps(args)
+        raw, why = ("{}", None) if args is None else (args, None) if isinstance(args, str) else _dumps(args)
+        if why is not None:
+            self.find("invalid_arguments", f"the arguments of call {call_id!r} cannot be written as JSON ({why})",
+                      position, path)
+            return ToolCallPart(call_id=call_id, name=name, arguments_raw=raw, arguments=None, index=index)
         parsed = args if isinstance(args, dict) else ({} if args is None else loads_object(raw))
         if parsed is None:
             self.find("invalid_arguments", f"the arguments of call {call_id!r} are not a JSON object", position,

@@ -152,7 +152,8 @@ MAX_DEPTH = 32
 """Attribute values nested deeper than this are left out (no convention nests more than a few levels)."""
 _MAX_NS = 2**64
 """Times are ``fixed64`` nanoseconds since 1970 in OTLP."""
-_INT = re.compile(r"-?[0-9]+")
+_INT = re.compile(r"-?[0-9]{1,19}")
+"""An ``int64`` as OTLP/JSON writes it (text); longer is none (and ``int()`` of 4,300 digits or more raises)."""
 _HEX = {16: re.compile(r"[0-9a-fA-F]{16}"), 32: re.compile(r"[0-9a-fA-F]{32}")}
 _BAD = object()
 """What a field that cannot be read becomes (the caller leaves it out)."""
@@ -249,7 +250,7 @@ def _time(value: Any) -> int | None:
         return None
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and 0 <= value < _MAX_NS else None
-    if isinstance(value, str) and value.isascii() and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:  # a fixed64's digits
         value = int(value)
     if isinstance(value, int):
         return value if 0 <= value < _MAX_NS else None

@@ -78,6 +78,13 @@ def _check_spec(spec: Any, where: str) -> TurnSpec:
     for i, call in enumerate(spec.get("tool_calls") or []):
         if not isinstance(call, dict) or "name" not in call:
             raise ValueError(f"{where}: tool_calls[{i}] needs at least a 'name'")
+        args = call.get("arguments", {})
+        if not isinstance(args, str):
+            try:
+                json.dumps(args, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError) as exc:  # int() refuses 4,300 digits; a cycle; a set
+                raise ValueError(f"{where}: tool_calls[{i}]'s arguments cannot be written as JSON "
+                                 f"({str(exc).split(';')[0]}); give JSON text or JSON values") from None
     return spec
 
 
