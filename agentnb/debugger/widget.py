@@ -42,6 +42,7 @@ from ..visible import FLAG, hides, visible
 from . import assets, cards, viewdata
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
+from .tree import TreeEncoder
 
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
@@ -77,6 +78,7 @@ class Debugger(Controller):
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._rows = viewdata.RowEncoder()
+        self._tree = TreeEncoder()
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
@@ -203,6 +205,7 @@ class Debugger(Controller):
         """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
         if self._rows_of is not self.timeline:
             self._rows = viewdata.RowEncoder()
+            self._tree = TreeEncoder()
             self._rows_of = self.timeline
         self._rows_sent = 0
         self.view.send({"kind": "reset"})
@@ -231,12 +234,14 @@ class Debugger(Controller):
         while self._rows_sent < n:
             end = min(n, self._rows_sent + viewdata.CHUNK)
             self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
+            self.view.send(self._tree.encode(self.timeline.events, self._rows_sent, end))
             self._rows_sent = end
 
     def _encode_rows(self) -> None:
         with self._lock:
             if self._rows_of is self.timeline:
                 self._rows.encode(self.timeline.events, 0, len(self.timeline))
+                self._tree.encode(self.timeline.events, 0, len(self.timeline))
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end`` as the page receives them (see :mod:`.viewdata`)."""
