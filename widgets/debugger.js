@@ -160,7 +160,7 @@ class DebuggerView {
     this.store.listeners.add(onStore);
     this.disposers.push(() => this.store.listeners.delete(onStore));
     const traits = ["header", "count", "selected", "follow", "running", "message", "controls", "meters", "diagram",
-      "detail", "conversation", "wire", "plots", "breakpoints", "pending", "error", "tab"];
+      "detail", "conversation", "wire", "plots", "breakpoints", "pending", "error", "tab", "runs", "fork_edit"];
     for (const name of traits) {
       const fn = () => this.update(name);
       model.on(`change:${name}`, fn);
@@ -223,7 +223,10 @@ class DebuggerView {
     this.helpEl = h("div", { class: "anb-help", role: "tooltip", hidden: true },
       h("b", {}, "Keys (when the debugger has focus)"),
       h("table", {}, ...KEYS_HELP.map(([k, what]) => h("tr", {}, h("td", {}, h("kbd", {}, k)), h("td", {}, what)))));
-    const top = h("div", { class: "anb-top" }, this.headerEl, this.helpBtn, this.helpEl);
+    this.picker = h("select", { class: "anb-input agentnb-run-picker", "aria-label": "run shown: this run or a fork",
+      hidden: true, onchange: () => this.call("show", { run_id: this.picker.value }) });
+    const top = h("div", { class: "anb-top" }, this.headerEl, this.picker, this.helpBtn, this.helpEl);
+    this.lineageEl = h("div", { class: "anb-lineage agentnb-lineage", hidden: true });
 
     const button = (name, label, method, tip) =>
       h("button", { class: `anb-btn agentnb-btn-${name}`, title: tip, "aria-label": label,
@@ -326,11 +329,12 @@ class DebuggerView {
     this.panes.conversation.classList.add("agentnb-conversation");
     this.panes.plots.classList.add("agentnb-plots");
     this.buildWire();
-    const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes));
+    this.forkEditEl = h("div", { class: "anb-fork-edit agentnb-fork-edit", hidden: true });
+    const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes), this.forkEditEl);
     this.main = h("div", { class: "anb-main" }, left, right);
 
     this.snapshotEl = h("div", { class: "anb-snapshot", hidden: true });
-    root.append(top, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
+    root.append(top, this.lineageEl, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
     // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
     this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
     this.disposers.push(() => clearTimeout(this.noKernelTimer));
@@ -427,8 +431,14 @@ class DebuggerView {
       case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
       case "wire": this.drawWire(v || {}); break;
       case "breakpoints": this.drawBreakpoints(v || []); break;
-      case "pending": case "error": this.drawApprovals(); break;
-      case "tab": if (v && v !== this.tab) this.setTab(v, false); break;
+      case "pending": this.drawApprovals(); break;
+      case "error":
+        this.drawApprovals();
+        for (const e of this.forkEditEl.querySelectorAll(".agentnb-fork-error")) e.textContent = v || "";
+        break;
+      case "tab": if (v && v !== this.tab) this.setTab(v, false); this.drawForkEdit(); break;
+      case "runs": this.drawRuns(v || []); break;
+      case "fork_edit": this.drawForkEdit(); break;
     }
   }
 
@@ -440,12 +450,45 @@ class DebuggerView {
     this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
       `${esc(hd.model || "?")} · <span class="agentnb-mode">${esc(mode)}</span> · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
       `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
+    this.lineageEl.textContent = hd.lineage || "";
+    this.lineageEl.hidden = !hd.lineage;
     const ro = Boolean(hd.static) || Boolean(this.saved); // an export, or a saved snapshot: nothing to press
     this.toolbar.hidden = ro;
     this.bpRow.hidden = ro;
     this.approvalsEl.hidden = ro;
     this.tabs.plots.hidden = ro;
     this.root.classList.toggle("anb-static", ro);
+  }
+
+  drawRuns(runs) {
+    this.picker.innerHTML = "";
+    for (const r of runs) {
+      this.picker.append(h("option", { value: r.run_id, selected: r.active || undefined }, r.label));
+    }
+    this.picker.hidden = runs.length < 2 || Boolean(this.saved);
+  }
+
+  /** Under the event's card: its call's result or arguments, editable, and a button that forks with the edit. */
+  drawForkEdit() {
+    const fe = this.model.get("fork_edit") || {};
+    const box = this.forkEditEl;
+    const key = JSON.stringify(fe);
+    const show = Boolean(fe.call_id) && !this.static && !this.saved && this.tab === "event";
+    box.hidden = !show;
+    if (!show || box.dataset.key === key) return;
+    box.dataset.key = key;
+    box.innerHTML = "";
+    const what = fe.kind === "result" ? "result" : "arguments";
+    const edit = h("textarea", { class: `anb-input agentnb-fork-${what}`, rows: String(Math.min(10, Math.max(2, String(fe.value).split("\n").length))),
+      "aria-label": `the ${what} of ${fe.name} to fork with` });
+    edit.value = fe.value;
+    const label = fe.kind === "result" ? "Fork with this result" : "Fork with these arguments";
+    const args = () => fe.kind === "result" ? { call_id: fe.call_id, result: edit.value } : { call_id: fe.call_id, arguments: edit.value };
+    box.append(h("details", { class: "anb-edit" },
+      h("summary", {}, fe.kind === "result" ? `What if ${fe.name} had answered…` : `What if the model had called ${fe.name} with…`),
+      edit, h("div", {}, h("button", { class: `anb-btn agentnb-btn-fork-${what}`, "aria-label": label,
+        onclick: () => this.call("fork", args()) }, label),
+        h("span", { class: "agentnb-err agentnb-fork-error", role: "alert" }, this.model.get("error") || ""))));
   }
 
   drawStatus() {

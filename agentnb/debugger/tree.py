@@ -206,8 +206,8 @@ class TreeEncoder:
             u = ev.response.usage
             self._add_usage(i, u.input_tokens + u.output_tokens, self._priced(ev))
             node.status = ev.response.finish_reason
-            node.label += f" · {len(ev.response.message.tool_calls)} calls" if ev.response.message.tool_calls else \
-                " · answer"
+            n = len(ev.response.message.tool_calls)
+            node.label += f" · {n} call{'s' if n != 1 else ''}" if n else " · answer"
         elif isinstance(ev, ModelRetried):
             node.status = "retry"
         elif isinstance(ev, ToolStarted):
@@ -258,8 +258,8 @@ def outline(events: list[BaseEvent], *, fragments: bool = False) -> list[str]:
         >>> import agentnb as anb
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
         >>> lines = outline(loop.start("Paris?").run().events)
-        >>> lines[0].startswith("run "), lines[2].strip().startswith("model call")
-        (True, True)
+        >>> lines[0].startswith("run "), lines[2].strip(), lines[3].strip().startswith("model call")
+        (True, 'turn 1', True)
     """
     tree = tree_of(events)
     kids: dict[int, list[tuple[int, str, int]]] = {}

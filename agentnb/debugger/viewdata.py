@@ -228,6 +228,13 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
     rs = tl.state
     first = tl.events[0] if len(tl) else None
     n = len(tl)
+    fork = (getattr(first, "settings", None) or {}).get("fork")
+    lineage = ""
+    if isinstance(fork, dict):
+        edits = (("results replaced", "results"), ("arguments edited", "arguments"))
+        replaced = [w for w, k in edits if fork.get(k)]
+        said = f"fork of {fork.get('parent')} at event {fork.get('at')}" + "".join(f" · {w}" for w in replaced)
+        lineage = visible(said + f" · new writes: {fork.get('effects')}")[0]
     if live:
         mode = "live" if n else "live · not started: Step or Continue"
     else:
@@ -240,6 +247,7 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
         "tone": _tone(rs.state),
         "reason": visible(rs.reason or "")[0],
         "live": live,
+        "lineage": lineage,
     }
 
 

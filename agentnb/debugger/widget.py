@@ -36,10 +36,11 @@ import anywidget
 import traitlets as t
 
 from ..events import ApprovalRequested, BaseEvent
+from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, viewdata
+from . import assets, cards, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
 from .tree import TreeEncoder
@@ -108,7 +109,8 @@ class Debugger(Controller):
         "cont": lambda d, a: d.cont(background=True),
         "pause": lambda d, a: d.pause(),
         "restart": lambda d, a: d.restart(),
-        "fork": lambda d, a: d._fork_ui(),
+        "fork": lambda d, a: d._fork_ui(a),
+        "show": lambda d, a: d.show(str(a["run_id"])),
         "select": lambda d, a: d.select(int(a["seq"])),
         "toggle_breakpoint": lambda d, a: d.toggle_breakpoint(int(a["seq"])),
         "add_breakpoint": lambda d, a: d._add_breakpoint_from_page(str(a["kind"]), str(a["value"])),
@@ -144,13 +146,20 @@ class Debugger(Controller):
             self.message = f"{type(exc).__name__}: {exc}"
             self.refresh()
 
-    def _fork_ui(self) -> None:
-        from IPython.display import display
-
-        child = self.fork()
-        self.message = f"forked at event {self.selected}: new run {child.run.run_id if child.run else ''} below"
-        self.refresh()
-        display(child)
+    def _fork_ui(self, args: dict[str, Any]) -> None:
+        """Fork from the page: the fork shows in this widget (see :meth:`branch`); an edit is checked first."""
+        self.view.error = ""
+        results, arguments, error = whatif.page_edit(args)
+        if error:
+            self.view.error = error
+            return
+        seq = args.get("seq")
+        at = int(seq) if isinstance(seq, int) and not (results or arguments) else None
+        try:
+            self.branch(at, results=results, arguments=arguments, go=True)
+        except (AgentnbError, ValueError) as exc:
+            self.view.error = str(exc)
+            self.refresh()
 
     def _approve_from_page(self, call_id: str, arguments: Any) -> None:
         self.view.error = ""
@@ -297,13 +306,21 @@ class Debugger(Controller):
                     v.conversation = viewdata.conversation_html(tl, sel)
                     v.meters = viewdata.meters_html(tl, sel)
                     v.diagram = viewdata.diagram_html(tl, sel)
+                    v.fork_edit = whatif.fork_edit(tl, sel) if self.live else {}
                 elif not n:
                     self._shown = ()
                     v.detail, v.conversation = viewdata.detail_html(tl, 0), ""
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
+                self._sync_runs()
                 self._render_tabs()
                 self._sync_snapshot()
+
+    def _sync_runs(self) -> None:
+        runs = self.runs
+        self.view.runs = [] if len(runs) < 2 else [
+            {"run_id": r.run_id, "shown_id": visible(r.run_id)[0], "active": r is self.run,
+             "label": visible(self.lineage.get(r.run_id, f"run {r.run_id}"))[0]} for r in runs]
 
     def _named(self) -> tuple[str, str]:
         """The run's id and model before its first event says them (as ``RunStarted`` will)."""
@@ -495,6 +512,10 @@ class DebuggerView(anywidget.AnyWidget):
     breakpoints: t.List[dict[str, Any]] = t.List().tag(sync=True)
     pending: t.List[dict[str, Any]] = t.List().tag(sync=True)
     error = t.Unicode("").tag(sync=True)
+    runs: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    """The runs the picker offers (this run and its forks), when there is more than one."""
+    fork_edit = t.Dict().tag(sync=True)
+    """The selected event's call result or arguments, to edit and fork from (empty: nothing to edit)."""
     snapshot = t.Unicode("").tag(sync=True)
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
 
