@@ -918,7 +918,8 @@ class DebuggerView {
       `<span class="anb-indent" style="width:${node.d * 14}px"></span>` +
       `<button class="anb-twisty" data-toggle="${node.i}" tabindex="-1" aria-label="${open ? "collapse" : "expand"}">${open ? "▾" : "▸"}</button>` +
       (node.n === "call" ? `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${node.a}" tabindex="-1" ` +
-        `title="${hasBp ? "remove the breakpoint" : "break before this tool runs"}" aria-label="toggle breakpoint">●</button>` : "") +
+        `title="${hasBp ? "remove the breakpoint" : "break before this tool runs"}" aria-label="toggle breakpoint">●</button>` :
+        '<span class="anb-bp-slot"></span>') +
       `<span class="anb-summary anb-tlabel"><span class="agentnb-kind ${kindCls}">${esc(node.l)}</span></span>` +
       (node.e ? `<span class="anb-effect agentnb-effect-${esc(node.e)}" title="effect mark">${esc(node.e)}</span>` : "") +
       (node.x ? `<span class="anb-status anb-status-${esc(node.x)}">${esc(node.x)}</span>` : "") +

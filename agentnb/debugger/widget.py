@@ -318,9 +318,18 @@ class Debugger(Controller):
 
     def _sync_runs(self) -> None:
         runs = self.runs
-        self.view.runs = [] if len(runs) < 2 else [
-            {"run_id": r.run_id, "shown_id": visible(r.run_id)[0], "active": r is self.run,
-             "label": visible(self.lineage.get(r.run_id, f"run {r.run_id}"))[0]} for r in runs]
+        if len(runs) < 2:
+            self.view.runs = []
+            return
+        picks = []
+        for r in runs:
+            # once a fork has its first event, its lineage reads from it (where it was cut, what it replaced)
+            said = viewdata.header(Timeline(r.events[:1]), live=True)["lineage"] if r.events else ""
+            known = self.lineage.get(r.run_id, f"run {r.run_id}")
+            label = f"{visible(r.run_id)[0]} · {said}" if said else visible(known)[0]
+            picks.append({"run_id": r.run_id, "shown_id": visible(r.run_id)[0], "active": r is self.run,
+                          "label": label})
+        self.view.runs = picks
 
     def _named(self) -> tuple[str, str]:
         """The run's id and model before its first event says them (as ``RunStarted`` will)."""
