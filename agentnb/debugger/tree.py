@@ -33,6 +33,7 @@ from ..events import (
     BaseEvent,
     CallParsed,
     CallRejected,
+    GuardTripped,
     ModelRequested,
     ModelRetried,
     RunFinished,
@@ -50,7 +51,8 @@ from .render import short
 FRAGMENTS = (TextMerged, ArgumentsMerged)
 """The events folded into their model call's row."""
 
-_MODEL_PART = (TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted)
+_FRAGMENT_CLASSES: frozenset[type] = frozenset(FRAGMENTS)
+_MODEL_CLASSES: frozenset[type] = frozenset({TextMerged, ArgumentsMerged, ModelRetried, TurnCompleted})
 
 FIELDS = ("i", "p", "d", "n", "l", "a", "b", "t0", "t1", "tok", "c", "x", "tool", "e", "x0", "x1", "f")
 """A node record's fields, in order: index, parent (-1: the root), depth, kind (``run``, ``turn``, ``model``,
@@ -131,17 +133,22 @@ class TreeEncoder:
 
     def _group(self, ev: BaseEvent, at: float) -> int:
         """The node ``ev`` belongs to, made when it is the first of its group."""
-        if isinstance(ev, RunStarted | RunFinished) or not self.nodes:
+        cls = type(ev)
+        if cls in _FRAGMENT_CLASSES:  # half a streamed run: the shortest way
+            model = self._model.get(ev.turn)
+            if model is not None:
+                return model
+        if cls is RunStarted or cls is RunFinished or not self.nodes:
             return 0
-        if isinstance(ev, ModelRequested):
+        if cls is ModelRequested:
             turn = self._turn(ev, at)
-            label = "model call · finalization" if ev.finalize else "model call"
+            label = "model call · finalization" if ev.finalize else "model call"  # type: ignore[attr-defined]
             model = self._model[ev.turn] = self._node(turn, "model", label, ev, at)
             return model
-        if isinstance(ev, _MODEL_PART) and ev.turn in self._model:
+        if cls in _MODEL_CLASSES and ev.turn in self._model:
             return self._model[ev.turn]
         call_id = getattr(ev, "call_id", None)
-        if isinstance(call_id, str) and not call_id.startswith("guard:") and not isinstance(ev, ArgumentsMerged):
+        if isinstance(call_id, str) and not call_id.startswith("guard:") and cls is not ArgumentsMerged:
             key = (ev.turn, call_id)
             found = self._calls.get(key)
             if found is None:
@@ -157,13 +164,15 @@ class TreeEncoder:
             return found
         return self._turn(ev, at)
 
-    def _grow(self, i: int, ev: BaseEvent, at: float) -> None:
+    def _grow(self, i: int, seq: int, at: float) -> None:
+        # events come in order: each group's last event is this one, its end the latest stamp
+        nodes, dirty = self.nodes, self._dirty
         while i >= 0:
-            node = self.nodes[i]
-            if node.last < ev.seq or node.end_ms < at:
-                node.last = max(node.last, ev.seq)
-                node.end_ms = max(node.end_ms, at)
-                self._dirty.add(i)
+            node = nodes[i]
+            node.last = seq
+            if node.end_ms < at:
+                node.end_ms = at
+            dirty.add(i)
             i = node.parent
 
     def _add_usage(self, i: int, tokens: int, spent: float | None) -> None:
@@ -197,12 +206,13 @@ class TreeEncoder:
         at -= self._t0
         i = self._group(ev, at)
         self.groups.append(i)
-        self._grow(i, ev, at)
+        self._grow(i, ev.seq, at)
         node = self.nodes[i]
-        status = cards.event_status(ev)
-        if isinstance(ev, FRAGMENTS):
+        cls = type(ev)
+        if cls in _FRAGMENT_CLASSES:
             node.fragments += 1
-        elif isinstance(ev, TurnCompleted):
+            return
+        if isinstance(ev, TurnCompleted):
             u = ev.response.usage
             self._add_usage(i, u.input_tokens + u.output_tokens, self._priced(ev))
             node.status = ev.response.finish_reason
@@ -224,10 +234,8 @@ class TreeEncoder:
             node.status = ev.decision
         elif isinstance(ev, RunFinished):
             node.status = ev.final.value
-        elif node.kind == "run" and not node.status:
-            node.status = ""
-        if node.kind == "turn" and status in ("guard",):
-            node.status = status
+        elif isinstance(ev, GuardTripped) and node.kind == "turn":
+            node.status = "guard"
 
     def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
         """The groups of events ``start`` to ``end`` and every node new or changed since the last encode.
