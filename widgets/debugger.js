@@ -153,6 +153,7 @@ class DebuggerView {
     this.mode = "tree"; // the timeline's default view: the tree with its waterfall; "flat": every event
     this.flip = new Set(); // tree nodes the person opened or closed (against their kind's default)
     this.selNode = -1; // a tree node the person selected (its row stays selected while its last event is)
+    this.layoutDirty = true; // the tree's rows are laid out again before the next paint
     this.sel = model.get("selected");
     this.disposers = [];
     this.build();
