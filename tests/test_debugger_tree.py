@@ -106,3 +106,14 @@ def test_rows_carry_their_time_since_the_run_began() -> None:
     assert rows["w"][0] == 0
     assert rows["w"] == [round((e.ts.timestamp() - t0) * 1000, 1) for e in run.events]
     assert rows["w"] == sorted(rows["w"]) and rows["w"][-1] >= 40
+
+
+def test_the_export_carries_the_tree_beside_the_rows() -> None:
+    from agentnb.debugger.timeline import Timeline
+    from agentnb.debugger.viewdata import static_bundle
+
+    run = _parallel_run()
+    bundle = static_bundle(Timeline(run.events), title="t")
+    assert bundle["tree"]["g"] == tree_mod.tree_of(run.events).groups
+    assert [r[3] for r in bundle["tree"]["nodes"]] == ["run", "turn", "model", "call", "call", "turn", "model"]
+    assert tuple(bundle["tree"]["fields"]) == tree_mod.FIELDS
