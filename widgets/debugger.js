@@ -739,14 +739,20 @@ class DebuggerView {
   /** The tree's rows in order: -(i + 1) for node i, a seq for an event; with the filters, only the events that
    * pass and the nodes that hold one (opened). Built from the nodes and each event's group in one pass. */
   layout() {
+    metrics.layouts = (metrics.layouts || 0) + 1;
     const st = this.store, nodes = st.nodes;
     const n = Math.min(st.n, st.g.length);
-    const kids = new Array(nodes.length);
-    for (let i = 0; i < nodes.length; i++) kids[i] = [];
-    let j = 1; // node 0 is the root
-    for (let seq = 0; seq < n; seq++) {
-      while (j < nodes.length && nodes[j] && nodes[j].a <= seq) { if (nodes[j].p >= 0) kids[nodes[j].p].push(-(j + 1)); j++; }
-      kids[st.g[seq]].push(seq);
+    const key = `${st.version}/${st.treeVersion}/${n}`;
+    let kids = this.tKids;
+    if (this.tKidsFor !== key) { // the children lists change with the data only: opening a row reuses them
+      kids = new Array(nodes.length);
+      for (let i = 0; i < nodes.length; i++) kids[i] = [];
+      let j = 1; // node 0 is the root
+      for (let seq = 0; seq < n; seq++) {
+        while (j < nodes.length && nodes[j] && nodes[j].a <= seq) { if (nodes[j].p >= 0) kids[nodes[j].p].push(-(j + 1)); j++; }
+        kids[st.g[seq]].push(seq);
+      }
+      this.tKidsFor = key;
     }
     let keep = null;
     const filtered = this.visible !== null;
