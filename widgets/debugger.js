@@ -298,7 +298,7 @@ class DebuggerView {
     const viewBtn = (mode, label, tip) => h("button", { class: `anb-tab anb-view agentnb-view-${mode}`, role: "tab",
       "aria-selected": "false", title: tip, onclick: () => this.setMode(mode) }, label);
     this.viewBtns = { tree: viewBtn("tree", "Tree", "turns, model calls and tool calls with a waterfall (t)"),
-      flat: viewBtn("flat", "Events", "every event, one row each (t)") };
+      flat: viewBtn("flat", "List", "every event, one row each (t)") };
     const views = h("div", { class: "anb-views", role: "tablist", "aria-label": "timeline view" },
       this.viewBtns.tree, this.viewBtns.flat, this.countEl);
     const filters = h("div", { class: "anb-filters" }, this.search, this.fType, not("type", "event type"), this.fTool,
