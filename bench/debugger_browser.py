@@ -2,8 +2,9 @@
 
 Targets (issues 16 and 27): a 100,000-event transcript opens in under 1.5 s; click-to-updated-detail under
 100 ms; opening or closing a row of the timeline's tree under 50 ms; a live run streaming 500 fragments/s keeps
-the view under 200 ms behind; the exported HTML of a 10,000-event run opens in under 1 s and is under 10 MB. Every figure is the median of a few repeats, next to a baseline measured
-in the same run (a 100-event transcript), because this machine's load moves all of them.
+the view under 200 ms behind; the exported HTML of a 10,000-event run opens in under 1 s and is under 10 MB.
+Every figure is the median of a few repeats, next to a baseline measured in the same run (a 100-event
+transcript), because this machine's load moves all of them.
 
 In JupyterLab, "open" is split in two: the kernel's share (loading the transcript, folding it into the
 debugger, encoding the rows: printed by the cell) and the page's share (from the widget's first render to all

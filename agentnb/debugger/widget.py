@@ -240,11 +240,15 @@ class Debugger(Controller):
                 return
             if self._rows_sent:
                 self._reset_rows()
+        start = self._rows_sent
         while self._rows_sent < n:
             end = min(n, self._rows_sent + viewdata.CHUNK)
             self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
-            self.view.send(self._tree.encode(self.timeline.events, self._rows_sent, end))
             self._rows_sent = end
+        # the tree after every row: a long run's list paints first, and its tree follows (the page shows the
+        # list until the tree has come)
+        for at in range(start, n, viewdata.CHUNK):
+            self.view.send(self._tree.encode(self.timeline.events, at, min(n, at + viewdata.CHUNK)))
 
     def _encode_rows(self) -> None:
         with self._lock:
