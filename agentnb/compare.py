@@ -13,9 +13,9 @@ of the same tasks.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .binding import canonical, sha256
@@ -144,6 +144,7 @@ class Comparison:
     def __init__(self, a: list[BaseEvent], b: list[BaseEvent]) -> None:
         self.a_run = a[0].run_id if a else ""
         self.b_run = b[0].run_id if b else ""
+        self.a_events, self.b_events = list(a), list(b)
         self.a_steps, self.b_steps = steps(a), steps(b)
         if _parent_of(b) == self.a_run:  # a fork starts where its parent stood: read its steps from there
             self.b_steps = _inherited_steps(self.a_steps, b) + self.b_steps
@@ -181,17 +182,28 @@ class Comparison:
         return f"<agentnb.Comparison {self.a_run} vs {self.b_run}: {verdict}>"
 
     def _repr_html_(self) -> str:
-        """The aligned steps side by side, the first divergence highlighted (escaped text)."""
-        rows = []
-        for i, (sa, sb) in enumerate(_iter_pairs(self.a_steps, self.b_steps)):
-            hit = self.parting is not None and self.parting.step == i
-            style = " style='background:#fff3c4;color:#1a1a1a;font-weight:bold'" if hit else ""
-            rows.append(f"<tr{style}><td>{i}</td><td>{html.escape(sa.label if sa else '—')}</td>"
-                        f"<td>{html.escape(sb.label if sb else '—')}</td></tr>")
-        head = ("the same trajectory" if self.parting is None else
-                f"first divergence at step {self.parting.step}: {html.escape(self.parting.why)}")
-        return (f"<div class='agentnb-compare'><b>{html.escape(self.a_run)}</b> vs <b>{html.escape(self.b_run)}</b>"
-                f": {head}<table><tr><th>#</th><th>a</th><th>b</th></tr>{''.join(rows)}</table></div>")
+        """The aligned steps side by side in the debugger's style, the first divergence lit, the conversations' diff.
+
+        Static HTML with its stylesheet: a saved notebook keeps it as it was, with both runs in it.
+        """
+        from .debugger.compare_view import comparison_html
+
+        return comparison_html(self)
+
+    def to_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """Write the side-by-side view as one self-contained HTML file (both runs in it) and return its path.
+
+        Example:
+            >>> import agentnb as anb, tempfile, os
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> run = loop.start("Paris?").run()
+            >>> out = anb.compare(run, run).to_html(os.path.join(tempfile.mkdtemp(), "same.html"))
+            >>> "the same trajectory" in out.read_text(encoding="utf-8")
+            True
+        """
+        from .debugger.compare_view import write_comparison
+
+        return write_comparison(self, path, title=title)
 
 
 def _parent_of(events: list[BaseEvent]) -> str | None:

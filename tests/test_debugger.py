@@ -270,13 +270,14 @@ def test_before_a_page_says_hello_a_short_run_resends_its_rows_from_the_start() 
     dbg.step()
     dbg.step()
     starts = [(m["kind"], m.get("start")) for m in sent]
-    assert starts == [("reset", None), ("rows", 0)] * 3  # the display, then each update: all rows again
-    assert len(sent[-1]["m"]) == 3
+    # the display, then each update: all rows again (and the tree beside them)
+    assert starts == [("reset", None), ("rows", 0), ("tree", 0)] * 3
+    assert len(sent[-2]["m"]) == 3 and len(sent[-1]["g"]) == 3
     sent.clear()
     dbg.view._handle_custom_msg({"kind": "hello"}, [])
     dbg.step()
-    assert [(m["kind"], m.get("start"), len(m.get("m", ()))) for m in sent] == [
-        ("reset", None, 0), ("rows", 0, 3), ("rows", 3, 1)]  # heard: only what is new
+    assert [(m["kind"], m.get("start"), len(m.get("m", m.get("g", ())))) for m in sent] == [
+        ("reset", None, 0), ("rows", 0, 3), ("tree", 0, 3), ("rows", 3, 1), ("tree", 3, 1)]  # heard: only what is new
 
 
 def test_restart_starts_a_new_run_of_the_same_prompt() -> None:

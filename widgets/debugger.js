@@ -17,8 +17,10 @@ const ROW_H = 24;
 const NARROW = 560; // px: below this the timeline and the card stack (debugger.css: .anb-narrow)
 const OVERSCAN = 12;
 const KEYS_HELP = [
-  ["← → or k j", "previous / next event"],
+  ["← → or k j", "previous / next row"],
   ["Home / End", "first / last event"],
+  ["Enter", "open / close a tree row"],
+  ["t", "tree or every event"],
   ["s", "step"],
   ["n", "next turn"],
   ["c", "continue"],
@@ -31,6 +33,16 @@ const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+/** Milliseconds as a row shows them: +850 ms, +12.3 s (`plain`: without the sign, for durations). */
+function fmtMs(ms, plain = false) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "";
+  const sign = plain ? "" : "+";
+  if (ms < 1) return `${sign}${ms.toFixed(2)} ms`;
+  if (ms < 1000) return `${sign}${ms.toFixed(0)} ms`;
+  if (ms < 60000) return `${sign}${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+  return `${sign}${Math.floor(ms / 60000)} min ${((ms % 60000) / 1000).toFixed(0)} s`;
 }
 
 function eventsText(n) {
@@ -57,7 +69,8 @@ class RowStore {
     this.reset();
   }
   reset() {
-    this.k = []; this.s = []; this.u = []; this.t = []; this.x = []; this.m = [];
+    this.k = []; this.s = []; this.u = []; this.t = []; this.x = []; this.m = []; this.w = [];
+    this.nodes = []; this.g = []; this.treeVersion = 0;
     this.types = []; this.states = []; this.tools = [""]; this.statuses = [""]; this.typeClasses = [];
     this.n = 0;
     this.version = (this.version || 0) + 1;
@@ -65,21 +78,35 @@ class RowStore {
   }
   apply(msg) {
     if (msg.start < this.n) {
-      for (const col of ["k", "s", "u", "t", "x", "m"]) this[col].length = msg.start;
+      for (const col of COLS) this[col].length = msg.start;
       this.n = msg.start;
     } else if (msg.start > this.n) {
       return false; // a gap (messages sent before this page listened): ask for everything again
     }
     this.types = msg.types; this.states = msg.states; this.tools = msg.tools; this.statuses = msg.statuses;
     this.typeClasses = msg.type_classes || [];
-    for (const col of ["k", "s", "u", "t", "x", "m"]) {
-      const src = msg[col], dst = this[col];
+    for (const col of COLS) {
+      const src = msg[col] || [], dst = this[col];
       for (let i = 0; i < src.length; i++) dst.push(src[i]);
     }
     const from = this.n;
     this.n = this.k.length;
     this.emit({ from, ts_last: msg.ts_last });
     return true;
+  }
+  /** The tree's nodes (records, see agentnb/debugger/tree.py FIELDS) and each event's group. */
+  applyTree(msg) {
+    if (msg.start > this.g.length) return;
+    this.g.length = msg.start;
+    for (const v of msg.g) this.g.push(v);
+    for (const r of msg.nodes) {
+      const node = { i: r[0], p: r[1], d: r[2], n: r[3], l: r[4], a: r[5], b: r[6], t0: r[7], t1: r[8], tok: r[9],
+        c: r[10], x: r[11], tool: r[12], e: r[13], x0: r[14], x1: r[15], f: r[16] };
+      this.nodes[node.i] = node;
+    }
+    if (msg.start === 0) this.nodes.length = msg.nodes.length;
+    this.treeVersion++;
+    this.emit({ tree: true });
   }
   emit(change) {
     for (const fn of this.listeners) fn(change);
@@ -90,6 +117,8 @@ class RowStore {
   status(i) { return this.statuses[this.x[i]]; }
 }
 
+const COLS = ["k", "s", "u", "t", "x", "m", "w"];
+const FRAGMENT_TYPES = new Set(["TextMerged", "ArgumentsMerged"]);
 const stores = new WeakMap();
 function storeOf(model) {
   let store = stores.get(model);
@@ -104,7 +133,8 @@ function storeOf(model) {
           asked = performance.now();
           model.send({ kind: "hello" });
         }
-      } else if (msg.kind === "reset") store.reset();
+      } else if (msg.kind === "tree") store.applyTree(msg);
+      else if (msg.kind === "reset") store.reset();
     });
   }
   return store;
@@ -118,7 +148,12 @@ class DebuggerView {
     this.el = el;
     this.store = storeOf(model);
     this.visible = null; // null: every row; else the seqs that pass the filters, ascending
-    this.filters = { q: "", type: "", tool: "", turn: "", status: "" };
+    this.filters = { q: "", type: "", tool: "", turn: "", status: "", typeNot: false, toolNot: false,
+      statusNot: false, hideFragments: false };
+    this.mode = "tree"; // the timeline's default view: the tree with its waterfall; "flat": every event
+    this.flip = new Set(); // tree nodes the person opened or closed (against their kind's default)
+    this.selNode = -1; // a tree node the person selected (its row stays selected while its last event is)
+    this.layoutDirty = true; // the tree's rows are laid out again before the next paint
     this.sel = model.get("selected");
     this.disposers = [];
     this.build();
@@ -126,7 +161,7 @@ class DebuggerView {
     this.store.listeners.add(onStore);
     this.disposers.push(() => this.store.listeners.delete(onStore));
     const traits = ["header", "count", "selected", "follow", "running", "message", "controls", "meters", "diagram",
-      "detail", "conversation", "wire", "plots", "breakpoints", "pending", "error", "tab"];
+      "detail", "conversation", "wire", "plots", "breakpoints", "pending", "error", "tab", "runs", "fork_edit"];
     for (const name of traits) {
       const fn = () => this.update(name);
       model.on(`change:${name}`, fn);
@@ -189,7 +224,10 @@ class DebuggerView {
     this.helpEl = h("div", { class: "anb-help", role: "tooltip", hidden: true },
       h("b", {}, "Keys (when the debugger has focus)"),
       h("table", {}, ...KEYS_HELP.map(([k, what]) => h("tr", {}, h("td", {}, h("kbd", {}, k)), h("td", {}, what)))));
-    const top = h("div", { class: "anb-top" }, this.headerEl, this.helpBtn, this.helpEl);
+    this.picker = h("select", { class: "anb-input agentnb-run-picker", "aria-label": "run shown: this run or a fork",
+      hidden: true, onchange: () => this.call("show", { run_id: this.picker.value }) });
+    const top = h("div", { class: "anb-top" }, this.headerEl, this.picker, this.helpBtn, this.helpEl);
+    this.lineageEl = h("div", { class: "anb-lineage agentnb-lineage", hidden: true });
 
     const button = (name, label, method, tip) =>
       h("button", { class: `anb-btn agentnb-btn-${name}`, title: tip, "aria-label": label,
@@ -231,17 +269,40 @@ class DebuggerView {
       input.addEventListener("input", () => { this.filters[name] = input.value; this.refilter(); });
       return input;
     };
-    this.search = filter("q", "search summaries", { tag: "input", attrs: { type: "search", placeholder: "search  /" } });
+    this.search = filter("q", "search summaries", { tag: "input", attrs: { type: "search",
+      placeholder: "search  /   tool:a,b  status!=ok  -type:TextMerged", title: "words match summaries; " +
+      "type: tool: status: turn: take values separated by commas; key!=v or -key:v negates (status!=ok: a status other than ok)" } });
     this.fType = filter("type", "filter by event type");
     this.fTool = filter("tool", "filter by tool");
     this.fStatus = filter("status", "filter by status");
     this.fTurn = filter("turn", "filter by turn", { tag: "input", attrs: { type: "number", min: "0", placeholder: "turn" } });
+    const not = (name, label) => {
+      const b = h("button", { class: `anb-btn anb-not agentnb-filter-${name}-not`, "aria-pressed": "false",
+        title: `${label}: show the events that are not this`, "aria-label": `${label}: negate` }, "≠");
+      b.addEventListener("click", () => {
+        this.filters[`${name}Not`] = !this.filters[`${name}Not`];
+        b.setAttribute("aria-pressed", String(this.filters[`${name}Not`]));
+        b.classList.toggle("anb-on", this.filters[`${name}Not`]);
+        this.refilter();
+      });
+      return b;
+    };
+    this.hideFrag = h("input", { type: "checkbox", class: "agentnb-filter-hide-fragments", "aria-label": "hide fragments" });
+    this.hideFrag.addEventListener("change", () => { this.filters.hideFragments = this.hideFrag.checked; this.refilter(); });
+    const hideLabel = h("label", { class: "anb-check", title: "hide the streamed text and argument fragments" },
+      this.hideFrag, " hide fragments");
     this.search.addEventListener("keydown", (e) => {
       if (e.key === "Escape" || e.key === "Enter") { e.preventDefault(); this.root.focus(); }
     });
     this.countEl = h("span", { class: "anb-count agentnb-muted" });
-    const filters = h("div", { class: "anb-filters" }, this.search, this.fType, this.fTool, this.fTurn, this.fStatus,
-      this.countEl);
+    const viewBtn = (mode, label, tip) => h("button", { class: `anb-tab anb-view agentnb-view-${mode}`, role: "tab",
+      "aria-selected": "false", title: tip, onclick: () => this.setMode(mode) }, label);
+    this.viewBtns = { tree: viewBtn("tree", "Tree", "turns, model calls and tool calls with a waterfall (t)"),
+      flat: viewBtn("flat", "List", "every event, one row each (t)") };
+    const views = h("div", { class: "anb-views", role: "tablist", "aria-label": "timeline view" },
+      this.viewBtns.tree, this.viewBtns.flat, this.countEl);
+    const filters = h("div", { class: "anb-filters" }, this.search, this.fType, not("type", "event type"), this.fTool,
+      not("tool", "tool"), this.fTurn, this.fStatus, not("status", "status"), hideLabel);
     this.rowsEl = h("div", { class: "anb-rows" });
     this.spacer = h("div", { class: "anb-spacer" }, this.rowsEl);
     this.list = h("div", { class: "anb-list agentnb-timeline", role: "listbox", "aria-label": "events" }, this.spacer);
@@ -252,7 +313,7 @@ class DebuggerView {
     const navRow = h("div", { class: "anb-navrow" },
       nav("first", "first event", () => this.move("first")), nav("prev", "previous event", () => this.move(-1)),
       nav("next", "next event", () => this.move(1)), nav("last", "latest event", () => this.move("last")));
-    const left = h("div", { class: "anb-left" }, filters, this.list, navRow);
+    const left = h("div", { class: "anb-left" }, views, filters, this.list, navRow);
 
     // tabs
     this.tabs = {};
@@ -269,11 +330,12 @@ class DebuggerView {
     this.panes.conversation.classList.add("agentnb-conversation");
     this.panes.plots.classList.add("agentnb-plots");
     this.buildWire();
-    const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes));
+    this.forkEditEl = h("div", { class: "anb-fork-edit agentnb-fork-edit", hidden: true });
+    const right = h("div", { class: "anb-right" }, tabBar, ...Object.values(this.panes), this.forkEditEl);
     this.main = h("div", { class: "anb-main" }, left, right);
 
     this.snapshotEl = h("div", { class: "anb-snapshot", hidden: true });
-    root.append(top, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
+    root.append(top, this.lineageEl, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
     // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
     this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
     this.disposers.push(() => clearTimeout(this.noKernelTimer));
@@ -285,6 +347,7 @@ class DebuggerView {
     });
     this.resizer.observe(root);
     this.setTab(this.model.get("tab") || "event", false);
+    this.setMode("tree", false);
   }
 
   buildWire() {
@@ -382,8 +445,14 @@ class DebuggerView {
       case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
       case "wire": this.drawWire(v || {}); break;
       case "breakpoints": this.drawBreakpoints(v || []); break;
-      case "pending": case "error": this.drawApprovals(); break;
-      case "tab": if (v && v !== this.tab) this.setTab(v, false); break;
+      case "pending": this.drawApprovals(); break;
+      case "error":
+        this.drawApprovals();
+        for (const e of this.forkEditEl.querySelectorAll(".agentnb-fork-error")) e.textContent = v || "";
+        break;
+      case "tab": if (v && v !== this.tab) this.setTab(v, false); this.drawForkEdit(); break;
+      case "runs": this.drawRuns(v || []); break;
+      case "fork_edit": this.drawForkEdit(); break;
     }
   }
 
@@ -395,12 +464,45 @@ class DebuggerView {
     this.headerEl.innerHTML = `<b>${esc(hd.title || "agentnb")}</b> · run <code>${esc(hd.run_id || "-")}</code> · ` +
       `${esc(hd.model || "?")} · <span class="agentnb-mode">${esc(mode)}</span> · <span class="agentnb-badge agentnb-badge-${esc(hd.tone || "live")} ` +
       `agentnb-state-badge">${esc(hd.state || "NEW")}</span>${reason}`;
+    this.lineageEl.textContent = hd.lineage || "";
+    this.lineageEl.hidden = !hd.lineage;
     const ro = Boolean(hd.static) || Boolean(this.saved); // an export, or a saved snapshot: nothing to press
     this.toolbar.hidden = ro;
     this.bpRow.hidden = ro;
     this.approvalsEl.hidden = ro;
     this.tabs.plots.hidden = ro;
     this.root.classList.toggle("anb-static", ro);
+  }
+
+  drawRuns(runs) {
+    this.picker.innerHTML = "";
+    for (const r of runs) {
+      this.picker.append(h("option", { value: r.run_id, selected: r.active || undefined }, r.label));
+    }
+    this.picker.hidden = runs.length < 2 || Boolean(this.saved);
+  }
+
+  /** Under the event's card: its call's result or arguments, editable, and a button that forks with the edit. */
+  drawForkEdit() {
+    const fe = this.model.get("fork_edit") || {};
+    const box = this.forkEditEl;
+    const key = JSON.stringify(fe);
+    const show = Boolean(fe.call_id) && !this.static && !this.saved && this.tab === "event";
+    box.hidden = !show;
+    if (!show || box.dataset.key === key) return;
+    box.dataset.key = key;
+    box.innerHTML = "";
+    const what = fe.kind === "result" ? "result" : "arguments";
+    const edit = h("textarea", { class: `anb-input agentnb-fork-${what}`, rows: String(Math.min(10, Math.max(2, String(fe.value).split("\n").length))),
+      "aria-label": `the ${what} of ${fe.name} to fork with` });
+    edit.value = fe.value;
+    const label = fe.kind === "result" ? "Fork with this result" : "Fork with these arguments";
+    const args = () => fe.kind === "result" ? { call_id: fe.call_id, result: edit.value } : { call_id: fe.call_id, arguments: edit.value };
+    box.append(h("details", { class: "anb-edit" },
+      h("summary", {}, fe.kind === "result" ? `What if ${fe.name} had answered…` : `What if the model had called ${fe.name} with…`),
+      edit, h("div", {}, h("button", { class: `anb-btn agentnb-btn-fork-${what}`, "aria-label": label,
+        onclick: () => this.call("fork", args()) }, label),
+        h("span", { class: "agentnb-err agentnb-fork-error", role: "alert" }, this.model.get("error") || ""))));
   }
 
   drawStatus() {
@@ -512,11 +614,19 @@ class DebuggerView {
     if (change.reset) {
       this.visible = null;
       this.optionsFor = "";
+      this.flip.clear();
+      this.selNode = -1;
+    }
+    if (change.tree) {
+      this.layoutDirty = true;
+      this.schedulePaint(true);
+      return;
     }
     if (this.hasFilter()) {
       if (change.reset || !this.visible) this.refilter(false);
       else for (let i = change.from; i < st.n; i++) if (this.passes(i)) this.visible.push(i);
     }
+    this.layoutDirty = true;
     this.fillOptions();
     this.schedulePaint(true);
     if (change.ts_last) {
@@ -545,26 +655,62 @@ class DebuggerView {
     fill(this.fType, "all events", st.types);
     fill(this.fTool, "all tools", st.tools);
     fill(this.fStatus, "any status", st.statuses);
+    this.compiled = null; // the vocabularies grew: the filter's lookup tables too
   }
 
   hasFilter() {
     const f = this.filters;
-    return Boolean(f.q || f.type || f.tool || f.turn !== "" || f.status);
+    return Boolean(f.q.trim() || f.type || f.tool || f.turn !== "" || f.status || f.hideFragments);
+  }
+
+  /** The filters as clauses that all must hold: the selects (each may be negated), "hide fragments", and the
+   * search box's words and key:value terms (type: tool: status: turn:, values separated by commas; key!=v or
+   * -key:v negates; a negated status asks for a status other than those). */
+  compileFilter() {
+    const f = this.filters, st = this.store;
+    const clauses = [], words = [];
+    const add = (key, values, neg) => {
+      const vals = new Set([...values].map((v) => String(v).toLowerCase()));
+      if (key === "turn") { clauses.push({ key, vals, neg }); return; }
+      const vocab = { type: st.types, tool: st.tools, status: st.statuses }[key];
+      clauses.push({ key, neg, ok: vocab.map((v) => vals.has(String(v).toLowerCase())) });
+    };
+    for (const tok of f.q.trim().split(/\s+/).filter(Boolean)) {
+      const m = tok.match(/^(-?)(type|tool|status|turn)(!=|:|=)(.*)$/i);
+      if (m && m[4]) add(m[2].toLowerCase(), m[4].split(",").filter(Boolean), m[1] === "-" || m[3] === "!=");
+      else words.push(tok.toLowerCase());
+    }
+    if (f.type) add("type", [f.type], f.typeNot);
+    if (f.tool) add("tool", [f.tool], f.toolNot);
+    if (f.status) add("status", [f.status], f.statusNot);
+    if (f.turn !== "") add("turn", [f.turn], false);
+    if (f.hideFragments) add("type", FRAGMENT_TYPES, true);
+    return { clauses, words };
   }
 
   passes(i) {
-    const f = this.filters, st = this.store;
-    if (f.type && st.type(i) !== f.type) return false;
-    if (f.tool && st.tool(i) !== f.tool) return false;
-    if (f.status && st.status(i) !== f.status) return false;
-    if (f.turn !== "" && st.u[i] !== Number(f.turn)) return false;
-    if (f.q && !st.m[i].toLowerCase().includes(this.q) && !st.type(i).toLowerCase().includes(this.q)) return false;
+    const st = this.store;
+    if (!this.compiled) this.compiled = this.compileFilter();
+    for (const c of this.compiled.clauses) {
+      let hit;
+      if (c.key === "turn") hit = c.vals.has(String(st.u[i]));
+      else {
+        const code = c.key === "type" ? st.k[i] : c.key === "tool" ? st.t[i] : st.x[i];
+        hit = c.ok[code];
+        if (c.neg && c.key === "status" && !st.status(i)) return false; // status != x: a status, and not x
+        if (c.neg && c.key === "tool" && !st.tool(i)) return false; // tool != x: another tool's events
+      }
+      if (hit === c.neg) return false;
+    }
+    for (const w of this.compiled.words) {
+      if (!st.m[i].toLowerCase().includes(w) && !st.type(i).toLowerCase().includes(w)) return false;
+    }
     return true;
   }
 
   refilter(paint = true) {
     const st = this.store;
-    this.q = this.filters.q.toLowerCase();
+    this.compiled = this.compileFilter();
     if (!this.hasFilter()) {
       this.visible = null;
     } else {
@@ -572,16 +718,136 @@ class DebuggerView {
       for (let i = 0; i < st.n; i++) if (this.passes(i)) out.push(i);
       this.visible = out;
     }
+    this.layoutDirty = true;
     if (paint) {
       this.schedulePaint(false);
       this.reveal(this.sel);
     }
   }
 
-  get shown() { return this.visible ? this.visible.length : this.store.n; }
-  seqAt(pos) { return this.visible ? this.visible[pos] : pos; }
+  setMode(mode, focus = true) {
+    this.mode = mode === "flat" ? "flat" : "tree";
+    for (const [m, b] of Object.entries(this.viewBtns)) {
+      b.setAttribute("aria-selected", String(m === this.mode));
+      b.classList.toggle("anb-active", m === this.mode);
+    }
+    this.root.classList.toggle("anb-tree-mode", this.mode === "tree");
+    this.list.setAttribute("aria-label", this.mode === "tree" ? "tree of turns and calls" : "events");
+    this.layoutDirty = true;
+    this.paint();
+    this.reveal(this.sel);
+    if (focus) this.root.focus({ preventScroll: true });
+  }
+
+  // -- the tree ----------------------------------------------------------------------------------------------
+
+  isOpen(i) {
+    const node = this.store.nodes[i];
+    const byDefault = node.n === "run" || node.n === "turn";
+    return this.flip.has(i) ? !byDefault : byDefault;
+  }
+
+  toggle(i) {
+    const t0 = performance.now();
+    if (this.flip.has(i)) this.flip.delete(i); else this.flip.add(i);
+    this.layoutDirty = true;
+    this.paint();
+    metrics.marks.toggleMs = performance.now() - t0;
+    (metrics.toggles = metrics.toggles || []).push(metrics.marks.toggleMs);
+  }
+
+  /** The tree's rows in order: -(i + 1) for node i, a seq for an event; with the filters, only the events that
+   * pass and the nodes that hold one (opened). Built from the nodes and each event's group in one pass. */
+  layout() {
+    metrics.layouts = (metrics.layouts || 0) + 1;
+    const st = this.store, nodes = st.nodes;
+    const n = Math.min(st.n, st.g.length);
+    const key = `${st.version}/${st.treeVersion}/${n}`;
+    let kids = this.tKids;
+    if (this.tKidsFor !== key) { // the children lists change with the data only: opening a row reuses them
+      kids = new Array(nodes.length);
+      for (let i = 0; i < nodes.length; i++) kids[i] = [];
+      let j = 1; // node 0 is the root
+      for (let seq = 0; seq < n; seq++) {
+        while (j < nodes.length && nodes[j] && nodes[j].a <= seq) { if (nodes[j].p >= 0) kids[nodes[j].p].push(-(j + 1)); j++; }
+        kids[st.g[seq]].push(seq);
+      }
+      this.tKidsFor = key;
+    }
+    let keep = null;
+    const filtered = this.visible !== null;
+    if (filtered) {
+      keep = new Uint8Array(nodes.length);
+      for (const seq of this.visible) {
+        for (let g = st.g[seq]; g !== undefined && g >= 0 && !keep[g]; g = nodes[g].p) keep[g] = 1;
+      }
+    }
+    const pass = filtered ? new Uint8Array(st.n) : null;
+    if (filtered) for (const seq of this.visible) pass[seq] = 1;
+    const out = [], pos = new Map();
+    if (!nodes.length || !n) { this.tRows = out; this.tPos = pos; this.tKids = kids; return; }
+    const stack = [-1];
+    while (stack.length) {
+      const e = stack.pop();
+      if (e < 0) {
+        const i = -e - 1;
+        if (filtered && !keep[i]) continue;
+        pos.set(e, out.length);
+        out.push(e);
+        if (filtered || this.isOpen(i)) {
+          const ks = kids[i];
+          for (let k = ks.length - 1; k >= 0; k--) stack.push(ks[k]);
+        }
+      } else {
+        if (filtered && !pass[e]) continue;
+        pos.set(e, out.length);
+        out.push(e);
+      }
+    }
+    this.tRows = out;
+    this.tPos = pos;
+    this.tKids = kids;
+    this.layoutDirty = false;
+  }
+
+  /** The row that shows event `seq` in the tree: the event's own, or the closed node that holds it. */
+  treeEntry(seq) {
+    const st = this.store;
+    if (this.selNode >= 0 && st.nodes[this.selNode] && st.nodes[this.selNode].b === seq && this.tPos.has(-(this.selNode + 1))) {
+      return -(this.selNode + 1);
+    }
+    if (this.tPos.has(seq)) return seq;
+    const chain = [];
+    for (let g = st.g[seq]; g !== undefined && g >= 0; g = st.nodes[g].p) chain.push(g);
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const e = -(chain[k] + 1);
+      if (this.tPos.has(e) && !this.isOpen(chain[k])) return e;
+    }
+    for (const g of chain) if (this.tPos.has(-(g + 1))) return -(g + 1);
+    return null;
+  }
+
+  get tree() { return this.mode === "tree" && this.store.nodes.length > 0; }
+
+  get shown() {
+    if (this.tree) { if (this.layoutDirty) this.layout(); return this.tRows.length; }
+    return this.visible ? this.visible.length : this.store.n;
+  }
+
+  seqAt(pos) {
+    if (this.tree) {
+      const e = this.tRows[pos];
+      return e < 0 ? this.store.nodes[-e - 1].b : e;
+    }
+    return this.visible ? this.visible[pos] : pos;
+  }
 
   posOf(seq) {
+    if (this.tree) {
+      if (this.layoutDirty) this.layout();
+      const e = this.treeEntry(seq);
+      return e === null ? -1 : this.tPos.get(e);
+    }
     if (!this.visible) return seq < this.store.n ? seq : -1;
     let lo = 0, hi = this.visible.length - 1;
     while (lo <= hi) {
@@ -616,35 +882,86 @@ class DebuggerView {
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
-    this.countEl.textContent = this.visible ? `${total.toLocaleString()} of ${st.n.toLocaleString()}` : eventsText(st.n);
+    this.countEl.textContent = this.visible ? `${this.visible.length.toLocaleString()} of ${st.n.toLocaleString()}` : eventsText(st.n);
     const height = list.clientHeight || 400;
     const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);
     const bps = this.model.get("breakpoints") || [];
     const bpTools = new Set(bps.filter((b) => b.kind === "tool").map((b) => b.value));
     const bpTypes = new Set(bps.filter((b) => b.kind === "event").map((b) => b.value));
+    const tree = this.tree;
+    const selEntry = tree ? this.treeEntry(this.sel) : this.sel;
+    const span = tree && st.nodes[0] ? Math.max(1, st.nodes[0].t1) : 1;
     const parts = [];
     for (let pos = first; pos < last; pos++) {
-      const i = this.seqAt(pos);
+      const e = tree ? this.tRows[pos] : this.seqAt(pos);
+      const selected = e === selEntry;
+      if (e < 0) { parts.push(this.nodeRow(st.nodes[-e - 1], pos, selected, span, bpTools)); continue; }
+      const i = e;
       const type = st.type(i), tool = st.tool(i);
       const hasBp = tool ? bpTools.has(tool) : bpTypes.has(type);
-      const selected = i === this.sel;
       const cls = st.typeClasses[st.k[i]] || "";
       const status = st.status(i);
+      const depth = tree ? (st.nodes[st.g[i]] ? st.nodes[st.g[i]].d + 1 : 0) : 0;
       parts.push(
         `<div class="anb-row agentnb-row${selected ? " anb-selected agentnb-selected" : ""} agentnb-ev-${esc(type)}" ` +
         `role="option" aria-selected="${selected}" data-seq="${i}" style="top:${pos * ROW_H}px">` +
+        (tree ? `<span class="anb-indent" style="width:${depth * 14 + 16}px"></span>` : "") +
         `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${i}" tabindex="-1" ` +
         `title="${hasBp ? "remove the breakpoint" : "break on events like this"}" aria-label="toggle breakpoint">●</button>` +
         `<span class="agentnb-seq">${i}</span><span class="agentnb-kind ${cls}">${esc(type)}</span>` +
         `<span class="anb-summary">${esc(st.m[i])}</span>` +
         (status ? `<span class="anb-status anb-status-${esc(status)}">${esc(status)}</span>` : "") +
-        `<span class="agentnb-state">${esc(st.state(i))}</span></div>`);
+        `<span class="anb-time" title="since the run began">${fmtMs(st.w[i])}</span>` +
+        (tree ? this.tick(st.w[i], span) : `<span class="agentnb-state">${esc(st.state(i))}</span>`) + "</div>");
     }
     this.rowsEl.innerHTML = parts.join("");
   }
 
+  tick(at, span) {
+    const left = Math.min(100, (100 * (at || 0)) / span);
+    return `<span class="anb-wf"><span class="anb-wf-tick" style="left:${left.toFixed(2)}%"></span></span>`;
+  }
+
+  nodeRow(node, pos, selected, span, bpTools) {
+    const open = this.visible !== null || this.isOpen(node.i);
+    const dur = node.t1 - node.t0;
+    const left = (100 * node.t0) / span, width = Math.max(0.4, (100 * dur) / span);
+    let ran = "";
+    if (node.x0 !== null && node.x0 !== undefined) {
+      const x1 = node.x1 ?? node.t1;
+      ran = `<span class="anb-wf-ran" style="left:${((100 * node.x0) / span).toFixed(2)}%;` +
+        `width:${Math.max(0.4, (100 * (x1 - node.x0)) / span).toFixed(2)}%" title="ran ${fmtMs(x1 - node.x0, true)}"></span>`;
+    }
+    const meta = [fmtMs(dur, true)];
+    if (node.tok) meta.push(`${node.tok.toLocaleString()} tok`);
+    if (node.tok && node.c !== null && node.c !== undefined) meta.push(`$${node.c.toFixed(4)}`);
+    if (node.f) meta.push(`${node.f.toLocaleString()} fragments`);
+    const hasBp = node.n === "call" && bpTools.has(node.tool);
+    const kindCls = { run: "agentnb-k-end", turn: "agentnb-k-end", model: "agentnb-k-model", call: "agentnb-k-call" }[node.n];
+    return `<div class="anb-row agentnb-row anb-node agentnb-node-${node.n}${selected ? " anb-selected agentnb-selected" : ""}" ` +
+      `role="treeitem" aria-level="${node.d + 1}" aria-expanded="${open}" aria-selected="${selected}" data-node="${node.i}" ` +
+      `data-seq="${node.b}" style="top:${pos * ROW_H}px">` +
+      `<span class="anb-indent" style="width:${node.d * 14}px"></span>` +
+      `<button class="anb-twisty" data-toggle="${node.i}" tabindex="-1" aria-label="${open ? "collapse" : "expand"}">${open ? "▾" : "▸"}</button>` +
+      (node.n === "call" ? `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${node.a}" tabindex="-1" ` +
+        `title="${hasBp ? "remove the breakpoint" : "break before this tool runs"}" aria-label="toggle breakpoint">●</button>` :
+        '<span class="anb-bp-slot"></span>') +
+      `<span class="anb-summary anb-tlabel"><span class="agentnb-kind ${kindCls}">${esc(node.l)}</span></span>` +
+      (node.e ? `<span class="anb-effect agentnb-effect-${esc(node.e)}" title="effect mark">${esc(node.e)}</span>` : "") +
+      (node.x ? `<span class="anb-status anb-status-${esc(node.x)}">${esc(node.x)}</span>` : "") +
+      `<span class="anb-meta">${esc(meta.join(" · "))}</span>` +
+      `<span class="anb-wf" title="${esc(`${fmtMs(node.t0)} → ${fmtMs(node.t1)}`)}"><span class="anb-wf-bar anb-wf-${node.n}" ` +
+      `style="left:${left.toFixed(2)}%;width:${width.toFixed(2)}%"></span>${ran}</span></div>`;
+  }
+
   onRowClick(e) {
+    const tog = e.target.closest("[data-toggle]");
+    if (tog) {
+      e.stopPropagation();
+      this.toggle(Number(tog.dataset.toggle));
+      return;
+    }
     const bp = e.target.closest("[data-bp]");
     if (bp) {
       e.stopPropagation();
@@ -653,13 +970,16 @@ class DebuggerView {
     }
     const row = e.target.closest(".anb-row");
     if (row) {
-      this.select(Number(row.dataset.seq));
+      if (row.dataset.node !== undefined) this.selNode = Number(row.dataset.node);
+      else this.selNode = -1;
+      this.select(Number(row.dataset.seq), false);
       this.root.focus({ preventScroll: true });
     }
   }
 
-  select(seq) {
+  select(seq, clearNode = true) {
     if (seq < 0 || seq >= this.store.n) return;
+    if (clearNode) this.selNode = -1;
     metrics.marks.clickAt = performance.now();
     this.sel = seq;
     this.paint();
@@ -679,7 +999,20 @@ class DebuggerView {
       pos = at >= 0 ? at + how : (how > 0 ? -at - 1 : -at - 2);
     }
     pos = Math.max(0, Math.min(total - 1, pos));
+    if (this.tree) {
+      const e = this.tRows[pos];
+      this.selNode = e < 0 ? -e - 1 : -1;
+      this.select(this.seqAt(pos), false);
+      return;
+    }
     this.select(this.seqAt(pos));
+  }
+
+  /** Enter on a tree row: open or close the node it is (or the node that holds the event). */
+  toggleSelected() {
+    if (!this.tree) return;
+    const e = this.treeEntry(this.sel);
+    if (e !== null && e < 0) this.toggle(-e - 1);
   }
 
   onKey(e) {
@@ -689,7 +1022,8 @@ class DebuggerView {
     const actions = {
       ArrowLeft: () => this.move(-1), ArrowUp: () => this.move(-1), k: () => this.move(-1),
       ArrowRight: () => this.move(1), ArrowDown: () => this.move(1), j: () => this.move(1),
-      Home: () => this.move("first"), End: () => this.move("last"),
+      Home: () => this.move("first"), End: () => this.move("last"), Enter: () => this.toggleSelected(),
+      t: () => this.setMode(this.mode === "tree" ? "flat" : "tree"),
       "/": () => this.search.focus(), "?": () => this.toggleHelp(), Escape: () => this.toggleHelp(false),
     };
     if (!ro) Object.assign(actions, {
@@ -746,7 +1080,10 @@ class StaticModel {
     this.fire("change:follow");
   }
   send(msg) {
-    if (msg.kind === "hello") queueMicrotask(() => this.fire("msg:custom", this.d.rows));
+    if (msg.kind === "hello") queueMicrotask(() => {
+      this.fire("msg:custom", this.d.rows);
+      if (this.d.tree) this.fire("msg:custom", this.d.tree);
+    });
     else if (msg.kind === "call" && msg.method === "select") { this.set("selected", msg.args.seq); this.save_changes(); }
   }
   /** The cards and wire bodies arrive after the first paint: redraw the selected moment with them. */

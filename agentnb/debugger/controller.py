@@ -107,6 +107,12 @@ class Controller:
         self.message = ""
         self.follow = True
         self.selected = 0
+        self.forks: list[Run] = []
+        """The forks made in this debugger (:meth:`branch`, the page's Fork), oldest first: handles in the kernel."""
+        self.lineage: dict[str, str] = {}
+        """Run id -> how it came about ("fork of run_x at event 12, results replaced"), for the run picker."""
+        self._first: Run | None = source if isinstance(source, Run) else None
+        self._listening: set[int] = set()
         self._build()
         if isinstance(source, Run):
             self._attach(source)
@@ -158,7 +164,9 @@ class Controller:
         self.timeline = Timeline(run.events)
         self.selected = max(0, len(self.timeline) - 1)
         self.follow = True
-        run.on_event(self._on_event)
+        if id(run) not in self._listening:  # a run shown again (the run picker) keeps its one listener
+            self._listening.add(id(run))
+            run.on_event(self._on_event)
 
     def _on_event(self, ev: BaseEvent, state: RunState) -> None:
         if self.run is None or ev.run_id != self.run.run_id:
@@ -267,7 +275,12 @@ class Controller:
         self.pause()
         with self._lock:
             if self.run is not None:
-                self._attach(self.run.loop.start(self.run.prompt))
+                restarted = self.run.loop.start(self.run.prompt)
+                if self.run is self._first:
+                    self._first = restarted
+                elif self.run in self.forks:
+                    self.forks[self.forks.index(self.run)] = restarted
+                self._attach(restarted)
             else:
                 self.timeline = Timeline(self._replay[:1])
                 self.selected = 0
@@ -408,6 +421,71 @@ class Controller:
         at = seq if seq is not None or results or arguments else self.selected
         forked = run.fork(at, results=results, arguments=arguments)  # time travel lives in the driver (Run.fork)
         return type(self)(forked, updates_per_second=1.0 / self._interval)
+
+    @property
+    def runs(self) -> list[Run]:
+        """The runs this debugger can show: the one it was opened on (or its latest restart), then its forks."""
+        first = [self._first] if self._first is not None else []
+        return first + self.forks
+
+    def branch(
+        self, seq: int | None = None, *, results: dict[str, Any] | None = None,
+        arguments: dict[str, dict[str, Any]] | None = None, go: bool = False,
+    ) -> Run:
+        """Fork the shown run (as :meth:`fork` does) and show the fork here; the parent stays one :meth:`show` away.
+
+        The fork is appended to :attr:`forks` (its handle in the kernel) and the debugger switches to it, so the
+        page's Fork and edit-then-fork land in the same output. ``go=True`` continues the fork at once (in the
+        background: its writes still ask a person, as the fork's effect policy says).
+
+        Example:
+            >>> import agentnb as anb
+            >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> ctl = Controller(run.start("Paris?")).cont()
+            >>> call = next(e.call_id for e in ctl.events if e.type == "ToolFinished")
+            >>> fork = ctl.branch(results={call: {"city": "Paris", "temp_c": -5, "sky": "snow"}})
+            >>> ctl.run is fork, ctl.forks == [fork], ctl.cont().state.value
+            (True, True, 'COMPLETED')
+            >>> ctl.show(0).run is ctl.runs[0]
+            True
+        """
+        parent = self._need_run()
+        at = seq if seq is not None or results or arguments else self.selected
+        forked = parent.fork(at, results=results, arguments=arguments)
+        what = [w for w, given in (("results replaced", results), ("arguments edited", arguments)) if given]
+        where = f"at event {at}" if at is not None else "after the results were bound"
+        self.lineage[forked.run_id] = f"fork of {parent.run_id} {where}" + (f", {' and '.join(what)}" if what else "")
+        self.forks.append(forked)
+        self.show(forked)
+        self.message = f"{self.lineage[forked.run_id]}: shown here (dbg.forks[-1]; the run picker goes back)"
+        if go:
+            self.cont(background=True)
+        self.refresh()
+        return forked
+
+    def show(self, which: Run | str | int) -> Self:
+        """Show another of :attr:`runs` (a run, its id, or its index there): the run picker calls this."""
+        runs = self.runs
+        if isinstance(which, int):
+            if not -len(runs) <= which < len(runs):
+                raise AgentnbError(f"no run {which}: this debugger shows {len(runs)} runs (0 to {len(runs) - 1})")
+            run = runs[which]
+        elif isinstance(which, str):
+            found = next((r for r in runs if r.run_id == which), None)
+            if found is None:
+                raise AgentnbError(f"no run {which!r} in this debugger; its runs: {', '.join(r.run_id for r in runs)}")
+            run = found
+        else:
+            run = which
+        if run is self.run:
+            return self
+        self.pause()
+        with self._lock:
+            self._attach(run)
+            self.message = f"showing {self.lineage.get(run.run_id, 'run ' + run.run_id)}"
+            self._on_restart()
+        self.refresh()
+        return self
 
     # -- hooks for a view (headless: nothing to show) --------------------------------------------------------
 

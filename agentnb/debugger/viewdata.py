@@ -4,10 +4,11 @@ Theory of operation. The front end (``widgets/debugger.js``) draws; it does not 
 it shows comes from here, in one of three shapes:
 
 - **Rows** -- one per event, for the virtualized timeline, its filters and its search: the event's type,
-  state, turn, tool, status and one-line summary. :class:`RowEncoder` packs a range of them column by column,
-  with the repeated strings (types, states, tools, statuses) as indices into vocabularies, so 100,000 rows
-  travel as a few megabytes of JSON. Rows go to the browser once, in custom messages, never in the widget's
-  saved state; a live run sends only the rows that are new since the last update.
+  state, turn, tool, status, one-line summary and time (ms since the run began). :class:`RowEncoder` packs
+  a range of them column by column, with the repeated strings (types, states, tools, statuses) as indices
+  into vocabularies, so 100,000 rows travel as a few megabytes of JSON. Rows go to the browser once, in
+  custom messages, never in the widget's saved state; a live run sends only the rows that are new since the
+  last update. The tree the timeline opens on (:mod:`.tree`) travels the same way, beside the rows.
 - **The selected moment** -- the card of one event, the conversation as it stood after it, the meters and
   the state diagram at that point: small HTML strings the widget syncs as traits.
 - **The wire view** -- one provider's rendering of the request in force at the selected event, and the raw
@@ -63,7 +64,7 @@ def event_status(ev: BaseEvent) -> str:
     return cards.event_status(ev)
 
 
-_COLUMNS = ("k", "s", "u", "t", "x", "m")
+_COLUMNS = ("k", "s", "u", "t", "x", "m", "w")
 
 
 @dataclass
@@ -94,7 +95,8 @@ class RowEncoder:
 
     def _extend(self, events: list[BaseEvent], end: int) -> None:
         cols = self.columns
-        k, s, u, t, x, m = (cols[c] for c in _COLUMNS)
+        k, s, u, t, x, m, w = (cols[c] for c in _COLUMNS)
+        t0 = events[0].ts.timestamp() if events else 0.0
         type_codes, state_codes, tool_codes, status_codes = self._codes
         names = self._names
 
@@ -121,6 +123,7 @@ class RowEncoder:
             status = event_status(ev)
             x.append(status_codes[status] if status in status_codes else code(status_codes, self.statuses, status))
             m.append(cards.summary_text(ev))
+            w.append(round((ev.ts.timestamp() - t0) * 1000, 1))  # the row's time: ms since the run began
 
     def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
         """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
@@ -225,6 +228,13 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
     rs = tl.state
     first = tl.events[0] if len(tl) else None
     n = len(tl)
+    fork = (getattr(first, "settings", None) or {}).get("fork")
+    lineage = ""
+    if isinstance(fork, dict):
+        edits = (("results replaced", "results"), ("arguments edited", "arguments"))
+        replaced = [w for w, k in edits if fork.get(k)]
+        said = f"fork of {fork.get('parent')} at event {fork.get('at')}" + "".join(f" · {w}" for w in replaced)
+        lineage = visible(said + f" · new writes: {fork.get('effects')}")[0]
     if live:
         mode = "live" if n else "live · not started: Step or Continue"
     else:
@@ -237,6 +247,7 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
         "tone": _tone(rs.state),
         "reason": visible(rs.reason or "")[0],
         "live": live,
+        "lineage": lineage,
     }
 
 
@@ -375,6 +386,9 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
 
     n = len(tl)
     rows = RowEncoder().encode(tl.events, 0, n)
+    from .tree import TreeEncoder
+
+    tree = TreeEncoder().encode(tl.events, 0, n)
     versions, where = tl.history_versions()
     message_ids: dict[int, int] = {}
     message_html: list[str] = []
@@ -410,6 +424,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
                    "title": visible(title)[0]},
         "count": n,
         "rows": rows,
+        "tree": tree,
         "detail": [detail_html(tl, seq, light=True) for seq in range(n)],
         "messages": message_html,
         "versions": version_lists,

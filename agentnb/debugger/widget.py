@@ -36,12 +36,14 @@ import anywidget
 import traitlets as t
 
 from ..events import ApprovalRequested, BaseEvent
+from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, viewdata
+from . import assets, cards, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
+from .tree import TreeEncoder
 
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
@@ -77,6 +79,7 @@ class Debugger(Controller):
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._rows = viewdata.RowEncoder()
+        self._tree = TreeEncoder()
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
@@ -106,7 +109,8 @@ class Debugger(Controller):
         "cont": lambda d, a: d.cont(background=True),
         "pause": lambda d, a: d.pause(),
         "restart": lambda d, a: d.restart(),
-        "fork": lambda d, a: d._fork_ui(),
+        "fork": lambda d, a: d._fork_ui(a),
+        "show": lambda d, a: d.show(str(a["run_id"])),
         "select": lambda d, a: d.select(int(a["seq"])),
         "toggle_breakpoint": lambda d, a: d.toggle_breakpoint(int(a["seq"])),
         "add_breakpoint": lambda d, a: d._add_breakpoint_from_page(str(a["kind"]), str(a["value"])),
@@ -142,13 +146,20 @@ class Debugger(Controller):
             self.message = f"{type(exc).__name__}: {exc}"
             self.refresh()
 
-    def _fork_ui(self) -> None:
-        from IPython.display import display
-
-        child = self.fork()
-        self.message = f"forked at event {self.selected}: new run {child.run.run_id if child.run else ''} below"
-        self.refresh()
-        display(child)
+    def _fork_ui(self, args: dict[str, Any]) -> None:
+        """Fork from the page: the fork shows in this widget (see :meth:`branch`); an edit is checked first."""
+        self.view.error = ""
+        results, arguments, error = whatif.page_edit(args)
+        if error:
+            self.view.error = error
+            return
+        seq = args.get("seq")
+        at = int(seq) if isinstance(seq, int) and not (results or arguments) else None
+        try:
+            self.branch(at, results=results, arguments=arguments, go=True)
+        except (AgentnbError, ValueError) as exc:
+            self.view.error = str(exc)
+            self.refresh()
 
     def _approve_from_page(self, call_id: str, arguments: Any) -> None:
         self.view.error = ""
@@ -203,6 +214,7 @@ class Debugger(Controller):
         """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
         if self._rows_of is not self.timeline:
             self._rows = viewdata.RowEncoder()
+            self._tree = TreeEncoder()
             self._rows_of = self.timeline
         self._rows_sent = 0
         self.view.send({"kind": "reset"})
@@ -228,15 +240,21 @@ class Debugger(Controller):
                 return
             if self._rows_sent:
                 self._reset_rows()
+        start = self._rows_sent
         while self._rows_sent < n:
             end = min(n, self._rows_sent + viewdata.CHUNK)
             self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
             self._rows_sent = end
+        # the tree after every row: a long run's list paints first, and its tree follows (the page shows the
+        # list until the tree has come)
+        for at in range(start, n, viewdata.CHUNK):
+            self.view.send(self._tree.encode(self.timeline.events, at, min(n, at + viewdata.CHUNK)))
 
     def _encode_rows(self) -> None:
         with self._lock:
             if self._rows_of is self.timeline:
                 self._rows.encode(self.timeline.events, 0, len(self.timeline))
+                self._tree.encode(self.timeline.events, 0, len(self.timeline))
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end`` as the page receives them (see :mod:`.viewdata`)."""
@@ -292,13 +310,30 @@ class Debugger(Controller):
                     v.conversation = viewdata.conversation_html(tl, sel)
                     v.meters = viewdata.meters_html(tl, sel)
                     v.diagram = viewdata.diagram_html(tl, sel)
+                    v.fork_edit = whatif.fork_edit(tl, sel) if self.live else {}
                 elif not n:
                     self._shown = ()
                     v.detail, v.conversation = viewdata.detail_html(tl, 0), ""
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
+                self._sync_runs()
                 self._render_tabs()
                 self._sync_snapshot()
+
+    def _sync_runs(self) -> None:
+        runs = self.runs
+        if len(runs) < 2:
+            self.view.runs = []
+            return
+        picks = []
+        for r in runs:
+            # once a fork has its first event, its lineage reads from it (where it was cut, what it replaced)
+            said = viewdata.header(Timeline(r.events[:1]), live=True)["lineage"] if r.events else ""
+            known = self.lineage.get(r.run_id, f"run {r.run_id}")
+            label = f"{visible(r.run_id)[0]} · {said}" if said else visible(known)[0]
+            picks.append({"run_id": r.run_id, "shown_id": visible(r.run_id)[0], "active": r is self.run,
+                          "label": label})
+        self.view.runs = picks
 
     def _named(self) -> tuple[str, str]:
         """The run's id and model before its first event says them (as ``RunStarted`` will)."""
@@ -490,6 +525,10 @@ class DebuggerView(anywidget.AnyWidget):
     breakpoints: t.List[dict[str, Any]] = t.List().tag(sync=True)
     pending: t.List[dict[str, Any]] = t.List().tag(sync=True)
     error = t.Unicode("").tag(sync=True)
+    runs: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    """The runs the picker offers (this run and its forks), when there is more than one."""
+    fork_edit = t.Dict().tag(sync=True)
+    """The selected event's call result or arguments, to edit and fork from (empty: nothing to edit)."""
     snapshot = t.Unicode("").tag(sync=True)
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
 

@@ -109,6 +109,7 @@ def test_debugger_in_jupyterlab(lab: dict[str, Any], browser: Any, artifacts: Pa
         root = roots.nth(0)
         header = root.locator(".agentnb-header")
         expect(header).to_contain_text("NEW", timeout=T)
+        root.locator(".agentnb-view-flat").click()  # this test reads every event's row (the tree: test_tree_browser)
         root.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "debugger-01-opened.png"))
 
@@ -298,7 +299,8 @@ def test_exported_html_opens_from_file(browser: Any, tmp_path: Path, artifacts: 
                 page.screenshot(path=f"/tmp/w27-shots/export-{scheme}.png")
             if scheme == "dark":
                 continue
-            # select by clicking and by keys, filter, read the wire view
+            # select by clicking and by keys, filter, read the wire view (every event's row)
+            root.locator(".agentnb-view-flat").click()
             root.locator(".anb-row[data-seq='30'] .anb-summary").click()
             expect(root.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "30", timeout=T)
             root.focus()
@@ -358,6 +360,7 @@ def test_debugger_in_notebook7(notebook7: dict[str, Any], browser: Any, artifact
         expect(root.locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL", timeout=T)
         root.locator("button.agentnb-btn-approve").click()
         expect(root.locator(".agentnb-header")).to_contain_text("COMPLETED", timeout=T)
+        root.locator(".agentnb-view-flat").click()
         root.locator(".anb-row[data-seq='30'] .anb-summary").click()
         expect(root.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "30", timeout=T)
         root.focus()

@@ -205,6 +205,7 @@ def _check_reading(page: Any, artifacts: Path, theme: str) -> None:
 
     roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
     refund = roots.nth(1)
+    refund.locator(".agentnb-view-flat").click()  # every event, one row each (the tree folds event 3 in its call)
     refund.locator(".anb-row[data-seq='3'] .anb-summary").click()
     expect(refund.locator(".anb-row.anb-selected[data-seq='3']")).to_be_visible(timeout=T)
     expect(refund.locator(".agentnb-detail-card")).to_have_attribute("data-seq", "3", timeout=T)

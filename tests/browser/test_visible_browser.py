@@ -82,6 +82,7 @@ def test_the_export_from_file_shows_the_override_written_out(browser: Any, tmp_p
         page.goto(path.as_uri(), timeout=T)
         page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
         root = page.locator(".agentnb-debugger")
+        root.locator(".agentnb-view-flat").click()  # the tree folds the approval into its call's row
         row = root.locator(f".anb-row[data-seq='{asked}']")
         expect(row).to_contain_text(SHOWN, timeout=T)
         expect(row).to_contain_text(FLAG)
