@@ -218,7 +218,7 @@ class Inbox:
         self.widget()._ipython_display_()
 
     def _repr_html_(self) -> str:
-        """The waiting calls as a table (escaped, invisible characters written out and flagged): a saved notebook's view.
+        """The waiting calls as a table (escaped, invisible characters written out and flagged): a saved view.
 
         What a person decides on is shown as it runs: an argument holding a right-to-left override or a zero-width
         space reads ``⟨U+202E⟩``, and its row says :data:`~agentnb.visible.FLAG`.
