@@ -39,6 +39,7 @@ def test_the_wire_tab_shows_what_went_over_http(browser: Any, tmp_path: Path, ar
             page.goto(page_path.as_uri(), timeout=T)
             page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
             root = page.locator(".agentnb-debugger")
+            root.locator(".agentnb-view-flat").click()  # the tree folds the request into its model call's row
             root.locator(".anb-row.agentnb-ev-ModelRequested").first.locator(".anb-summary").click()
             root.get_by_role("tab", name="Wire").click()
             sent = root.locator(".agentnb-sent-request")
