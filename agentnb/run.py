@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .driver.admit import perform
-from .driver.fork import ParentReads, lineage, plan_fork
+from .driver.fork import ParentReads, lineage, plan_fork, resumed_loop
 from .driver.history import complete_history, started, summary
 from .driver.journal import Journal, Listener
 from .driver.lease import LeaseKeeper
@@ -323,6 +323,7 @@ class Run:
         """
         store_ = as_store(store) if store is not None else loop.store
         stored = load_checked(store_, loop, run_id, allow_policy_change=allow_policy_change)
+        loop = resumed_loop(store_, loop, stored.first, stored.events)  # a fork's edited turn, if not stored yet
         run = cls(loop, stored.prompt(loop.system), run_id=run_id, store=store_,
                   operation_id=stored.first.settings.get("operation_id"))
         run._initial = list(stored.first.messages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -62,6 +63,23 @@ def test_fork_with_edited_arguments_replays_the_turn() -> None:
         run.fork(arguments={call_id: {"city": 5, "unit": "kelvin"}})
     with pytest.raises(anb.AgentnbError, match="no turn made"):
         run.fork(arguments={"call_nope": {}})
+
+
+@pytest.mark.parametrize("stopped_after", ["RunStarted", "ModelRequested"])
+def test_a_fork_of_edited_arguments_stopped_before_its_edited_turn_keeps_its_edit(tmp_path: Path,
+                                                                                   stopped_after: str) -> None:
+    """The edit lives in the fork's lineage: resumed in a new process's shoes, the fork still runs the edit."""
+    loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"),
+                    store=anb.SqliteStore(tmp_path / "f.db", key="fork-edit-key-01"))
+    run = loop.start("What's the weather in Paris?").run()
+    call_id = next(e.call_id for e in run.events if e.type == "CallParsed")
+    child = run.fork(arguments={call_id: {"city": "Oslo"}})
+    child.run_until(lambda e: e.type == stopped_after)
+    child.release()  # the process is gone: only its stored events remain
+    again = anb.Run.resume(child.run_id, loop=loop).run()  # today's loop, whose model would answer Paris
+    assert again.output == "It is 3 °C and snow in Oslo."
+    turn = next(e for e in again.events if e.type == "TurnCompleted")
+    assert turn.response.message.tool_calls[0].arguments == {"city": "Oslo", "unit": "c"}
 
 
 def test_a_fork_of_a_live_model_starts_without_seeking() -> None:

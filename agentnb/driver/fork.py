@@ -49,7 +49,7 @@ from ..events import (
     ToolFinished,
     TurnCompleted,
 )
-from ..exceptions import AgentnbError
+from ..exceptions import AgentnbError, ResumeError, RunNotFound
 from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..providers.base import Seekable
 from ..request import ModelRequest, StreamItem
@@ -227,25 +227,59 @@ def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Mess
 
 def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
                          arguments: dict[str, dict[str, Any]], lineage: dict[str, Any]) -> ForkPlan:
+    turn_ev, edited, args = _edited_turn(events, loop, arguments)
+    history = complete_point(messages_at(events, turn_ev.seq - 1, initial))
+    replay = copy.copy(loop)  # the same loop, answering the first request with the edited turn
+    replay.model = ReplayFirst(edited, loop.model)
+    # the edits are kept in the lineage: a fork stopped before its edited turn was stored answers with it again
+    lineage.update(at=turn_ev.seq - 1, arguments=sorted(arguments), edited_arguments=args)
+    return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1),
+                    lineage)
+
+def _edited_turn(events: list[BaseEvent], loop: LoopSpec, arguments: dict[str, dict[str, Any]]
+                 ) -> tuple[TurnCompleted, ModelTurn, dict[str, dict[str, Any]]]:
+    """The parent's turn that made the calls, with their arguments edited (validated when the tool is known)."""
     turn_ev = next((e for e in events if isinstance(e, TurnCompleted) and
                     set(arguments) & {c.call_id for c in e.response.message.tool_calls}), None)
     if turn_ev is None:
         raise AgentnbError(f"no turn made the call(s) {', '.join(sorted(arguments))}")
     response = turn_ev.response
     parts: list[Any] = []
+    done: dict[str, dict[str, Any]] = {}
     for p in response.message.parts:
         if isinstance(p, ToolCallPart) and p.call_id in arguments:
             tool = loop.registry.get(p.name)
             args = tool.dump(tool.validate(arguments[p.call_id])) if tool else dict(arguments[p.call_id])
             p = replace(p, arguments=args, arguments_raw=json.dumps(args, ensure_ascii=False))
+            done[p.call_id] = args
         parts.append(p)
     original = {c.call_id: c.arguments for c in response.message.tool_calls if c.call_id in arguments}
     edited = replace(response, message=replace(response.message, parts=tuple(parts)),
                      raw={"forked_from": turn_ev.run_id, "edited_calls": sorted(arguments),
                           "original_arguments": original})
-    history = complete_point(messages_at(events, turn_ev.seq - 1, initial))
-    replay = copy.copy(loop)  # the same loop, answering the first request with the edited turn
-    replay.model = ReplayFirst(edited, loop.model)
-    lineage.update(at=turn_ev.seq - 1, arguments=sorted(arguments))
-    return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1),
-                    lineage)
+    return turn_ev, edited, done
+
+
+def resumed_loop(store: Store, loop: LoopSpec, first: RunStarted, events: list[BaseEvent]) -> LoopSpec:
+    """The loop a stored fork goes on with (a fork of edited arguments keeps its edits in its lineage).
+
+    One that stopped before its edited turn was stored answers its first request with that turn again, rebuilt
+    from its parent: a crash between the fork's start and that turn loses no edit.
+
+    Raises:
+        ResumeError: such a fork whose parent is not in ``store`` (the edited turn cannot be rebuilt).
+    """
+    fork = first.settings.get("fork") or {}
+    edits = fork.get("edited_arguments")
+    if not edits or any(isinstance(e, TurnCompleted) for e in events):
+        return loop
+    try:
+        parent = store.load(str(fork.get("parent")))
+    except RunNotFound:
+        raise ResumeError(f"run {first.run_id!r} is a fork with edited arguments that stopped before its edited turn "
+                          f"was stored, and its parent {fork.get('parent')!r} is not in this store to rebuild it "
+                          "from") from None
+    replay = copy.copy(loop)
+    replay.model = ReplayFirst(_edited_turn(parent, loop, edits)[1], loop.model)
+    return replay
+
