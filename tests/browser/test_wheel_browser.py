@@ -38,6 +38,7 @@ def test_an_export_from_the_installed_command_opens_in_chromium(installed: Any, 
         page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
         root = page.locator(".agentnb-debugger")
         expect(root.locator(".agentnb-header")).to_contain_text("COMPLETED")
+        root.locator(".agentnb-view-flat").click()  # every event, one row each (the tree folds them in their calls)
         expect(root.locator(".anb-row.agentnb-ev-ToolFinished")).to_have_count(2, timeout=T)
         expect(root.locator(".anb-row").first).to_be_visible()
         page.screenshot(path=str(artifacts / "wheel-export.png"))
