@@ -13,29 +13,9 @@ import pytest
 
 import agentnb as anb
 from agentnb.exceptions import LabelError
+from tests.test_labels import _loop  # the same two-tool refund run the JSONL and SQLite books label
 
 KEY = "label-books-key-1"
-
-
-@anb.tool(risk="write")
-def refund(order_id: str, amount_cents: int) -> str:
-    """Refund an order."""
-    return f"refunded {amount_cents} on {order_id}"
-
-
-@anb.tool
-def lookup(order_id: str) -> str:
-    """Look an order up."""
-    return f"order {order_id}: paid 1999"
-
-
-def _loop(store: anb.Store | None = None) -> anb.Loop:
-    model = anb.ScriptedModel([
-        {"tool_calls": [{"name": "lookup", "arguments": {"order_id": "42"}}]},
-        {"tool_calls": [{"name": "refund", "arguments": {"order_id": "42", "amount_cents": 1999}}]},
-        {"text": "Refunded."},
-    ])
-    return anb.Loop(model=model, tools=[lookup, refund], store=store)
 
 
 def _label(book: anb.Labels, run: anb.Transcript | str) -> None:
