@@ -24,7 +24,7 @@ lab: install
 test: install
 	$(BIN)/ruff check agentnb tests bench docs
 	$(BIN)/mypy
-	$(BIN)/pytest -m "not wheel"
+	$(BIN)/pytest -m "not wheel" -n auto --dist loadfile
 	$(MAKE) wheel-test
 
 # the sdist and the wheel built from it, in dist/ (what a release uploads)
