@@ -516,7 +516,7 @@ def test_keyboard_interrupt_pauses_cleanly_and_keeps_finished_results(mode: str)
 # -- processes -----------------------------------------------------------------------------------------------
 
 WORKER = r'''
-import json, sys, time, sqlite3
+import json, os, sys, time, sqlite3
 import agentnb as anb
 db, down_path, action, run_id = sys.argv[1:5]
 down = sqlite3.connect(down_path, isolation_level=None, timeout=10)
@@ -526,7 +526,13 @@ down.execute("CREATE TABLE IF NOT EXISTS charges (key TEXT, at REAL)")
 def charge(ctx: anb.ToolContext, order_id: str, cents: int) -> str:
     """Charge slowly."""
     print("WRITING", flush=True)
-    time.sleep(float(sys.argv[5]) if len(sys.argv) > 5 else 0)
+    hold = sys.argv[5] if len(sys.argv) > 5 else "0"
+    if hold.startswith("until:"):  # the test says when the write may finish: no race against the clock
+        deadline = time.monotonic() + 60
+        while not os.path.exists(hold[6:]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    else:
+        time.sleep(float(hold))
     down.execute("INSERT INTO charges VALUES (?, ?)", (ctx.idempotency_key, time.time()))
     return "charged"
 
@@ -570,13 +576,19 @@ def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
 
 def test_two_simultaneous_approvals_have_exactly_one_winner(tmp_path: Path) -> None:
     assert _result(_proc(tmp_path, "start", "run_ap"))["state"] == "WAITING_APPROVAL"
-    procs = [_proc(tmp_path, "approve", "run_ap", "0.5", who) for who in ("alice", "bob")]
+    release = tmp_path / "release"
+    procs = [_proc(tmp_path, "approve", "run_ap", f"until:{release}", who) for who in ("alice", "bob")]
     for p in procs:
         assert p.stdout is not None and p.stdout.readline().strip() == "READY"
     for p in procs:  # both press Approve at once
         assert p.stdin is not None
         p.stdin.write("go\n")
         p.stdin.flush()
+    # the winner's write holds until the loser has its answer, however slowly either process runs
+    deadline = time.monotonic() + 60
+    while all(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    release.touch()
     results = [_result(p) for p in procs]
     winners = [r for r in results if "error" not in r]
     losers = [r for r in results if "error" in r]
@@ -590,13 +602,15 @@ def test_two_simultaneous_approvals_have_exactly_one_winner(tmp_path: Path) -> N
 
 def test_resume_while_another_process_runs_a_write_is_refused(tmp_path: Path) -> None:
     assert _result(_proc(tmp_path, "start", "run_rw"))["state"] == "WAITING_APPROVAL"
-    first = _proc(tmp_path, "approve", "run_rw", "4.0", "alice")  # approves, then runs a 2 s write
+    release = tmp_path / "release"
+    first = _proc(tmp_path, "approve", "run_rw", f"until:{release}", "alice")  # approves, then runs a write
     assert first.stdout is not None and first.stdout.readline().strip() == "READY"
     assert first.stdin is not None
     first.stdin.write("go\n")
     first.stdin.flush()
-    assert first.stdout.readline().strip() == "WRITING"  # alice's write is running now
+    assert first.stdout.readline().strip() == "WRITING"  # alice's write is running now, until released
     second = _result(_proc(tmp_path, "run", "run_rw"))
+    release.touch()
     assert second["error"] == "RunLocked" and "is being driven by" in second["message"]
     assert _result(first)["state"] == "COMPLETED"
     assert sqlite3.connect(tmp_path / "down.db").execute("SELECT count(*) FROM charges").fetchone()[0] == 1
