@@ -516,12 +516,18 @@ def gc_paused() -> Iterator[None]:
     growing heap again and again for nothing (an event holds no reference cycle), which costs as much as
     the decoding itself. Reference counting still frees everything as usual, and the collector's state is
     put back as it was (a caller that disabled it keeps it disabled).
+
+    On the way out, what was built moves to the collector's oldest generation (``gc.freeze()`` then
+    ``gc.unfreeze()``: two list splices, no walk of the heap), so the first collections after a long load do
+    not walk all of it again, young generation by young generation.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()  # every tracked object to the permanent generation, then back into the oldest one
+        gc.unfreeze()
         if enabled:
             gc.enable()
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from ..engine import RunState
-from ..events import BaseEvent, ModelRequested, ToolStarted
+from ..events import BaseEvent, ModelRequested, ToolStarted, gc_paused
 from ..exceptions import AgentnbError
 from ..run import Run
 from ..states import TERMINAL, LoopState
@@ -120,8 +120,9 @@ class Controller:
             self._replay = list(source.events)
             self.timeline = Timeline()
             upto = len(self._replay) if start == "end" else max(1, int(start) + 1)
-            for ev in self._replay[:upto]:
-                self.timeline.add(ev)
+            with gc_paused():  # a long log's fold builds much that stays alive (see gc_paused)
+                for ev in self._replay[:upto]:
+                    self.timeline.add(ev)
             self.selected = len(self.timeline) - 1
         self.refresh()
 
