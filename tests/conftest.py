@@ -102,3 +102,24 @@ def installed(built_dist: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         return install(built_dist.wheel, tmp_path_factory.mktemp("venv"))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+# -- the docs site (built once: tests/test_docs_examples.py checks it, tests/browser/test_docs_browser.py opens it)
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``mkdocs build --strict`` (``make docs``) into a temporary folder, once per session: the site's folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    site = tmp_path_factory.mktemp("docs") / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
+                          cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    if proc.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}")
+    return site
