@@ -5,7 +5,7 @@ and links, for each chapter, its run as the one-file HTML debugger. That run is 
 transcript, ``notebooks/runs/<notebook>.jsonl``, written by this script from the same execution as the
 outputs, so the page's static view and the export are one run: the debugger a notebook displays (the run
 its static view names), or, where it displays none, the ``run`` it ends with (else the run it started
-last of those it still holds).
+last of the runs it still holds, or of its transcripts).
 
 What it does, per notebook (all of them without arguments): execute it with nbclient, offline (no provider
 key in the kernel's environment, the scripted models), without storing widget state (as JupyterLab saves);
@@ -56,9 +56,10 @@ for _d in _held(_anb.Debugger):
     if _events and len(_events) >= len(_kept.get(_events[0].run_id, [])):
         _kept[_events[0].run_id] = _events
 _last = globals().get("run")
-if not isinstance(_last, _anb.Run) or not _last.events:  # the run started last, of those still held
-    _runs = [_o for _o in _held(_anb.Run, _anb.Transcript) if _o.events]
-    _last = max(_runs, key=lambda _o: (_o.events[0].ts, len(_o.events)), default=None)
+if not isinstance(_last, _anb.Run) or not _last.events:  # the run started last, of the runs it still holds
+    _runs = [_o for _o in _held(_anb.Run) if len(_o.events) > 2] or [
+        _o for _o in _held(_anb.Transcript) if len(_o.events) > 2]
+    _last = max(_runs, key=lambda _o: _o.events[0].ts, default=None)
 if _last is not None:
     _kept.setdefault("(run)", list(_last.events))
 for _i, (_rid, _events) in enumerate(_kept.items()):
