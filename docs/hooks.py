@@ -1,4 +1,4 @@
-"""MkDocs hooks: the course's notebooks, a Markdown copy of every page beside its HTML, and ``llms.txt``.
+"""MkDocs hooks: the course's pages (:mod:`course_pages`), a Markdown copy of every page beside its HTML, ``llms.txt``.
 
 ``page.md`` sits next to ``page.html`` in the built site: the page's own Markdown, with the changelog's
 snippet filled in and, for the API reference, the docstrings of ``agentnb.__all__`` written out (its source is
@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # mkdocs loads this file by path; course_pages.py is beside it
+import course_pages as course  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"\s*$', re.MULTILINE)
-DIRECTIVE = re.compile(r"^::: agentnb\.(\w+)[\w.]*\s*$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^::: agentnb\.(?:[\w.]+\.)?(\w+)[ \t]*$(?:\n {4}.*$)*", re.MULTILINE)
 _copies: dict[str, str] = {}
 
 
@@ -31,30 +35,7 @@ def _reference(name: str) -> str:
     return f"### `agentnb.{name}`\n\n{signature}{doc}\n"
 
 
-def on_files(files: Any, config: Any) -> Any:
-    """Ship the course's notebooks in the site (``notebooks/NN_name.ipynb``), so the course page links them."""
-    from mkdocs.structure.files import File
-
-    for nb in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
-        files.append(File(f"notebooks/{nb.name}", src_dir=str(ROOT), dest_dir=config["site_dir"],
-                          use_directory_urls=config["use_directory_urls"]))
-    return files
-
-
-def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
-    """Keep the page's Markdown, as a reader (or a model) would want it, for on_post_build."""
-    text = SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(encoding="utf-8"), markdown)
-    text = DIRECTIVE.sub(lambda m: _reference(m.group(1)), text)
-    _copies[page.file.src_uri] = text
-    return markdown
-
-
-def on_post_build(config: Any, **_: Any) -> None:
-    """Write each page's Markdown copy and ``llms.txt`` into the site."""
-    site = Path(config["site_dir"])
-    for src, text in _copies.items():
-        (site / src).parent.mkdir(parents=True, exist_ok=True)
-        (site / src).write_text(text, encoding="utf-8")
+def _llms_txt(config: Any) -> str:
     lines = [f"# {config['site_name']}", "", f"> {config['site_description']}", ""]
 
     def walk(items: list[Any], depth: int) -> None:
@@ -72,7 +53,51 @@ def on_post_build(config: Any, **_: Any) -> None:
                 lines.append(f"- [{item}]({item})")
 
     walk(config["nav"], 0)
-    (site / "llms.txt").write_text("\n".join(lines).replace("\n\n\n", "\n\n") + "\n", encoding="utf-8")
+    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+def on_config(config: Any) -> Any:
+    """The course's section of the nav: its overview, then one page per notebook (see :mod:`course`)."""
+    config["nav"] = course.nav(config["nav"])
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add the course (its notebooks, a page and an export for each) and ``llms.txt`` to the site's files.
+
+    ``notebooks/NN_name.ipynb`` is the notebook itself, which the pages link for download; ``llms.txt`` is made
+    here, from the nav, so a page may link it.
+    """
+    from mkdocs.structure.files import File
+
+    for nb in course.notebooks():
+        files.append(File(f"notebooks/{nb.name}", src_dir=str(ROOT), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
+    for src_uri, content in course.files():
+        files.append(File.generated(config, src_uri, content=content))
+    files.append(File.generated(config, "llms.txt", content=_llms_txt(config)))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    """Keep the page's Markdown, as a reader (or a model) would want it, for on_post_build."""
+    text = SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(encoding="utf-8"), markdown)
+    text = DIRECTIVE.sub(lambda m: _reference(m.group(1)), text)
+    _copies[page.file.src_uri] = course.as_text(page.file.src_uri, text)
+    return markdown
+
+
+def on_page_content(html: str, page: Any, **_: Any) -> str:
+    """Put a course page's outputs in place (the Markdown holds a marker for each)."""
+    return course.with_outputs(page.file.src_uri, html)
+
+
+def on_post_build(config: Any, **_: Any) -> None:
+    """Write each page's Markdown copy into the site."""
+    site = Path(config["site_dir"])
+    for src, text in _copies.items():
+        (site / src).parent.mkdir(parents=True, exist_ok=True)
+        (site / src).write_text(text, encoding="utf-8")
 
 
 try:  # the build's own tool; the hooks above need nothing but the standard library

@@ -102,3 +102,32 @@ def installed(built_dist: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         return install(built_dist.wheel, tmp_path_factory.mktemp("venv"))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+# -- the docs site (built once per run: tests/test_docs_examples.py, tests/test_course_pages.py and
+# tests/browser/test_docs_browser.py read it; under pytest-xdist the workers share one build, behind a file lock)
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``mkdocs build --strict`` (``make docs``) into a temporary folder, once per run: the site's folder."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, above the workers'
+    site, built = shared / "docs-site", shared / "docs-site.built"
+    with open(shared / "docs-site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker builds; the others wait, then read its site
+        if not built.is_file():  # written only after a build that passed (a failed one fails every reader)
+            env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(root)}
+            proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
+                                  cwd=root, capture_output=True, text=True, timeout=600, env=env)
+            if proc.returncode != 0:
+                pytest.fail(f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}")
+            built.touch()
+    return site

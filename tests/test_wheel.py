@@ -59,15 +59,19 @@ def test_the_sdist_and_wheel_carry_the_package_and_the_front_end(built_dist: Any
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         assert "agentnb = agentnb._cli:main" in zf.read(entry_points).decode()
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        license_text = zf.read(next(n for n in names if n.endswith(".dist-info/licenses/LICENSE")))
     assert not any(n.startswith(("widgets/", "tests/", "notebooks/")) for n in names)
     assert "agentnb/debugger/assets.py" in names and "agentnb/_version.py" in names
+    assert license_text == (ROOT / "LICENSE").read_bytes() and b"the agentnb authors" in license_text
+    assert "License-Expression: MIT\n" in metadata and "License-File: LICENSE\n" in metadata
     assert f"Version: {anb.__version__}\n" in metadata  # the one version, agentnb/_version.py
     assert built_dist.wheel.name == f"agentnb-{anb.__version__}-py3-none-any.whl"
     for extra in EXTRAS:
         assert f"Provides-Extra: {extra}\n" in metadata, extra
     with tarfile.open(built_dist.sdist) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
-    assert {"pyproject.toml", "setup.py", "README.md", "widgets/debugger.js", "widgets/debugger.css"} <= members
+    assert {"pyproject.toml", "setup.py", "README.md", "LICENSE", "widgets/debugger.js",
+            "widgets/debugger.css"} <= members
 
 
 def test_every_extra_is_smoke_tested_or_says_why_not() -> None:

@@ -11,7 +11,8 @@ The server is the standard library's ``ThreadingHTTPServer`` on 127.0.0.1 and a 
 token the printed URL holds (``?token=...``, or an ``Authorization: token ...`` header), compared in constant
 time; anything else gets 403. Pages: ``/`` the run list (sorted on the server: ``?sort=cost&order=desc``, so a
 ``--follow`` refresh keeps the order), ``/run/<n>`` a run as the one-file export renders it (the debugger's
-front end, read-only, inlined: the page fetches nothing), ``/api/runs`` the list as JSON. Only GET is served;
+front end, read-only, inlined: the page fetches nothing; with ``--follow`` it asks ``/api/runs`` at the same
+pace and reloads once its run has more events), ``/api/runs`` the list as JSON. Only GET is served;
 answers say ``no-store`` and ``no-referrer``, so the token stays out of caches and other sites' logs.
 """
 
@@ -236,6 +237,15 @@ def list_page(catalog: Catalog, token: str, sort: str, order: str, refresh: floa
             f"{''.join(body)}</tbody></table></body></html>\n")
 
 
+def follow_script(slug: str, events: int, interval: float) -> str:
+    """With ``--follow``: a run's page asks the list every ``interval`` seconds, and reloads when its run grew."""
+    return ("<script>(() => { const token = new URLSearchParams(location.search).get(\"token\") || \"\";\n"
+            f"setInterval(async () => {{ try {{ const rows = await (await fetch(\"/api/runs?token=\" + "
+            "encodeURIComponent(token), {cache: \"no-store\"})).json();\n"
+            f"const row = rows.find((r) => r.id === {json.dumps(slug)}); if (row && row.events !== {events}) "
+            f"location.reload(); }} catch (e) {{}} }}, {round(interval * 1000)}); }})();</script>\n")
+
+
 class ViewServer(ThreadingHTTPServer):
     """The HTTP server of ``agentnb view``: a catalog, a token, rendered pages kept while their run is unchanged."""
 
@@ -255,7 +265,11 @@ class ViewServer(ThreadingHTTPServer):
             kept = self.pages.get(entry.slug)
             if kept is not None and kept[0] == len(entry.events):
                 return kept[1]
-        page = render_html(Timeline(entry.events), title=f"agentnb · {entry.run_id}").encode("utf-8")
+        text = render_html(Timeline(entry.events), title=f"agentnb · {entry.run_id}")
+        if self.refresh:
+            at = text.rindex("</body>")
+            text = text[:at] + follow_script(entry.slug, len(entry.events), self.refresh) + text[at:]
+        page = text.encode("utf-8")
         with self.pages_lock:
             self.pages[entry.slug] = (len(entry.events), page)
         return page
@@ -325,7 +339,8 @@ def _loopback(host: str) -> bool:
               help="The address to listen on; anything but loopback is served with a warning.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0: a free port.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser; just print the URL.")
-@click.option("--follow", is_flag=True, help="Read the sources again every --interval seconds: new runs appear.")
+@click.option("--follow", is_flag=True,
+              help="Read the sources again every --interval seconds: new runs appear, a run's page shows new events.")
 @click.option("--interval", type=click.FloatRange(0.2, 3600), default=2.0, show_default=True,
               help="Seconds between reads with --follow.")
 @key_file_option

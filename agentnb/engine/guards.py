@@ -43,7 +43,9 @@ class Budget:
             request, so a run passes a token or cost limit by at most the last turn's usage (and the
             finalization's).
         max_tool_calls: calls answered (run, rejected or denied).
-        max_input_tokens, max_output_tokens, max_total_tokens: token budgets, as the provider reported usage.
+        max_input_tokens: input tokens, as the provider reported usage.
+        max_output_tokens: output tokens, as the provider reported usage.
+        max_total_tokens: input and output tokens together, as the provider reported usage.
         max_cost: US dollars, checked after each turn (a turn's cost is known only once its usage is): the
             first turn whose running cost reaches the limit trips it, and ``on_exhausted`` applies, so a run
             may end past the limit by that turn (and the finalizing one).

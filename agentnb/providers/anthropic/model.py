@@ -33,12 +33,17 @@ class AnthropicModel(SdkModel):
     Args:
         client: an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``.
         model: the model name (``claude-sonnet-4-6``, ...).
-        stream: stream the answer.
-        settings: request settings applied on every turn (``max_tokens`` -- default 4096 --,
-            ``temperature``, ``tool_choice``, ``parallel_tool_calls``, ``thinking``, ...). Keyword arguments
-            that are not options are settings too.
-        max_argument_bytes, max_retry_wait, sdk_retries, capture_wire, wire_cap: as for
-            :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+
+    Keyword Args:
+        stream (bool): stream the answer.
+        settings (dict[str, Any] | None): request settings applied on every turn (``max_tokens`` -- default
+            4096 --, ``temperature``, ``tool_choice``, ``parallel_tool_calls``, ``thinking``, ...). Keyword
+            arguments that are not options are settings too.
+        max_argument_bytes (int): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        max_retry_wait (float): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        sdk_retries (bool): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        capture_wire (bool): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        wire_cap (int): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb, anthropic

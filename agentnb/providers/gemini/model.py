@@ -34,12 +34,16 @@ class GeminiModel(SdkModel):
     Args:
         client: a ``google.genai.Client`` (sync) or its ``.aio`` (async).
         model: the model name (``gemini-2.5-flash``, ...).
-        stream: stream the answer.
-        settings: request settings applied on every turn (``max_tokens``, ``temperature``, ``tool_choice``,
-            ``generation_config``, ``schema_dialect``, ...). Keyword arguments that are not options are
-            settings too.
-        max_argument_bytes, max_retry_wait, capture_wire, wire_cap: as for
-            :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+
+    Keyword Args:
+        stream (bool): stream the answer.
+        settings (dict[str, Any] | None): request settings applied on every turn (``max_tokens``,
+            ``temperature``, ``tool_choice``, ``generation_config``, ``schema_dialect``, ...). Keyword arguments
+            that are not options are settings too.
+        max_argument_bytes (int): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        max_retry_wait (float): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        capture_wire (bool): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
+        wire_cap (int): as for :class:`~agentnb.providers.openai_chat.OpenAIChatModel`.
 
     Example:
         >>> import agentnb as anb

@@ -26,17 +26,19 @@ class OpenAIChatModel(SdkModel):
     Args:
         client: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (sync or async both work from a notebook).
         model: the model name (``gpt-4.1``, ...).
-        stream: stream the answer (text and argument fragments become events as they arrive).
-        settings: request settings applied on every turn (``temperature``, ``max_tokens``, ``tool_choice``,
-            ``parallel_tool_calls``, ...); the loop's own settings win over these. Keyword arguments that
-            are not options are settings too.
-        max_argument_bytes: the cap on one streamed call's arguments (the turn ends INCOMPLETE past it).
-        max_retry_wait: the longest ``retry-after`` honoured; a longer one makes the error final.
-        sdk_retries: keep the SDK's own retries (off by default: the loop retries, with events).
-        capture_wire: keep each request's HTTP exchange on its turn (``turn.wire``: the body and headers as
-            sent, credentials masked, the response or the stream's frames with their times), shown by the
+
+    Keyword Args:
+        stream (bool): stream the answer (text and argument fragments become events as they arrive).
+        settings (dict[str, Any] | None): request settings applied on every turn (``temperature``,
+            ``max_tokens``, ``tool_choice``, ``parallel_tool_calls``, ...); the loop's own settings win over
+            these. Keyword arguments that are not options are settings too.
+        max_argument_bytes (int): the cap on one streamed call's arguments (the turn ends INCOMPLETE past it).
+        max_retry_wait (float): the longest ``retry-after`` honoured; a longer one makes the error final.
+        sdk_retries (bool): keep the SDK's own retries (off by default: the loop retries, with events).
+        capture_wire (bool): keep each request's HTTP exchange on its turn (``turn.wire``: the body and headers
+            as sent, credentials masked, the response or the stream's frames with their times), shown by the
             debugger's Wire tab; on by default (see :mod:`agentnb.providers._capture`).
-        wire_cap: the bytes of body and response one request keeps (then "truncated at N bytes of M").
+        wire_cap (int): the bytes of body and response one request keeps (then "truncated at N bytes of M").
 
     Example:
         >>> import agentnb as anb, openai
