@@ -148,7 +148,8 @@ def test_a_typed_runs_expected_output_is_its_json_and_a_file_dataset_is_written(
         city: str
         temp_c: int
 
-    model = anb.ScriptedModel([{"tool_calls": [{"name": "final_result", "arguments": {"city": "Paris", "temp_c": 18}}]}])
+    answer = {"name": "final_result", "arguments": {"city": "Paris", "temp_c": 18}}
+    model = anb.ScriptedModel([{"tool_calls": [answer]}])
     loop = anb.Loop(model=model, output_type=Answer)
     run = loop.start("Paris?", run_id="typed").run()
     path = tmp_path / "cases.jsonl"

@@ -1122,7 +1122,7 @@ function buildLabels(view) {
   });
   view.cardLabels.append(view.cardChips, view.labelEventBtn, view.eventForm.box);
   view.panes.event.after(view.cardLabels);
-  for (const name of ["labels", "selected"]) {
+  for (const name of ["labels", "selected", "detail"]) { // detail: a static page says nothing else on a click
     const fn = () => drawLabels(view);
     view.model.on(`change:${name}`, fn);
     view.disposers.push(() => view.model.off(`change:${name}`, fn));
