@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine import RunState
 from ..exceptions import AgentnbError
 from ..store import PostgresStore, SqliteStore
 from ..transcript import Transcript
@@ -112,6 +113,7 @@ class Labelling(Controller):
         self._book = labels
         self._source_path = Path(source) if isinstance(source, str | Path) else None
         self._labels_cache: tuple[str, list[Label]] | None = None
+        self._replay_state: tuple[int, RunState] | None = None
         self._labels_at = -1  # the selection the labels were read at: a person's click reads the book again
         self._label_note: dict[str, Any] = {"error": "", "done": "", "form": "", "stamp": 0}
         super().__init__(source, **options)
@@ -134,8 +136,17 @@ class Labelling(Controller):
         return None
 
     def _labelled_run(self) -> Transcript:
+        # a live run as it is now; a replayed transcript whole (a label is about the run, wherever the replay is)
         run = self.run
-        return run.transcript if run is not None else Transcript(list(self.timeline.events))
+        return run.transcript if run is not None else Transcript(list(self._replay))
+
+    def _final_state(self) -> RunState:
+        """The labelled run's folded state: the live timeline's, or the whole replay's (folded once)."""
+        if self.run is not None:
+            return self.timeline.state
+        if self._replay_state is None or self._replay_state[0] != len(self._replay):
+            self._replay_state = (len(self._replay), Transcript(list(self._replay)).fold())
+        return self._replay_state[1]
 
     def _labelled_id(self) -> str:
         run = self.run
@@ -253,7 +264,7 @@ class Labelling(Controller):
             text = args.get("expected")
             if isinstance(text, str) and text.strip():
                 expected = text
-                own = output_of(self.timeline.state)
+                own = output_of(self._final_state())
                 if own is not None and not isinstance(own, str):  # a typed output: the person edited its JSON
                     try:
                         expected = json.loads(text)
@@ -297,7 +308,7 @@ class Labelling(Controller):
             return None
         from ..evals.dataset import output_of
 
-        own = output_of(self.timeline.state)  # the fold's state, as the timeline holds it: nothing folds again
+        own = output_of(self._final_state())  # the fold's state, as the timeline holds it: nothing folds again
         shown = own if own is None or isinstance(own, str) else json.dumps(own, indent=2, ensure_ascii=False)
         where = str(self.dataset) if isinstance(self.dataset, str | Path) else f"{len(self.dataset)} cases"
         return {"where": where, "id": self._labelled_id(), "expected": shown or ""}
