@@ -91,8 +91,9 @@ def test_a_refusal_is_a_message_on_the_page(tmp_path: Path) -> None:
 def test_a_replayed_file_is_labelled_beside_it_and_an_export_inside_itself(tmp_path: Path) -> None:
     t = _finished().transcript
     t.save(tmp_path / "run.jsonl")
-    dbg = anb.Debugger(str(tmp_path / "run.jsonl"), start="end", by="bo")
-    assert not dbg.live and dbg.view.labels["can"]
+    dbg = anb.Debugger(str(tmp_path / "run.jsonl"), by="bo")  # a replay at its first event labels the whole run
+    assert not dbg.live and dbg.view.labels["can"] and len(dbg.timeline) == 1
+    assert dbg.view.labels["dataset"] is None
     assert _click(dbg, "label", form="event", about="event", seq=3, tag="look")["error"] == ""
     assert [lb.tag for lb in anb.Labels.beside(tmp_path / "run.jsonl")] == ["look"]
     assert anb.Transcript.load(tmp_path / "run.jsonl").events == t.events

@@ -129,13 +129,16 @@ def test_a_person_labels_the_run_and_an_event_from_the_debugger(lab: dict[str, A
     # the export, with the labels copied into the page, shows them with no kernel
     export = t.to_html(tmp_path / "labelled.html")
     anb.Labels(export).extend(book)
+    anb.Labels(export).add(t, seq=5, tag="a\u202eb <img src=x onerror=alert(1)>", by="mallory")  # hostile text
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     try:
         page.goto(export.as_uri(), timeout=T)
         app = page.locator("#agentnb-app[data-ready='true']")
         app.wait_for(timeout=T)
         chips = app.locator(".agentnb-run-label-chips .agentnb-label")
-        expect(chips).to_have_text(["good run · checked by hand", "event 3: look here · score 1"], timeout=T)
+        expect(chips).to_have_text(["good run · checked by hand", "event 3: look here · score 1",
+                                    "event 5: a\\u202eb <img src=x onerror=alert(1)>"], timeout=T)
+        assert app.locator(".agentnb-run-labels img").count() == 0  # text, never markup; the override written out
         expect(app.locator(".agentnb-btn-label-run")).to_be_hidden()  # no kernel: nothing to press
         chips.nth(1).click()  # the event's chip selects it: its card shows the label
         expect(app.locator(".agentnb-detail")).to_contain_text("CallParsed", timeout=T)
