@@ -77,10 +77,15 @@ def test_a_refusal_is_a_message_on_the_page(tmp_path: Path) -> None:
                        ({"about": "run", "tag": "", "note": " ", "score": ""}, "give a tag, a note or a score"),
                        ({"about": "run", "score": "very"}, "a score is a number"),
                        ({"about": "run", "score": "nan"}, "a score is a finite number"),
-                       ({"about": "run", "tag": "x" * 201}, "at most 200 characters")]:
+                       ({"about": "run", "tag": "x" * 201}, "at most 200 characters"),
+                       ({"about": "event", "tag": "x"}, "select an event first"),
+                       ({"about": "turn", "tag": "x"}, "select an event first")]:
         state = _click(dbg, "label", form="event", **args)
         assert said in state["error"] and state["form"] == "event" and state["done"] == "", args
     assert not (tmp_path / "labels.jsonl").exists() or anb.Labels(tmp_path / "labels.jsonl").all() == []
+    (tmp_path / "a-file").write_text("")
+    unwritable = anb.Debugger(_finished(), labels=tmp_path / "a-file" / "labels.jsonl")  # a book that cannot be
+    assert "a-file" in _click(unwritable, "label", form="run", about="run", tag="x")["error"]  # written: said
     store = anb.SqliteStore(tmp_path / "ro.db", key=KEY)
     _finished(store)
     readonly = anb.Debugger(anb.Transcript(anb.SqliteStore(tmp_path / "ro.db", key=KEY, readonly=True).load("r1")),

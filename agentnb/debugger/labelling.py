@@ -244,9 +244,11 @@ class Labelling(Controller):
                 where["call_id"] = str(args.get("call_id") or "")
             elif about == "turn":
                 where["turn"] = args.get("turn")
+            if about != "run" and None in where.values():  # never a label on the whole run by accident
+                raise AgentnbError(f"no {about} to label: select an event first")
             made = self.label(**where, tag=_text(args.get("tag")), note=_text(args.get("note")),
                               score=_number(args.get("score")))
-        except AgentnbError as exc:
+        except (AgentnbError, OSError) as exc:  # a refusal, or a book that cannot be written: said on the page
             self._label_said(form, error=str(exc))
         else:
             on = {"event": f"event {made.seq}", "call": f"call {made.call_id}",
@@ -271,7 +273,7 @@ class Labelling(Controller):
                     except ValueError as exc:
                         raise AgentnbError(f"the expected output of a typed run is JSON: {exc}") from None
             case = self.add_to_dataset(id=_text(args.get("id")), expected=expected, calls=bool(args.get("calls", True)))
-        except AgentnbError as exc:
+        except (AgentnbError, OSError) as exc:
             self._label_said("dataset", error=str(exc))
         else:
             if isinstance(self.dataset, str | Path):
