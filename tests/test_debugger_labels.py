@@ -119,6 +119,9 @@ def test_labels_given_elsewhere_show_when_the_person_clicks_or_asks(tmp_path: Pa
     book.add(run.transcript, tag="later", by="ben")
     dbg.reload_labels()
     assert [i["tag"] for i in dbg.view.labels["items"]] == ["from code", "later"]
+    page = dbg.export_html(tmp_path / "run.html")  # the labels travel with the debugger's export
+    assert [lb.tag for lb in anb.Labels(page)] == ["from code", "later"]
+    assert anb.Transcript.load(page).events == run.events
     hostile = dbg.label(tag="a\u202eb", note="<script>alert(1)</script>")
     shown = dbg.view.labels["items"][-1]
     assert hostile.tag == "a\u202eb" and "\u202e" not in shown["tag"] and shown["note"] == hostile.note

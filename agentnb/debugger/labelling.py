@@ -227,6 +227,15 @@ class Labelling(Controller):
         ds.save(path)
         return case
 
+    def _labels_into(self, page: Path) -> Path:
+        """Copy the shown run's labels into an HTML export just written (``export_html``), and return its path."""
+        from ..labels import Labels
+
+        labels = self.run_labels()
+        if labels:
+            Labels(page).extend(labels)
+        return page
+
     # -- the page ---------------------------------------------------------------------------------------
 
     def _label_said(self, form: str, *, error: str = "", done: str = "") -> None:

@@ -436,6 +436,8 @@ class Debugger(Labelling):
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.
 
+        The run's labels in :attr:`label_book` go into the page too, which shows them on its header and cards.
+
         Example:
             >>> import agentnb as anb, tempfile, os
             >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
@@ -447,7 +449,8 @@ class Debugger(Labelling):
         from .export import write_html
 
         with self._lock:
-            return write_html(self.timeline, path, title=title)
+            page = write_html(self.timeline, path, title=title)
+        return self._labels_into(page)  # the run's labels travel with the page
 
     LIVE_NOTE = ("the live debugger shows here once this cell runs in a kernel, in a trusted notebook; "
                  "above is the run as it was saved")
