@@ -292,12 +292,12 @@ class TranscriptCollection:
         """
         return compare_many(self, by, task)
 
-    def sql(self, query: str) -> pd.DataFrame:
+    def sql(self, query: str, *, labels: Any = None) -> pd.DataFrame:
         """Answer a SQL query over the frames (``events``, ``turns``, ``calls`` ...) with DuckDB; a DataFrame.
 
         A collection loaded from Parquet is queried straight from its files (only the columns and the
         partitions the query needs are read; nothing else goes through pandas). Partition keys
-        (``run_date``, ``run_model``) are columns of every table.
+        (``run_date``, ``run_model``) are columns of every table. ``labels`` is a view too (see :meth:`duckdb`).
 
         Example:
             >>> import agentnb as anb
@@ -309,14 +309,33 @@ class TranscriptCollection:
         """
         import pandas as pd
 
-        result: pd.DataFrame = self.duckdb(query).sql(query).df()
+        result: pd.DataFrame = self.duckdb(query, labels=labels).sql(query).df()
         for col in result.columns:  # a registered frame's categoricals come back as ENUMs: answer as files do
             if isinstance(result[col].dtype, pd.CategoricalDtype):
                 result[col] = result[col].astype("str")
         return result
 
-    def duckdb(self, query: str | None = None) -> Any:
-        """A DuckDB connection with one view per frame (only those ``query`` names, when given)."""
+    def duckdb(self, query: str | None = None, *, labels: Any = None) -> Any:
+        """A DuckDB connection with one view per frame (only those ``query`` names, when given), and ``labels``.
+
+        ``labels`` is the frame of a label book (:meth:`agentnb.Labels.frame`, the collection's runs only): the
+        book given, else the labels a Parquet dataset carries (its ``labels/``), else none (the view is there,
+        empty). It joins the frames on ``run_id`` with ``seq`` (an event), ``call_id`` (a call) or ``turn``.
+
+        Args:
+            query: only the views it names are made.
+            labels: a :class:`~agentnb.Labels`, or what makes one (a ``.jsonl`` path, a store, ...).
+
+        Example:
+            >>> import agentnb as anb, tempfile, os
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> runs = anb.TranscriptCollection([loop.start("Paris?", run_id="r1").run().transcript])
+            >>> book = anb.Labels(os.path.join(tempfile.mkdtemp(), "labels.jsonl"))
+            >>> _ = book.add(runs[0], call_id="call_1_1", tag="right tool")
+            >>> runs.sql("select c.tool, l.tag from calls c join labels l using (run_id, call_id)", labels=book)
+                      tool         tag
+            0  get_weather  right tool
+        """
         try:
             import duckdb
         except ImportError as exc:
@@ -340,7 +359,20 @@ class TranscriptCollection:
                 # categoricals would be ENUMs (sorted in category order): as text they compare as in the files
                 con.register(name, df.astype({c: "str" for c in df.columns
                                               if isinstance(df[c].dtype, pd.CategoricalDtype)}))
+        if query is None or re.search(r"\blabels\b", query, re.IGNORECASE):
+            frame = self._labels_frame(labels)
+            con.register("labels", frame.astype({"run_id": "str"}))
         return con
+
+    def _labels_frame(self, labels: Any) -> pd.DataFrame:
+        from .labels import Labels
+
+        if labels is None and self._store is not None and (self._store.root / "labels").is_dir():
+            labels = self._store.root
+        if labels is None:
+            return Labels.empty_frame()
+        book = labels if isinstance(labels, Labels) else Labels(labels)
+        return book.frame(self._run_ids)
 
 
 _PARTITION_KEYS = ("run_date", "run_model", "run_id")

@@ -193,6 +193,11 @@ class Labels:
             return run, Transcript(events)
         return run, None
 
+    @staticmethod
+    def empty_frame() -> pd.DataFrame:
+        """The frame of a book with no labels: :data:`COLUMNS`, typed, no rows."""
+        return _frame([], [])
+
     def frame(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The labels as a DataFrame keyed like the frames (see the module docs).
 
@@ -200,8 +205,6 @@ class Labels:
             run_ids: only the labels of these runs, with ``run_id`` a categorical of exactly these, in order
                 (what ``frames.labels(book)`` passes); None: every label, its runs in the order first labelled.
         """
-        import pandas as pd
-
         labels = self._backend.read()
         if run_ids is not None:
             wanted = set(run_ids)
@@ -209,20 +212,26 @@ class Labels:
             cats = list(dict.fromkeys(run_ids))
         else:
             cats = list(dict.fromkeys(lb.run_id for lb in labels))
-        text = pd.StringDtype("python")
-        at = pd.to_datetime([lb.at for lb in labels], utc=True).as_unit("us")
-        return pd.DataFrame({
-            "run_id": pd.Categorical([lb.run_id for lb in labels], categories=cats),
-            "seq": pd.array([lb.seq for lb in labels], dtype="Int64"),
-            "turn": pd.array([lb.turn for lb in labels], dtype="Int64"),
-            "call_id": pd.array([lb.call_id for lb in labels], dtype=text),
-            "tag": pd.array([lb.tag for lb in labels], dtype=text),
-            "note": pd.array([lb.note for lb in labels], dtype=text),
-            "score": pd.array([lb.score for lb in labels], dtype="Float64"),
-            "by": pd.array([lb.by for lb in labels], dtype=text),
-            "at": at,
-            "label_id": pd.array([lb.label_id for lb in labels], dtype=text),
-        })
+        return _frame(labels, cats)
+
+
+def _frame(labels: Sequence[Label], cats: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    text = pd.StringDtype("python")
+    at = pd.to_datetime([lb.at for lb in labels], utc=True).as_unit("us")
+    return pd.DataFrame({
+        "run_id": pd.Categorical([lb.run_id for lb in labels], categories=list(cats)),
+        "seq": pd.array([lb.seq for lb in labels], dtype="Int64"),
+        "turn": pd.array([lb.turn for lb in labels], dtype="Int64"),
+        "call_id": pd.array([lb.call_id for lb in labels], dtype=text),
+        "tag": pd.array([lb.tag for lb in labels], dtype=text),
+        "note": pd.array([lb.note for lb in labels], dtype=text),
+        "score": pd.array([lb.score for lb in labels], dtype="Float64"),
+        "by": pd.array([lb.by for lb in labels], dtype=text),
+        "at": at,
+        "label_id": pd.array([lb.label_id for lb in labels], dtype=text),
+    })
 
 
 COLUMNS: tuple[tuple[str, str, str], ...] = (

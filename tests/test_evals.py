@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,32 @@ def test_bad_targets_are_refused() -> None:
         anb.evaluate({"a b": _loop(ADD)}, [{"prompt": "x"}], [S.exact()])
     with pytest.raises(AgentnbError, match="no cases"):
         anb.evaluate(_loop(ADD), [], [S.exact()])
+
+
+def test_an_evaluation_on_a_dask_cluster_scores_as_the_same_one_here(pg_dsn: str, pg_schema: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    from tests.batch_worker import slow_loop, story_loop
+
+    # the worker processes import the test package and need the store's key, as a real worker machine would
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("AGENTNB_CHECKPOINT_KEY", "evals-dask-key-01")
+    cases = [{"id": f"q{i}", "prompt": f"sum {i}", "expected": "sum 3"} for i in range(4)]
+    targets = {"adds": slow_loop, "weather": story_loop}
+    here = anb.evaluate({k: f() for k, f in targets.items()}, cases, [S.exact()], progress=False)
+    store = anb.PostgresStore(pg_dsn, schema=pg_schema)
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=True, dashboard_address=None,
+                                      host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+            with pytest.raises(AgentnbError, match="a function that builds an agentnb.Loop"):
+                anb.evaluate(slow_loop(), cases, [S.exact()], executor=client, store=store)
+            there = anb.evaluate(targets, cases, [S.exact()], executor=client, store=store, progress=False)
+            pids = set(client.run(os.getpid).values())
+        assert os.getpid() not in pids
+        assert {r for r, _ in store.runs(state="COMPLETED")} == {f"eval:{k}:q{i}" for k in targets for i in range(4)}
+    finally:
+        store.close()
+    cols = ["target", "id", "scorer", "score", "passed"]
+    pd.testing.assert_frame_equal(there.table[cols], here.table[cols])
+    assert there.compare().means.loc["exact"].tolist() == [1.0, 0.0]
+

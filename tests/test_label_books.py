@@ -122,6 +122,32 @@ def test_labels_travel_with_a_parquet_dataset_and_leave_its_runs_as_they_were(tm
         anb.Labels(tmp_path / "plain")
 
 
+def test_labels_are_a_duckdb_view_that_joins_the_frames(tmp_path: Path) -> None:
+    runs = anb.TranscriptCollection([_loop().start(f"Refund order {i}", run_id=f"r{i}").run().transcript
+                                     for i in range(3)])
+    book = anb.Labels(tmp_path / "labels.jsonl")
+    book.add(runs["r1"], call_id="call_1_1", tag="looked up", by="ana")
+    book.add(runs["r2"], seq=3, tag="this event", score=2, by="bo")
+    book.add(runs["r2"], tag="the run", by="bo")
+    book.add("elsewhere", tag="another collection's run")
+    calls = runs.sql("select run_id, c.tool, l.tag from calls c join labels l using (run_id, call_id)", labels=book)
+    assert calls.values.tolist() == [["r1", "lookup", "looked up"]]
+    events = runs.sql("select run_id, e.type, l.tag, coalesce(l.score, -1) as score from events e join labels l "
+                      "using (run_id, seq) order by run_id", labels=book)
+    assert events.values.tolist() == [["r1", runs["r1"].events[2].type, "looked up", -1.0],
+                                      ["r2", runs["r2"].events[3].type, "this event", 2.0]]
+    whole = runs.sql("select run_id, tag from labels where seq is null", labels=book)
+    assert whole.values.tolist() == [["r2", "the run"]]  # only this collection's runs
+    assert runs.sql("select count(*) as n from labels")["n"].tolist() == [0]  # no book: the view is there, empty
+    runs.save_parquet(tmp_path / "runs")
+    anb.Labels(tmp_path / "runs").extend(book)  # a Parquet dataset carries its labels: the view reads them
+    lazy = anb.load_transcripts(tmp_path / "runs")
+    typed = lazy.sql("select typeof(l.seq) as s, typeof(l.score) as f, typeof(l.at) as t from labels l limit 1")
+    assert typed.values.tolist() == [["BIGINT", "DOUBLE", "TIMESTAMP WITH TIME ZONE"]]
+    joined = lazy.duckdb().sql("select l.tag from labels l join turns t using (run_id, turn) order by 1").fetchall()
+    assert joined == [("looked up",), ("this event",)]
+
+
 def test_labels_travel_inside_an_html_export_and_the_page_still_loads_its_run(tmp_path: Path) -> None:
     t = _loop().start("Refund order 42", run_id="r1").run().transcript
     page = t.to_html(tmp_path / "run.html")

@@ -336,6 +336,7 @@ class DebuggerView {
 
     this.snapshotEl = h("div", { class: "anb-snapshot", hidden: true });
     root.append(top, this.lineageEl, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
+    buildLabels(this);
     // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
     this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
     this.disposers.push(() => clearTimeout(this.noKernelTimer));
@@ -472,6 +473,7 @@ class DebuggerView {
     this.approvalsEl.hidden = ro;
     this.tabs.plots.hidden = ro;
     this.root.classList.toggle("anb-static", ro);
+    drawLabels(this);
   }
 
   drawRuns(runs) {
@@ -1037,6 +1039,174 @@ class DebuggerView {
   }
 }
 
+// -- labels: what a person says about the run or an event (agentnb/debugger/labelling.py) --------------------
+//
+// The kernel syncs a `labels` trait: the run's labels (items), what the selected event can be labelled as
+// (targets), who labels, and the last answer to a form (done / error, with the form it answers). The header
+// shows the run's labels and every labelled event (a chip that selects it), the card the labels of its event
+// and of its call. An export's page has no kernel: its labels come from the page's own block (loadPageLabels),
+// shown the same way, with no form.
+
+const HIDDEN_CHARS = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+
+/** Text with invisible and direction-changing characters written out (as the kernel's visible() does). */
+function shownText(s) {
+  return String(s ?? "").replace(HIDDEN_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+function labelText(lb) {
+  const parts = [];
+  if (lb.tag) parts.push(shownText(lb.tag));
+  if (lb.score !== null && lb.score !== undefined) parts.push(`score ${lb.score}`);
+  if (lb.note) parts.push(shownText(lb.note).slice(0, 80));
+  return parts.join(" · ");
+}
+
+function labelChip(lb, onclick) {
+  const where = lb.seq === null || lb.seq === undefined ? "" : lb.call_id ? `call ${shownText(lb.call_id)}: ` : `event ${lb.seq}: `;
+  const title = [lb.note ? shownText(lb.note) : "", lb.by ? `by ${shownText(lb.by)}` : "", lb.at || ""].filter(Boolean).join("\n");
+  return h(onclick ? "button" : "span", { class: `anb-chip anb-label-chip agentnb-label${onclick ? " agentnb-label-event" : ""}`,
+    title, "data-seq": lb.seq ?? "", "data-label-id": lb.label_id, onclick }, `${where}${labelText(lb)}`);
+}
+
+/** A tag, note and score form; `send(values)` is called on Save. */
+function labelForm(view, form, extra, send) {
+  const tag = h("input", { class: "anb-input agentnb-label-tag", placeholder: "tag", "aria-label": `tag (${form})` });
+  const note = h("input", { class: "anb-input agentnb-label-note", placeholder: "note", "aria-label": `note (${form})` });
+  const score = h("input", { class: "anb-input agentnb-label-score", placeholder: "score", inputmode: "decimal",
+    "aria-label": `score (${form})`, size: "5" });
+  const save = h("button", { class: `anb-btn anb-good agentnb-btn-label-save`, "aria-label": `save the label (${form})`,
+    onclick: () => send({ tag: tag.value, note: note.value, score: score.value }) }, "Save label");
+  const who = h("span", { class: "agentnb-muted agentnb-label-who" });
+  const err = h("span", { class: "agentnb-err agentnb-label-error", role: "alert" });
+  const done = h("span", { class: "agentnb-muted agentnb-label-done", role: "status" });
+  const box = h("div", { class: `anb-label-form agentnb-label-form-${form}`, hidden: true }, ...extra, tag, note, score, save, who, err, done);
+  for (const input of [tag, note, score]) input.addEventListener("keydown", (e) => { if (e.key === "Enter") save.click(); });
+  return { box, tag, note, score, who, err, done, clear: () => { tag.value = ""; note.value = ""; score.value = ""; } };
+}
+
+/** Build the labels' bar under the header and the box under the event's card (called once from build()). */
+function buildLabels(view) {
+  view.labelBar = h("div", { class: "anb-labels-bar agentnb-run-labels" });
+  view.labelChips = h("span", { class: "anb-label-chips agentnb-run-label-chips" });
+  view.labelRunBtn = h("button", { class: "anb-btn agentnb-btn-label-run", "aria-label": "label this run",
+    onclick: () => { view.runForm.box.hidden = !view.runForm.box.hidden; if (!view.runForm.box.hidden) view.runForm.tag.focus(); } }, "Label run");
+  view.datasetBtn = h("button", { class: "anb-btn agentnb-btn-add-to-dataset", "aria-label": "add this run to the dataset",
+    hidden: true, onclick: () => { view.datasetForm.box.hidden = !view.datasetForm.box.hidden; } }, "Add to dataset");
+  view.runForm = labelForm(view, "run", [], (v) => view.call("label", { form: "run", about: "run", ...v }));
+  // add to a dataset: its case id, the expected output (the run's own; cleared: none) and its calls
+  const caseId = h("input", { class: "anb-input agentnb-dataset-id", "aria-label": "the case's id", placeholder: "case id" });
+  const expected = h("textarea", { class: "anb-input agentnb-dataset-expected", rows: "2",
+    "aria-label": "the expected output (optional)", placeholder: "expected output (optional: empty for none)" });
+  const calls = h("input", { type: "checkbox", class: "agentnb-dataset-calls", checked: true, "aria-label": "expect its calls" });
+  const add = h("button", { class: "anb-btn anb-good agentnb-btn-dataset-add", "aria-label": "add the case",
+    onclick: () => view.call("add_to_dataset", { id: caseId.value, expected: expected.value, calls: calls.checked }) }, "Add case");
+  const where = h("span", { class: "agentnb-muted agentnb-dataset-where" });
+  const err = h("span", { class: "agentnb-err agentnb-label-error", role: "alert" });
+  const done = h("span", { class: "agentnb-muted agentnb-label-done", role: "status" });
+  view.datasetForm = { box: h("div", { class: "anb-label-form agentnb-dataset-form", hidden: true }, caseId,
+    h("label", { class: "anb-check" }, calls, " expect its calls"), expected, add, where, err, done), caseId, expected, where, err, done };
+  view.labelBar.append(h("span", { class: "agentnb-muted" }, "labels "), view.labelChips, view.labelRunBtn, view.datasetBtn,
+    view.runForm.box, view.datasetForm.box);
+  view.lineageEl.after(view.labelBar);
+
+  view.cardLabels = h("div", { class: "anb-card-labels agentnb-card-labels" });
+  view.cardChips = h("span", { class: "anb-label-chips agentnb-card-label-chips" });
+  view.labelEventBtn = h("button", { class: "anb-btn agentnb-btn-label-event", "aria-label": "label this event",
+    onclick: () => { view.eventForm.box.hidden = !view.eventForm.box.hidden; if (!view.eventForm.box.hidden) view.eventForm.tag.focus(); } }, "Label…");
+  view.labelAbout = h("select", { class: "anb-input agentnb-label-about", "aria-label": "what the label is about" });
+  view.eventForm = labelForm(view, "event", [view.labelAbout], (v) => {
+    const lb = view.model.get("labels") || {};
+    const target = (lb.targets || [])[Number(view.labelAbout.value) || 0] || {};
+    view.call("label", { form: "event", about: target.about || "event", seq: target.seq, call_id: target.call_id, turn: target.turn, ...v });
+  });
+  view.cardLabels.append(view.cardChips, view.labelEventBtn, view.eventForm.box);
+  view.panes.event.after(view.cardLabels);
+  for (const name of ["labels", "selected", "detail"]) { // detail: a static page says nothing else on a click
+    const fn = () => drawLabels(view);
+    view.model.on(`change:${name}`, fn);
+    view.disposers.push(() => view.model.off(`change:${name}`, fn));
+  }
+  const onTree = (change) => { if (change.tree || change.reset) drawLabels(view); };
+  view.store.listeners.add(onTree);
+  view.disposers.push(() => view.store.listeners.delete(onTree));
+  view.labelStamp = -1;
+  drawLabels(view);
+}
+
+/** The labels of the selected event's card: its own, and its call's (the tree's call node that holds it). */
+function labelsHere(view, items, seq) {
+  const st = view.store;
+  const node = st.nodes[st.g[seq]];
+  const call = node && node.n === "call" ? node : null;
+  return items.filter((lb) => lb.seq === seq || (call && lb.call_id && lb.seq >= call.a && lb.seq <= call.b));
+}
+
+function drawLabels(view) {
+  if (!view.labelBar) return;
+  const lb = view.model.get("labels") || {};
+  const items = lb.items || [];
+  const ro = view.static || Boolean(view.saved) || !lb.can && !lb.why; // nothing to press without a kernel
+  const seq = view.model.get("selected");
+  view.labelChips.replaceChildren(...items.filter((x) => x.seq === null || x.seq === undefined).map((x) => labelChip(x)),
+    ...items.filter((x) => x.seq !== null && x.seq !== undefined).map((x) => labelChip(x, () => view.select(x.seq))));
+  view.labelBar.hidden = ro && !items.length;
+  view.labelRunBtn.hidden = ro;
+  view.datasetBtn.hidden = ro || !lb.dataset;
+  const here = labelsHere(view, items, seq);
+  view.cardChips.replaceChildren(...here.map((x) => labelChip(x)));
+  view.cardLabels.hidden = ro && !here.length;
+  view.labelEventBtn.hidden = ro;
+  if (ro) { view.runForm.box.hidden = view.eventForm.box.hidden = view.datasetForm.box.hidden = true; return; }
+  const targets = lb.targets || [];
+  const key = JSON.stringify(targets);
+  if (view.labelAbout.dataset.key !== key) {
+    view.labelAbout.dataset.key = key;
+    view.labelAbout.replaceChildren(...targets.map((t, i) => h("option", { value: String(i) }, shownText(t.text))));
+  }
+  const who = lb.can ? `as ${lb.by || "?"} → ${lb.book}` : lb.why || "";
+  view.runForm.who.textContent = who;
+  view.eventForm.who.textContent = who;
+  const ds = lb.dataset;
+  if (ds && view.datasetForm.key !== `${ds.id}/${ds.expected}`) { // a new run or output: the form starts from it
+    view.datasetForm.key = `${ds.id}/${ds.expected}`;
+    view.datasetForm.caseId.value = ds.id;
+    view.datasetForm.expected.value = ds.expected;
+  }
+  if (ds) view.datasetForm.where.textContent = `→ ${ds.where}`;
+  const forms = { run: view.runForm, event: view.eventForm, dataset: view.datasetForm };
+  for (const [name, f] of Object.entries(forms)) {
+    f.err.textContent = lb.form === name ? lb.error || "" : "";
+    f.done.textContent = lb.form === name ? lb.done || "" : "";
+  }
+  if (lb.stamp !== view.labelStamp) { // a new answer: a form that was saved starts empty again
+    if (view.labelStamp >= 0 && lb.done && forms[lb.form] && forms[lb.form].clear) forms[lb.form].clear();
+    view.labelStamp = lb.stamp ?? -1;
+  }
+}
+
+/** An export's labels (agentnb/_label_books.py HtmlPage): its inert block, JSON Lines in gzip and base64. */
+async function loadPageLabels(model) {
+  const script = document.getElementById("agentnb-labels");
+  const items = [];
+  if (script && script.textContent.trim()) {
+    try {
+      const packed = await fetch(`data:application/octet-stream;base64,${script.textContent.trim()}`);
+      const text = await new Response(packed.body.pipeThrough(new DecompressionStream("gzip"))).text();
+      const runId = (model.state.header || {}).run_id; // the kernel wrote its hidden characters out
+      for (const line of text.split("\n")) {
+        if (!line.trim()) continue;
+        const lb = JSON.parse(line);
+        if (runId === undefined || lb.run_id === runId || shownText(lb.run_id) === runId) items.push(lb);
+      }
+    } catch (e) {
+      model.state.labels = { can: false, items: [], error: `the labels in this page are damaged (${e})`, form: "run" };
+      return;
+    }
+  }
+  model.state.labels = { can: false, items, targets: [] };
+}
+
 // -- anywidget entry points --------------------------------------------------------------------------------
 
 function initialize({ model }) {
@@ -1137,6 +1307,7 @@ async function standalone(el) {
     return decode(script.textContent, script.dataset.encoding);
   };
   const model = new StaticModel(await read("agentnb-data"));
+  await loadPageLabels(model);
   metrics.marks.decoded = performance.now() - t0;
   initialize({ model });
   render({ model, el });

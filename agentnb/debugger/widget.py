@@ -41,14 +41,15 @@ from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
 from . import assets, cards, viewdata, whatif
-from .controller import Breakpoint, BreakpointKind, Controller
+from .controller import Breakpoint, BreakpointKind
+from .labelling import Labelling
 from .timeline import Timeline
 from .tree import TreeEncoder
 
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
 
-class Debugger(Controller):
+class Debugger(Labelling):
     """A debugger for a run (live) or a saved transcript (replay, read-only), shown as a widget.
 
     The controls are the :class:`~.controller.Controller`'s methods; this class adds the view: the anywidget,
@@ -58,6 +59,10 @@ class Debugger(Controller):
         source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
         start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
         updates_per_second: at most this many view updates a second while a run streams.
+        labels: where the Label buttons write (a :class:`~agentnb.Labels` or what makes one; default: the
+            run's store, else beside its file; see :mod:`.labelling`).
+        by: who labels (default: the operating system's user name).
+        dataset: what the header's "Add to dataset" adds the run to (a Dataset or a dataset file's path).
 
     Example:
         >>> import agentnb as anb
@@ -119,6 +124,8 @@ class Debugger(Controller):
         "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by="debugger",
                                     background=True),
         "submit_result": lambda d, a: d._submit_from_page(str(a["call_id"]), str(a.get("value", ""))),
+        "label": lambda d, a: d._label_from_page(a),
+        "add_to_dataset": lambda d, a: d._dataset_from_page(a),
     }
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -316,6 +323,7 @@ class Debugger(Controller):
                     v.detail, v.conversation = viewdata.detail_html(tl, 0), ""
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
+                v.labels = self.labels_view()
                 self._sync_runs()
                 self._render_tabs()
                 self._sync_snapshot()
@@ -428,6 +436,8 @@ class Debugger(Controller):
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.
 
+        The run's labels in :attr:`label_book` go into the page too, which shows them on its header and cards.
+
         Example:
             >>> import agentnb as anb, tempfile, os
             >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
@@ -439,7 +449,8 @@ class Debugger(Controller):
         from .export import write_html
 
         with self._lock:
-            return write_html(self.timeline, path, title=title)
+            page = write_html(self.timeline, path, title=title)
+        return self._labels_into(page)  # the run's labels travel with the page
 
     LIVE_NOTE = ("the live debugger shows here once this cell runs in a kernel, in a trusted notebook; "
                  "above is the run as it was saved")
@@ -531,6 +542,8 @@ class DebuggerView(anywidget.AnyWidget):
     """The selected event's call result or arguments, to edit and fork from (empty: nothing to edit)."""
     snapshot = t.Unicode("").tag(sync=True)
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
+    labels = t.Dict().tag(sync=True)
+    """The run's labels and what the Label and Add-to-dataset forms offer (see :mod:`.labelling`)."""
 
 
 

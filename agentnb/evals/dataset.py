@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine import RunState
 from ..exceptions import AgentnbError
 from ..messages import TextPart
 from ..states import LoopState
@@ -199,9 +200,12 @@ def prompt_of(t: Transcript) -> str:
     raise AgentnbError(f"run {t.run_id!r} has no user message to make a prompt of")
 
 
-def output_of(t: Transcript) -> Any:
-    """A completed run's output as JSON data: the typed output's JSON form when it has one, else its final text."""
-    rs = t.fold()
+def output_of(t: Transcript | RunState) -> Any:
+    """A completed run's output as JSON data: the typed output's JSON form when it has one, else its final text.
+
+    ``t`` is the run, or its folded state (what a debugger's timeline already holds).
+    """
+    rs = t if isinstance(t, RunState) else t.fold()
     if rs.state is not LoopState.COMPLETED:
         return None
     return rs.final_output if rs.output_ok else rs.output

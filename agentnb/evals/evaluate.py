@@ -158,16 +158,32 @@ class Evaluation:
         return self._runs[(target, case_id)]
 
 
-def _targets(target: Loop | Mapping[str, Loop]) -> dict[str, Loop]:
-    if isinstance(target, Loop):
+def _targets(target: Any, dask: bool) -> dict[str, Any]:
+    """``{name: loop}``; on a Dask cluster each loop is a function that builds it (as the batch runs it there)."""
+    def ok(v: Any) -> bool:
+        return callable(v) and not isinstance(v, Loop) if dask else isinstance(v, Loop)
+
+    what = "a function that builds an agentnb.Loop (on a Dask cluster)" if dask else "an agentnb.Loop"
+    if ok(target):
         return {"loop": target}
     if isinstance(target, Mapping) and target:
-        bad = [k for k, v in target.items() if not isinstance(k, str) or not k or not isinstance(v, Loop)
+        bad = [k for k, v in target.items() if not isinstance(k, str) or not k or not ok(v)
                or k != k.strip() or any(ch.isspace() or ch == ":" for ch in k)]
         if bad:
-            raise AgentnbError(f"targets are {{name: agentnb.Loop}} with names of letters, digits, _ . -; bad: {bad}")
+            raise AgentnbError(f"targets are {{name: {what}}} with names of letters, digits, _ . -; bad: {bad}")
         return dict(target)
-    raise AgentnbError(f"evaluate's target is an agentnb.Loop or a mapping name -> Loop, got {type(target).__name__}")
+    raise AgentnbError(f"evaluate's target is {what} or a mapping name -> {'function' if dask else 'Loop'}, got "
+                       f"{type(target).__name__}")
+
+
+def _built(loop: Any) -> Loop:
+    """The loop a target's function builds (read here for its output type; the cluster builds its own)."""
+    if isinstance(loop, Loop):
+        return loop
+    built = loop()
+    if not isinstance(built, Loop):
+        raise AgentnbError(f"a target's function returned {type(built).__name__}, not an agentnb.Loop")
+    return built
 
 
 def _trial(case: Case, target: str, loop: Loop, t: Transcript | None, error: str | None,
@@ -200,9 +216,10 @@ def _trials(cases: list[Case], ids: list[str], result: Any, by_id: Mapping[str |
     return out
 
 
-def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | Sequence[Any] | Any, *,
+def evaluate(target: Loop | Mapping[str, Loop] | Any, dataset: Any, scorers: Scorer | Sequence[Any] | Any, *,
              store: Store | str | Path | None = None, concurrency: int = 8, progress: bool | None = None,
-             name: str = "eval", prices: Mapping[str, Sequence[float]] | None = None) -> Evaluation:
+             name: str = "eval", prices: Mapping[str, Sequence[float]] | None = None,
+             executor: Any = None) -> Evaluation:
     """Run every case of ``dataset`` with each target loop and score each run with each scorer.
 
     Args:
@@ -216,6 +233,8 @@ def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | 
         progress: a progress bar per target (default: when tqdm is installed).
         name: the evaluation's name, the first part of its run ids.
         prices: as for :func:`~agentnb.batch`, for the cost.
+        executor: a ``dask.distributed.Client``: the runs are tasks on its cluster, as :func:`~agentnb.batch`
+            runs them (each target is then a function that builds its Loop, and ``store`` a PostgresStore).
 
     Returns:
         An :class:`Evaluation`.
@@ -236,7 +255,7 @@ def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | 
     """
     import pandas as pd
 
-    loops = _targets(target)
+    loops = _targets(target, executor is not None)
     ds = as_dataset(dataset)
     if not len(ds):
         raise AgentnbError("the dataset has no cases")
@@ -253,11 +272,11 @@ def evaluate(target: Loop | Mapping[str, Loop], dataset: Any, scorers: Scorer | 
         ids = [f"{name}:{tname}:{c.id}" for c in cases]
         rows = pd.DataFrame({"prompt": [c.prompt for c in cases], "operation_id": ids})
         result = batch(loop, rows, concurrency=concurrency, store=store, progress=progress,
-                       name=f"{name}:{tname}", prices=prices)
+                       name=f"{name}:{tname}", prices=prices, executor=executor)
         by_id = {t.run_id: t for t in result}
         prime(list(result))  # the calls of every run read from one build of the frames, not one per run
         try:
-            trials.extend(_trials(cases, ids, result, by_id, tname, loop, runs))
+            trials.extend(_trials(cases, ids, result, by_id, tname, _built(loop), runs))
         finally:
             release(list(result))
 
