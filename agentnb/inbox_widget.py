@@ -256,11 +256,11 @@ class InboxWidget:
     """Seconds after which the inbox is listed again even with no news (a store object shared by two watchers)."""
 
     def _watch(self) -> None:
-        wait = getattr(self.inbox.store, "wait_for_change", None)
+        wait = self.inbox.store.wait_for_change  # part of the Store protocol: every store has it
         listed = time.monotonic()
         while not self._stop.is_set():
             try:
-                changed = wait(timeout=self.interval) if wait is not None else self._stop.wait(self.interval)
+                changed = wait(timeout=self.interval)
                 if self._stop.is_set():
                     return
                 if changed or time.monotonic() - listed > self.FULL_EVERY:
