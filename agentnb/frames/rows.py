@@ -392,20 +392,19 @@ def approvals_rows(runs: Sequence[Run]) -> Rows:
         by_id: dict[str, int] = {}
         waiting: dict[str, int] = {}  # call id -> the row of its latest request nobody resolved yet
         for ev in events:
-            t = type(ev)
-            if t is ApprovalRequested:
+            if isinstance(ev, ApprovalRequested):
                 by_id[ev.approval_id] = waiting[ev.call_id] = len(anchor)
                 run_index.append(r)
                 anchor.append(ev)
                 requested.append(ev)
                 resolved.append(None)
                 cancelled.append(None)
-            elif t is ApprovalResolved:
+            elif isinstance(ev, ApprovalResolved):
                 row = by_id.get(ev.approval_id)
                 if row is not None:
                     resolved[row] = ev
                     waiting.pop(ev.call_id, None)
-            elif t is CallRejected and ev.reason == "cancelled":
+            elif isinstance(ev, CallRejected) and ev.reason == "cancelled":
                 row = waiting.pop(ev.call_id, None)
                 if row is not None:
                     cancelled[row] = ev
