@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, viewdata, whatif
+from . import assets, cards, intervene, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
 from .tree import TreeEncoder
@@ -48,7 +48,7 @@ from .tree import TreeEncoder
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
 
-class Debugger(Controller):
+class Debugger(Controller, intervene.Intervening):
     """A debugger for a run (live) or a saved transcript (replay, read-only), shown as a widget.
 
     The controls are the :class:`~.controller.Controller`'s methods; this class adds the view: the anywidget,
@@ -116,9 +116,10 @@ class Debugger(Controller):
         "add_breakpoint": lambda d, a: d._add_breakpoint_from_page(str(a["kind"]), str(a["value"])),
         "remove_breakpoint": lambda d, a: d.remove_breakpoint(int(a["id"])),
         "approve": lambda d, a: d._approve_from_page(str(a["call_id"]), a.get("arguments")),
-        "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by="debugger",
+        "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by=d.by,
                                     background=True),
         "submit_result": lambda d, a: d._submit_from_page(str(a["call_id"]), str(a.get("value", ""))),
+        "intervene": intervene.from_page,  # interject, cancel a call, end the run (debugger/intervene.py)
     }
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -164,7 +165,7 @@ class Debugger(Controller):
     def _approve_from_page(self, call_id: str, arguments: Any) -> None:
         self.view.error = ""
         if arguments is None:
-            self.approve(call_id, by="debugger", background=True)
+            self.approve(call_id, by=self.by, background=True)
             return
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -177,7 +178,7 @@ class Debugger(Controller):
         from pydantic import ValidationError
 
         try:
-            self.approve(call_id, arguments=parsed, by="debugger", background=True)
+            self.approve(call_id, arguments=parsed, by=self.by, background=True)
         except ValidationError as exc:
             self.view.error = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
@@ -187,7 +188,7 @@ class Debugger(Controller):
             value: Any = json.loads(text)
         except ValueError:
             value = text
-        self.submit_result(call_id, value, by="debugger", background=True)
+        self.submit_result(call_id, value, by=self.by, background=True)
 
     def _sync_breakpoints(self) -> None:
         self.view.breakpoints = [{"id": b.id, "kind": b.kind, "value": b.value, "label": b.label()}
@@ -316,6 +317,7 @@ class Debugger(Controller):
                     v.detail, v.conversation = viewdata.detail_html(tl, 0), ""
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
+                v.intervene = intervene.state(self)
                 self._sync_runs()
                 self._render_tabs()
                 self._sync_snapshot()
@@ -531,6 +533,8 @@ class DebuggerView(anywidget.AnyWidget):
     """The selected event's call result or arguments, to edit and fork from (empty: nothing to edit)."""
     snapshot = t.Unicode("").tag(sync=True)
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
+    intervene = t.Dict().tag(sync=True)
+    """The box to step into a paused run: may one now, the calls to cancel, who, the last outcome."""
 
 
 
