@@ -221,7 +221,10 @@ class InboxWidget:
                 return None
             done = decide(items)
             self._show(done)
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception as exc:  # the store went away: what was decided (or not) stays on the page
+                self.view.message += f" -- the inbox could not be listed again ({exc})"
             return done
 
     def _show(self, done: Decided) -> None:
