@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import agentnb as anb
@@ -36,6 +37,8 @@ def test_tags_are_stored_with_a_run_and_a_batch_and_the_inbox_filters_by_them(tm
     assert sorted(p.run_id for p in inbox.items(tag="refunds")) == ["solo", "vipbatch-0", "vipbatch-1"]
     assert {p.run_id: p.tags for p in inbox.items()}["plain"] == ()
     assert inbox.table(tag="vip")["tags"].tolist() == [["vip", "refunds"]] * 2
+    frame = inbox.decisions().set_index("run_id")["run_tags"]
+    assert frame["vipbatch-0"] == '["vip","refunds"]' and frame["solo"] == '["refunds"]' and pd.isna(frame["plain"])
     rows = {r["run_id"]: r["tags"] for r in inbox.widget().view.rows}
     assert rows == {"vipbatch-0": ["vip", "refunds"], "vipbatch-1": ["vip", "refunds"], "solo": ["refunds"],
                     "plain": []}

@@ -272,6 +272,8 @@ APPROVALS: tuple[Column, ...] = (
            value=_json),
     Column("decided_seq", "Int64", "decided.seq", "seq of the ApprovalResolved (or cancelling CallRejected) event",
            reads=("ApprovalResolved", "CallRejected")),
+    Column("run_tags", "string", "run_tags", "the run's tags (``loop.start(..., tags=)``, ``anb.batch(..., "
+           "tags=)``) as a JSON list; null: none", value=_json, reads=("RunStarted",)),
 )
 
 GUARDS: tuple[Column, ...] = (

@@ -388,7 +388,11 @@ def approvals_rows(runs: Sequence[Run]) -> Rows:
     requested: list[Any] = []
     resolved: list[Any] = []
     cancelled: list[Any] = []
+    tags: list[Any] = []
     for r, events in enumerate(runs):
+        first = events[0] if events else None
+        run_tags = (first.settings.get("tags") or None) if isinstance(first, RunStarted) else None
+        start = len(anchor)
         by_id: dict[str, int] = {}
         waiting: dict[str, int] = {}  # call id -> the row of its latest request nobody resolved yet
         for ev in events:
@@ -414,6 +418,7 @@ def approvals_rows(runs: Sequence[Run]) -> Rows:
                 requested.append(None)
                 resolved.append(None)
                 cancelled.append(ev)
+        tags.extend([run_tags] * (len(anchor) - start))
     decided = [b if b is not None else c for b, c in zip(resolved, cancelled, strict=True)]
     return Rows(run_index, {
         "anchor": anchor, "ApprovalRequested": requested, "ApprovalResolved": resolved, "CallRejected": cancelled,
@@ -425,6 +430,7 @@ def approvals_rows(runs: Sequence[Run]) -> Rows:
         "wait_s": [(d.ts - a.ts).total_seconds() if a is not None and d is not None else None
                    for a, d in zip(requested, decided, strict=True)],
         "edited": [b.arguments is not None if b is not None else None for b in resolved],
+        "run_tags": tags,
     })
 
 
