@@ -241,7 +241,8 @@ class Inbox:
             return f"<code>{html.escape(visible(text, json=True)[0])}</code>{flag}"
 
         rows = "".join(
-            f"<tr><td>{cell(p.run_id)}</td><td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
+            f"<tr><td>{cell(p.run_id)}{''.join(f' <i>#{cell(tag)}</i>' for tag in p.tags)}</td>"
+            f"<td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
             f"</td><td>{cell(p.risk)}</td><td>{cell(p.kind)}</td>"
             f"<td>{arguments(p)}</td><td>{cell(p.reasoning[:200])}</td><td>{p.age_s():.0f} s</td></tr>"
             for p in self.items())

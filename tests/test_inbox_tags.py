@@ -39,6 +39,7 @@ def test_tags_are_stored_with_a_run_and_a_batch_and_the_inbox_filters_by_them(tm
     assert inbox.table(tag="vip")["tags"].tolist() == [["vip", "refunds"]] * 2
     frame = inbox.decisions().set_index("run_id")["run_tags"]
     assert frame["vipbatch-0"] == '["vip","refunds"]' and frame["solo"] == '["refunds"]' and pd.isna(frame["plain"])
+    assert "solo <i>#refunds</i>" in inbox._repr_html_()  # a saved notebook's table shows them too
     rows = {r["run_id"]: r["tags"] for r in inbox.widget().view.rows}
     assert rows == {"vipbatch-0": ["vip", "refunds"], "vipbatch-1": ["vip", "refunds"], "solo": ["refunds"],
                     "plain": []}
