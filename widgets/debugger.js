@@ -1063,17 +1063,20 @@ function attachIntervene(view) {
     onclick: () => send("end", { reason: endReason.value }) }, "End run");
   const error = h("div", { class: "agentnb-err agentnb-intervene-error", role: "alert" });
   const said = h("div", { class: "agentnb-muted agentnb-intervene-said", role: "status" });
-  const box = h("details", { class: "anb-intervene agentnb-intervene", open: true },
+  const box = h("details", { class: "anb-intervene agentnb-intervene" },
     h("summary", {}, h("b", {}, "Step in"), " as ", who, " ", why),
     h("div", { class: "anb-row-buttons" }, text, tell), calls,
     h("div", { class: "anb-row-buttons" }, endReason, end), error, said);
   view.approvalsEl.after(box);
   let callsKey = "";
   let saidKey = "";
+  let could = null; // open while the run can be stepped into; folded (one line) while it cannot: new, going, over
   const draw = () => {
     const st = model.get("intervene") || {};
     box.hidden = !st.by || view.static || Boolean(view.saved);
     if (box.hidden) return;
+    const can = !st.why;
+    if (can !== could) { box.open = can; could = can; } // only when that changes: a person's own fold stays
     who.textContent = st.by;
     why.textContent = st.why ? `· ${st.why}` : "· the run stands still: what you do here is recorded";
     error.textContent = st.error || "";
