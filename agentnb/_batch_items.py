@@ -116,6 +116,8 @@ class Item:
     """The row, as refusals name it: ``row 3``, or ``row 3 (index 'x')`` for a DataFrame's labelled row."""
     fork: Fork | None = None
     """The row forks a stored run (its prompt is then the parent's conversation, and ``prompt`` is empty)."""
+    tags: tuple[str, ...] = ()
+    """The batch's ``tags=``, stored with each run it starts."""
 
 
 _SHOWN = 5

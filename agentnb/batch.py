@@ -43,12 +43,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._batch_items import Item, check_stored, read_items
 from .collection import TranscriptCollection
+from .driver.history import run_tags
 from .engine.prices import cost as price_tokens
 from .events import BaseEvent, RunStarted, ToolFinished
 from .exceptions import AgentnbError
@@ -126,6 +127,7 @@ def batch(
     prompt_column: str = "prompt",
     prices: Mapping[str, Sequence[float]] | None = None,
     executor: Any = None,
+    tags: tuple[str, ...] | list[str] = (),
 ) -> BatchResult:
     """Run one loop over many prompts, ``concurrency`` at a time; resumable; one failure never stops the rest.
 
@@ -147,6 +149,8 @@ def batch(
             price table says (:meth:`~agentnb.Budget.price`).
         executor: a ``dask.distributed.Client``: run each item as a task on its cluster (needs a
             :class:`~agentnb.PostgresStore` and a ``loop`` function).
+        tags: non-blank strings stored with every run the batch starts (``RunStarted.settings["tags"]``):
+            the approvals inbox shows, groups and filters its paused runs by them. A resumed run keeps its own.
 
     Returns:
         A :class:`BatchResult` (a TranscriptCollection of the runs that have events, in item order).
@@ -155,7 +159,8 @@ def batch(
         AgentnbError: before anything runs or is written, naming each bad row (its position, and its index
             label in a DataFrame): a prompt that is empty (None, NaN), blank, a number or no list of messages;
             an ``operation_id`` that is empty, blank, padded with whitespace, not a string, or a duplicate; a
-            ``run_id`` column; a run in the store under a row's id that began from another prompt.
+            ``run_id`` column; a run in the store under a row's id that began from another prompt; ``tags``
+            that are not a tuple of non-blank strings.
 
     Example:
         >>> import agentnb as anb
@@ -166,7 +171,8 @@ def batch(
     """
     if concurrency < 1:
         raise AgentnbError(f"concurrency must be at least 1 (got {concurrency})")
-    items = read_items(prompts, prompt_column, name)
+    checked = run_tags(tags)
+    items = [replace(i, tags=checked) for i in read_items(prompts, prompt_column, name)]
     store_: Store
     if executor is not None:
         store_ = _dask_store(loop, store)
@@ -217,7 +223,8 @@ def run_item(loop: Loop, store: Store, item: Item, known: str | None,
         elif known is None:
             # the store goes in at the start: the run's lease and ledger are bound to it there (a store set
             # afterwards left them on the loop's own store, which may hold an older run of this id)
-            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id, store=store)
+            run = loop.start(item.prompt, run_id=item.operation_id, operation_id=item.operation_id, store=store,
+                             tags=item.tags)
             run.run()
         elif LoopState(known) in TERMINAL:
             out.action = "skipped"

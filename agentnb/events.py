@@ -207,6 +207,9 @@ class CallRejected(BaseEvent):
     message: str
     errors: list[dict[str, Any]] = field(default_factory=list)
     """Field errors (``loc``, ``msg``, ``type``) for schema failures."""
+    by: str | None = None
+    """Who cancelled the call (``run.cancel_call(..., by=)``; reason ``cancelled``); None for the engine's own
+    rejections, a cancellation that named nobody, and logs written before it was recorded."""
 
 
 @dataclass(slots=True, kw_only=True)

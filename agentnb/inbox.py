@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from .collection import TranscriptCollection
 from .engine import RunState
-from .events import ApprovalRequested, ApprovalResolved, BaseEvent, TurnCompleted
+from .events import ApprovalRequested, ApprovalResolved, BaseEvent, RunStarted, TurnCompleted
 from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused, ValueConversionError
 from .loop import Loop
 from .run import Run
@@ -62,6 +62,8 @@ class Pending:
     note: str | None
     batch: str | None
     """The batch the run came from (its run id ``<batch>-<row>``), if any."""
+    tags: tuple[str, ...] = ()
+    """The run's tags (``loop.start(..., tags=)``, ``anb.batch(..., tags=)``)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -114,6 +116,8 @@ def _pending(events: list[BaseEvent]) -> list[Pending]:
     if rs.state is not LoopState.WAITING_APPROVAL:
         return []
     texts = {e.turn: e.response.message.text or "" for e in events if isinstance(e, TurnCompleted)}
+    first = events[0]
+    tags = tuple(first.settings.get("tags") or ()) if isinstance(first, RunStarted) else ()
     out = []
     for c in rs.pending_approvals():
         req = c.request
@@ -121,7 +125,7 @@ def _pending(events: list[BaseEvent]) -> list[Pending]:
             continue
         out.append(Pending(req.run_id, c.call_id, req.name, req.risk, req.kind, dict(req.arguments),
                            req.arguments_digest, texts.get(req.turn, ""), req.ts, req.expires_at, req.note,
-                           _batch_of(req.run_id)))
+                           _batch_of(req.run_id), tags))
     return out
 
 
@@ -158,9 +162,12 @@ class Inbox:
     # -- reading ---------------------------------------------------------------------------------------
 
     def items(self, *, tool: str | Iterable[str] | None = None, risk: str | Iterable[str] | None = None,
-              kind: str | Iterable[str] | None = None, batch: str | None = None,
+              kind: str | Iterable[str] | None = None, batch: str | None = None, tag: str | None = None,
               where: Callable[[Pending], bool] | None = None) -> list[Pending]:
-        """The calls waiting now, oldest first, filtered (each filter a value or several; ``where`` a predicate)."""
+        """The calls waiting now, oldest first, filtered (each filter a value or several; ``where`` a predicate).
+
+        ``tag``: only runs with that tag among theirs.
+        """
         def wanted(value: str, allowed: str | Iterable[str] | None) -> bool:
             return allowed is None or (value == allowed if isinstance(allowed, str) else value in set(allowed))
 
@@ -177,7 +184,8 @@ class Inbox:
                 state = events[-1].state.value if events else "empty"
                 self.problems[run_id] = f"the store lists it as paused, but its sealed log says {state}"
             out.extend(p for p in found if wanted(p.tool, tool) and wanted(p.risk, risk) and wanted(p.kind, kind)
-                       and (batch is None or p.batch == batch) and (where is None or where(p)))
+                       and (batch is None or p.batch == batch) and (tag is None or tag in p.tags)
+                       and (where is None or where(p)))
         return sorted(out, key=lambda p: p.asked_at)
 
     def table(self, **filters: Any) -> pd.DataFrame:
@@ -187,10 +195,10 @@ class Inbox:
         now = datetime.now(UTC)
         rows = [{"run_id": p.run_id, "call_id": p.call_id, "tool": p.tool, "risk": p.risk, "kind": p.kind,
                  "arguments": p.arguments, "reasoning": p.reasoning, "asked_at": p.asked_at,
-                 "age_s": p.age_s(now), "expires_at": p.expires_at, "note": p.note, "batch": p.batch}
-                for p in self.items(**filters)]
+                 "age_s": p.age_s(now), "expires_at": p.expires_at, "note": p.note, "batch": p.batch,
+                 "tags": list(p.tags)} for p in self.items(**filters)]
         return pd.DataFrame(rows, columns=["run_id", "call_id", "tool", "risk", "kind", "arguments", "reasoning",
-                                           "asked_at", "age_s", "expires_at", "note", "batch"])
+                                           "asked_at", "age_s", "expires_at", "note", "batch", "tags"])
 
     def decisions(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The audit trail: every approval request and its decision across the store's runs.
@@ -233,7 +241,8 @@ class Inbox:
             return f"<code>{html.escape(visible(text, json=True)[0])}</code>{flag}"
 
         rows = "".join(
-            f"<tr><td>{cell(p.run_id)}</td><td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
+            f"<tr><td>{cell(p.run_id)}{''.join(f' <i>#{cell(tag)}</i>' for tag in p.tags)}</td>"
+            f"<td>{cell(p.call_id)}</td><td><b>{cell(p.tool)}</b>"
             f"</td><td>{cell(p.risk)}</td><td>{cell(p.kind)}</td>"
             f"<td>{arguments(p)}</td><td>{cell(p.reasoning[:200])}</td><td>{p.age_s():.0f} s</td></tr>"
             for p in self.items())
@@ -260,6 +269,44 @@ class Inbox:
                then_run: bool = False) -> Decided:
         """Answer a waiting call with a result instead of running it (a client tool, a reconciled outcome)."""
         return self._decide(item, "submitted", by, note, then_run, value=value)
+
+    def end(self, items: Pending | Iterable[Pending], reason: str, *, by: str | None = None) -> Decided:
+        """End the runs of the items (``CANCELLED``; each run's reason says who ended it and why), once per run.
+
+        A run that finished meanwhile, or that another driver holds, is refused with why; nothing else is touched.
+
+        Raises:
+            AgentnbError: a blank ``reason`` or no ``by`` (both are recorded with the end).
+        """
+        chosen = [items] if isinstance(items, Pending) else list(items)
+        by = by if by is not None else self.by
+        if not isinstance(by, str) or not by.strip():
+            raise AgentnbError("ending a run needs by= (who ends it): it is recorded with the end")
+        if not isinstance(reason, str) or not reason.strip():
+            raise AgentnbError("ending a run needs a reason (it is recorded with the end)")
+        result = Decided()
+        per_run: dict[str, list[Pending]] = {}
+        for p in chosen:
+            per_run.setdefault(p.run_id, []).append(p)
+        for run_id, group in per_run.items():
+            why = self._end_run(run_id, reason, by)
+            result.outcomes.extend(Outcome(p.run_id, p.call_id, "ended", why is None, why) for p in group)
+        return result
+
+    def _end_run(self, run_id: str, reason: str, by: str) -> str | None:
+        try:
+            run = Run.resume(run_id, loop=self.loop_for(run_id), store=self.store)
+        except AgentnbError as exc:  # held by another driver, a log that cannot be trusted, a loop that does not fit
+            return f"not applied: {exc}"
+        try:
+            run.end(reason, by=by)
+        except CheckpointError as exc:
+            return f"not applied: the store could not record it ({exc})"
+        except AgentnbError as exc:
+            return f"not applied: {exc}"
+        finally:
+            run.release()
+        return None
 
     def loop_for(self, run_id: str) -> Loop:
         """The loop a run is resumed with to record a decision."""

@@ -5,9 +5,10 @@ is the store) and its view, :class:`InboxView`, an anywidget whose front end is 
 ``.css``. The rows are the inbox's items as plain data (arguments and texts with their invisible and
 direction-changing characters written out, :mod:`agentnb.visible`); the page groups, filters and selects them
 and every button sends a message that calls one public method here -- :meth:`InboxWidget.approve`,
-:meth:`~InboxWidget.deny`, :meth:`~InboxWidget.edit`, :meth:`~InboxWidget.submit`, :meth:`~InboxWidget.open`
--- with the keys of the rows the person saw, so tests call the same code a click does, and every decision
-carries the widget's ``by``. What each decision did (applied, or refused and why) is the view's ``outcomes``.
+:meth:`~InboxWidget.deny`, :meth:`~InboxWidget.edit`, :meth:`~InboxWidget.submit`, :meth:`~InboxWidget.open`,
+:meth:`~InboxWidget.end` -- with the keys of the rows the person saw, so tests call the same code a click does,
+and every decision carries the widget's ``by``. What each decision did (applied, or refused and why) is the
+view's ``outcomes``.
 
 Live updates. While the widget is shown, a thread waits on ``store.wait_for_change`` (PostgreSQL: ``LISTEN``;
 SQLite: one ``PRAGMA data_version`` per interval; memory: a listener on append) and lists the inbox again
@@ -61,6 +62,7 @@ class InboxLike(Protocol):
              then_run: bool = False) -> Decided: ...
     def submit(self, item: Any, value: Any, *, by: str | None = None, note: str | None = None,  # noqa: D102
                then_run: bool = False) -> Decided: ...
+    def end(self, items: Any, reason: str, *, by: str | None = None) -> Decided: ...  # noqa: D102
     def loop_for(self, run_id: str) -> Loop: ...  # noqa: D102
     def _repr_html_(self) -> str: ...
 
@@ -72,6 +74,7 @@ def row_of(p: Pending, now: datetime | None = None) -> dict[str, Any]:
     return {"key": f"{p.run_id}\n{p.call_id}", "run_id": p.run_id, "call_id": p.call_id, "tool": visible(p.tool)[0],
             "risk": p.risk, "kind": p.kind, "arguments": args, "reasoning": reasoning, "digest": p.digest,
             "flag": FLAG if flagged or said or hides(p.tool) else "", "batch": p.batch or "",
+            "tags": [visible(tag)[0] for tag in p.tags],
             "asked_at": p.asked_at.isoformat(), "age_s": round(p.age_s(now), 1),
             "expires_at": p.expires_at.isoformat() if p.expires_at else "", "note": visible(p.note or "")[0]}
 
@@ -182,6 +185,10 @@ class InboxWidget:
         return self._decided(lambda items: self.inbox.submit(items[0], answer, by=self._by(), note=note,
                                                              then_run=True), [key])
 
+    def end(self, keys: Iterable[Key | str], reason: str) -> Decided:
+        """End the runs of the rows ``keys`` name, with a reason (recorded with who ended each)."""
+        return self._decided(lambda items: self.inbox.end(items, reason, by=self._by()), keys)
+
     def open(self, key: Key | str) -> Debugger:
         """The debugger of a row's run at its pause (live when the inbox has a loop), shown below the inbox."""
         (p,) = self.items([key]) or [None]
@@ -214,7 +221,10 @@ class InboxWidget:
                 return None
             done = decide(items)
             self._show(done)
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception as exc:  # the store went away: what was decided (or not) stays on the page
+                self.view.message += f" -- the inbox could not be listed again ({exc})"
             return done
 
     def _show(self, done: Decided) -> None:
@@ -231,6 +241,7 @@ class InboxWidget:
         "edit": lambda w, a: w.edit(str(a["key"]), str(a["arguments"])),
         "submit": lambda w, a: w.submit(str(a["key"]), str(a["value"])),
         "open": lambda w, a: w.open(str(a["key"])),
+        "end": lambda w, a: w.end(list(a["keys"]), str(a.get("reason") or "")),
     }
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -256,11 +267,11 @@ class InboxWidget:
     """Seconds after which the inbox is listed again even with no news (a store object shared by two watchers)."""
 
     def _watch(self) -> None:
-        wait = getattr(self.inbox.store, "wait_for_change", None)
+        wait = self.inbox.store.wait_for_change  # part of the Store protocol: every store has it
         listed = time.monotonic()
         while not self._stop.is_set():
             try:
-                changed = wait(timeout=self.interval) if wait is not None else self._stop.wait(self.interval)
+                changed = wait(timeout=self.interval)
                 if self._stop.is_set():
                     return
                 if changed or time.monotonic() - listed > self.FULL_EVERY:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .driver.history import native_output, policy_revision
+from .driver.history import native_output, policy_revision, run_tags
 from .engine import FINALIZE_PROMPT, EngineConfig, RetryPolicy, check_tool_choice
 from .engine.guards import Budget
 from .events import ToolInfo
@@ -185,16 +185,21 @@ class Loop:
 
     def start(
         self, prompt: str | Message | list[Message] | list[dict[str, Any]], *, run_id: str | None = None,
-        operation_id: str | None = None, store: Store | None = None,
+        operation_id: str | None = None, store: Store | None = None, tags: tuple[str, ...] | list[str] = (),
     ) -> Run:
         """Begin a run from a prompt (or a prior message list). Nothing is sent until you step or run it.
 
         ``operation_id`` names the business operation the run serves (default: the run id); idempotency keys
         derive from it, so two runs of one operation never repeat each other's writes. ``store`` is where this
         run's events, effects and lease go (default: the loop's store); the run holds it from its first event,
-        so give it here rather than setting ``run.store`` afterwards.
+        so give it here rather than setting ``run.store`` afterwards. ``tags``: non-blank strings stored with the
+        run (``RunStarted.settings["tags"]``), which the approvals inbox groups and filters by.
+
+        Raises:
+            AgentnbError: ``tags`` that are not a tuple of non-blank strings.
         """
-        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id, store=store)
+        run = Run(self, coerce_messages(prompt), run_id=run_id, operation_id=operation_id, store=store,
+                  tags=run_tags(tags))
         if self.tracer_provider is not None:  # an event listener writes the spans (agentnb.otel)
             from .otel.export import as_tracing
 

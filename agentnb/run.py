@@ -59,7 +59,7 @@ class Run:
 
     def __init__(self, loop: LoopSpec, messages: list[Message], *, run_id: str | None = None,
                  operation_id: str | None = None, store: Store | None = None,
-                 tool_port: type[ToolPort] = ToolPort) -> None:
+                 tool_port: type[ToolPort] = ToolPort, tags: tuple[str, ...] = ()) -> None:
         self.loop = loop
         self.run_id = run_id = run_id or f"run_{uuid.uuid4().hex[:12]}"
         self.operation_id = operation_id or run_id
@@ -77,6 +77,7 @@ class Run:
         self._initial = [Message.system(loop.system), *messages] if loop.system else list(messages)
         self._lineage: dict[str, Any] | None = None  # a fork's lineage and effect policy (stored in RunStarted)
         self._reads = ParentReads(store, "", None)  # a fork's parent's reads (reads="reuse")
+        self._tags = tags  # stored in RunStarted.settings["tags"] (Loop.start checks them)
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -154,7 +155,7 @@ class Run:
 
     def _started(self) -> BaseEvent:
         return self._log.write(started(self.run_id, self._initial, self.loop, self.operation_id, self._lineage,
-                                       self.store))
+                                       self.store, self._tags))
 
     def _step(self, *, batch: bool) -> BaseEvent | None:
         log = self._log

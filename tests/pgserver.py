@@ -64,6 +64,8 @@ class Cluster:
     password: str
     bindir: Path
     user: str | None
+    options: str = ""
+    """The server's command-line options (its port among them): what :meth:`start` starts it with again."""
 
     @property
     def dsn(self) -> str:
@@ -77,6 +79,13 @@ class Cluster:
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(list(args), user=self.user, cwd=self.datadir, capture_output=True, text=True,
                               check=False, env={**os.environ, "LC_ALL": "C.UTF-8"})
+
+    def start(self) -> None:
+        """Start the server again after ``stop(remove=False)``, on the same port (a server that came back)."""
+        started = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "data"), "-l",
+                            str(self.datadir / "log"), "-w", "-t", "30", "-o", self.options, "start")
+        if started.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()}")
 
     def stop(self, *, remove: bool = True) -> None:
         """Stop the server (immediately: it holds nothing worth keeping) and delete its directory."""
@@ -115,8 +124,9 @@ def start_cluster(directory: str | Path | None = None, *, fsync: bool = False) -
                f"-c fsync={'on' if fsync else 'off'}", "-c full_page_writes=off" if not fsync else ""]
     for _ in range(5):  # the free port may be taken between the probe and the bind: try another
         cluster.port = _free_port()
+        cluster.options = " ".join([f"-p {cluster.port}", *options])
         started = cluster._run(str(bindir / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "log"), "-w",
-                               "-t", "30", "-o", " ".join([f"-p {cluster.port}", *options]), "start")
+                               "-t", "30", "-o", cluster.options, "start")
         if started.returncode == 0:
             break
     else:

@@ -6,14 +6,18 @@ resumed like the rest; a write that had started follows the outcome-unknown rule
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import agentnb as anb
+from agentnb.debugger.cards import CARDS, CardContext
+from agentnb.debugger.timeline import Timeline
 from agentnb.events import ApprovalRequested, CallRejected, RunFinished, ToolStarted
 from agentnb.exceptions import AgentnbError
 from agentnb.providers import WIRE_APIS
@@ -208,3 +212,38 @@ def test_a_cancellation_nobody_may_make_is_refused_and_records_nothing(setup: st
         else:
             run.cancel_call({"unknown": "call_x", "answered": answered}.get(act, call), " " if act == "blank" else "no")
     assert len(run.events) == before and not run.done or setup == "done"
+
+
+def test_a_cancellation_is_in_the_audit_trail_with_who_and_when_and_older_logs_still_load(tmp_path: Path) -> None:
+    store = anb.SqliteStore(tmp_path / "audit.db", key=KEY)
+    run = make_loop(store, "refund", "refund").start("two refunds", run_id="audit").run()
+    first, second = (c.call_id for c in run.pending_approvals())
+    run.approve(first, by="ana")  # queued behind the second: its cancellation is a row of its own
+    run.cancel_call(first, "approved by mistake", by="ana")
+    ev = run.cancel_call(second, "not needed", by="ben")  # it waited: the cancellation resolves its request
+    run.run()
+    assert isinstance(ev, CallRejected) and ev.by == "ben"
+    card = CARDS[CallRejected].body(ev, CardContext(Timeline(run.events)))
+    assert "cancelled by" in card and "<b>ben</b>" in card
+    for table in (run.transcript.frames.approvals(), anb.Inbox(store).decisions()):
+        rows = table.set_index(["call_id", "decision"])
+        ben = rows.loc[(second, "cancelled")]
+        assert ben["decided_by"] == "ben" and ben["note"] == "Cancelled by ben: not needed"
+        assert ben["ts_decided"] == ev.ts and ben["wait_s"] >= 0 and ben["approval_id"] is not None
+        assert rows.loc[(first, "approved"), "decided_by"] == "ana"
+        ana = rows.loc[(first, "cancelled")]
+        assert ana["decided_by"] == "ana" and pd.isna(ana["approval_id"]) and pd.isna(ana["wait_s"])
+        assert len(table) == 3
+    assert run.transcript.frames.calls().set_index("call_id").loc[second, "cancelled_by"] == "ben"
+    path = tmp_path / "old.jsonl"
+    run.transcript.save(path)
+    text = path.read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in text.splitlines()]
+    for line in lines:  # a log written before `by` was recorded
+        if line["type"] == "CallRejected":
+            del line["by"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    again = anb.Transcript.load(path)
+    rejected = [e for e in again.events if isinstance(e, CallRejected)]
+    assert [e.by for e in rejected] == [None, None] and again.state is S.COMPLETED
+    assert again.frames.approvals()["decided_by"].fillna("-").tolist() == ["ana", "-", "-"]

@@ -115,3 +115,24 @@ def test_an_interjection_nobody_can_read_is_refused(setup: str, text: str, messa
     with pytest.raises(AgentnbError, match=message):
         run.interject(text)
     assert len(run.events) == before
+
+
+def test_an_interjection_made_in_another_process_is_read_after_a_resume(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "p.db"
+    loop(anb.SqliteStore(db, key=KEY)).start("refund order 42", run_id="p1").run()  # paused at the approval
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); import agentnb as anb; "
+            "from tests.test_interject import KEY, loop; "
+            "run = anb.Run.resume('p1', loop=loop(anb.SqliteStore(sys.argv[1], key=KEY))); "
+            "run.interject('the customer kept one item', by='ana'); run.release()")
+    done = subprocess.run([sys.executable, "-c", code, str(db), str(Path(__file__).parent.parent)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    run = anb.Run.resume("p1", loop=loop(anb.SqliteStore(db, key=KEY)))
+    said = [e for e in run.events if isinstance(e, Interjected)]
+    assert [(e.text, e.by) for e in said] == [("the customer kept one item", "ana")] and run.paused
+    run.approve(run.pending_approvals()[0].call_id)
+    run.run()
+    assert run.output == "I read: the customer kept one item"

@@ -121,6 +121,18 @@ def test_runs_are_listed_by_state(kind: str, open_store: Callable[[str], anb.Sto
     assert store.runs(state="EXECUTING") == [("b", "EXECUTING")]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_waiting_for_a_change_is_part_of_every_store(kind: str, open_store: Callable[[str], anb.Store]) -> None:
+    store = open_store(kind)  # typed as the protocol: a store without wait_for_change fails mypy and this test
+    store.append(started("w"))
+    assert store.wait_for_change("w", seen=1, timeout=0.05) is None  # it has what the store holds
+    store.wait_for_change(timeout=0.05)  # the first wait for any run sets where this store object listens from
+    assert store.wait_for_change(timeout=0.05) is None  # nothing new since the last wait
+    store.append(finished("w", 1, "c1"))  # between two waits: news for the next one, for any run and for "w"
+    assert store.wait_for_change(timeout=5) == ("w", "EXECUTING")
+    assert store.wait_for_change("w", seen=1, timeout=5) == ("w", "EXECUTING")
+
+
 # -- the effect ledger ---------------------------------------------------------------------------------------
 
 

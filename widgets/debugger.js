@@ -157,6 +157,7 @@ class DebuggerView {
     this.sel = model.get("selected");
     this.disposers = [];
     this.build();
+    attachIntervene(this); // the box to step into a paused run (below)
     const onStore = (change) => this.onRows(change);
     this.store.listeners.add(onStore);
     this.disposers.push(() => this.store.listeners.delete(onStore));
@@ -1205,6 +1206,73 @@ async function loadPageLabels(model) {
     }
   }
   model.state.labels = { can: false, items, targets: [] };
+}
+
+// -- stepping into a paused run (agentnb/debugger/intervene.py) -------------------------------------------
+
+/**
+ * The box under the approvals where a person steps into a paused run: a message the model reads on its next
+ * request, Cancel (with a reason) on each running or queued call, End run (with a reason). It reads the
+ * `intervene` trait; each button sends {kind: "call", method: "intervene", args: {what, ...}}, and the kernel's
+ * answer (the event appended, or why it was refused) comes back in the same trait.
+ */
+function attachIntervene(view) {
+  const model = view.model;
+  const who = h("code", { class: "agentnb-intervene-by" });
+  const why = h("span", { class: "agentnb-muted agentnb-intervene-why" });
+  const text = h("textarea", { class: "anb-input agentnb-interject-text", rows: "2",
+    placeholder: "a message the model reads on its next request (after this turn's results)",
+    "aria-label": "a message for the model" });
+  const send = (what, args) => model.send({ kind: "call", method: "intervene", args: { what, ...args } });
+  const tell = h("button", { class: "anb-btn agentnb-btn-interject", "aria-label": "tell the model",
+    onclick: () => send("interject", { text: text.value }) }, "Tell the model");
+  const calls = h("div", { class: "anb-intervene-calls agentnb-intervene-calls" });
+  const endReason = h("input", { class: "anb-input agentnb-end-reason", placeholder: "why end the run (recorded)",
+    "aria-label": "reason to end the run" });
+  const end = h("button", { class: "anb-btn anb-bad agentnb-btn-end-run", "aria-label": "end the run",
+    onclick: () => send("end", { reason: endReason.value }) }, "End run");
+  const error = h("div", { class: "agentnb-err agentnb-intervene-error", role: "alert" });
+  const said = h("div", { class: "agentnb-muted agentnb-intervene-said", role: "status" });
+  const box = h("details", { class: "anb-intervene agentnb-intervene" },
+    h("summary", {}, h("b", {}, "Step in"), " as ", who, " ", why),
+    h("div", { class: "anb-row-buttons" }, text, tell), calls,
+    h("div", { class: "anb-row-buttons" }, endReason, end), error, said);
+  view.approvalsEl.after(box);
+  let callsKey = "";
+  let saidKey = "";
+  let could = null; // open while the run can be stepped into; folded (one line) while it cannot: new, going, over
+  const draw = () => {
+    const st = model.get("intervene") || {};
+    box.hidden = !st.by || view.static || Boolean(view.saved);
+    if (box.hidden) return;
+    const can = !st.why;
+    if (can !== could) { box.open = can; could = can; } // only when that changes: a person's own fold stays
+    who.textContent = st.by;
+    why.textContent = st.why ? `· ${st.why}` : "· the run stands still: what you do here is recorded";
+    error.textContent = st.error || "";
+    said.textContent = st.said || "";
+    if (st.said && st.said !== saidKey && !st.error) { // it worked: clear what was typed for it
+      if (st.said.includes("told the model")) text.value = "";
+      if (st.said.includes("ended the run")) endReason.value = "";
+    }
+    saidKey = st.said || "";
+    const key = JSON.stringify(st.calls || []);
+    if (key === callsKey) return;
+    callsKey = key;
+    calls.replaceChildren(...(st.calls || []).map((c) => {
+      const reason = h("input", { class: "anb-input agentnb-cancel-reason", placeholder: "reason (the model reads it)",
+        "aria-label": `reason to cancel ${c.name}` });
+      return h("div", { class: "anb-row-buttons anb-intervene-call", "data-call-id": c.call_id },
+        h("b", {}, c.name), " ", h("code", {}, c.shown_id), " ", h("span", { class: "agentnb-badge" }, c.status), reason,
+        h("button", { class: "anb-btn agentnb-btn-cancel-call", "aria-label": `cancel ${c.name}`,
+          onclick: () => send("cancel_call", { call_id: c.call_id, reason: reason.value }) }, "Cancel call"));
+    }));
+  };
+  for (const name of ["intervene", "header"]) {
+    model.on(`change:${name}`, draw);
+    view.disposers.push(() => model.off(`change:${name}`, draw));
+  }
+  draw();
 }
 
 // -- anywidget entry points --------------------------------------------------------------------------------

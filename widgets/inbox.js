@@ -4,7 +4,8 @@
 // this module only draws. The rows arrive in the synced trait `rows` (one per waiting call, every text made
 // visible by the kernel), and are grouped, filtered and selected here. Every button sends
 // {kind: "call", method, args} naming a public method of InboxWidget (approve, deny, edit, submit, open,
-// refresh) with the keys of the rows the person saw; what became of each decision comes back in `outcomes`.
+// refresh, end) with the keys of the rows the person saw; what became of each decision comes back in `outcomes`.
+// A run's tags (`r.tags`) are badges on its rows; grouping by tag puts a row under each of its tags.
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -30,10 +31,16 @@ function duration(s) {
   return `${Math.round(s / 86400)} d`;
 }
 
-const GROUPS = [["", "no grouping"], ["tool", "tool"], ["risk", "risk"], ["kind", "kind"], ["batch", "batch"], ["run_id", "run"]];
+const GROUPS = [["", "no grouping"], ["tool", "tool"], ["risk", "risk"], ["kind", "kind"], ["batch", "batch"], ["tag", "tag"], ["run_id", "run"]];
+
+/** The groups a row belongs to: one value, or for tags each of the run's tags ("(none)" without). */
+function groupsOf(r, group) {
+  if (group === "tag") return (r.tags || []).length ? r.tags : ["(none)"];
+  return [r[group] || "(none)"];
+}
 
 function render({ model, el }) {
-  const state = { group: "", filter: "", selected: new Set(), open: new Map() };
+  const state = { group: "", filter: "", tag: "", selected: new Set(), open: new Map() };
   const call = (method, args = {}) => model.send({ kind: "call", method, args });
   const root = h("div", { class: "agentnb-inbox-root" });
   el.append(root);
@@ -43,6 +50,7 @@ function render({ model, el }) {
     ...GROUPS.map(([v, label]) => h("option", { value: v }, label)));
   const filterBox = h("input", { class: "anbi-filter", type: "search", placeholder: "filter: tool, run, batch, risk, arguments…",
     "aria-label": "filter", oninput: () => { state.filter = filterBox.value.toLowerCase(); draw(); } });
+  const tagSel = h("select", { class: "anbi-tag", "aria-label": "only runs with the tag", onchange: () => { state.tag = tagSel.value; draw(); } });
   const note = h("input", { class: "anbi-note", type: "text", placeholder: "note / reason (the model reads a denial's reason)", "aria-label": "note or reason" });
   const allBox = h("input", { type: "checkbox", class: "anbi-all", "aria-label": "select every row shown", onchange: () => {
     for (const r of shown()) allBox.checked ? state.selected.add(r.key) : state.selected.delete(r.key);
@@ -54,16 +62,25 @@ function render({ model, el }) {
   const refresh = h("button", { class: "anbi-btn anbi-refresh", title: "list the inbox again", onclick: () => call("refresh") }, "↻");
   const title = h("span", { class: "anbi-title" });
   head.append(h("div", { class: "anbi-line" }, title, refresh),
-    h("div", { class: "anbi-line" }, groupSel, filterBox),
+    h("div", { class: "anbi-line" }, groupSel, tagSel, filterBox),
     h("div", { class: "anbi-line anbi-bar" }, allBox, count, note, approveSel, denySel));
   const message = h("div", { class: "anbi-message", role: "status" });
   const list = h("div", { class: "anbi-list" });
   root.append(head, message, list);
 
   function shown() {
-    const rows = model.get("rows") || [];
+    let rows = model.get("rows") || [];
+    if (state.tag) rows = rows.filter((r) => (r.tags || []).includes(state.tag));
     if (!state.filter) return rows;
-    return rows.filter((r) => [r.tool, r.run_id, r.batch, r.risk, r.kind, r.arguments, r.call_id].join("\n").toLowerCase().includes(state.filter));
+    return rows.filter((r) => [r.tool, r.run_id, r.batch, r.risk, r.kind, r.arguments, r.call_id, ...(r.tags || [])].join("\n").toLowerCase().includes(state.filter));
+  }
+
+  function drawTags(rows) {
+    const tags = [...new Set(rows.flatMap((r) => r.tags || []))].sort();
+    if (state.tag && !tags.includes(state.tag)) tags.unshift(state.tag);
+    tagSel.replaceChildren(h("option", { value: "" }, "every tag"), ...tags.map((t) => h("option", { value: t }, `tag: ${t}`)));
+    tagSel.value = state.tag;
+    tagSel.hidden = !tags.length;
   }
 
   function decideSelected(method) {
@@ -113,6 +130,11 @@ function render({ model, el }) {
       r.kind === "client_result" || r.kind === "escalation" ? null : h("button", { class: "anbi-btn anbi-edit-btn", onclick: () => toggle("edit") }, "Edit arguments"),
       client ? h("button", { class: "anbi-btn anbi-submit-btn", onclick: () => toggle("submit") }, "Submit result") : null,
       h("button", { class: "anbi-btn anbi-open", title: "this run's debugger at its pause, below", onclick: () => call("open", { key: r.key }) }, "Open"),
+      h("button", { class: "anbi-btn anbi-end", title: "end this run (CANCELLED), with the reason typed beside", onclick: () => {
+        const reason = rowNote.value.trim();
+        if (!reason) { message.textContent = "End run needs a reason: type it in the row's reason box"; return; }
+        call("end", { keys: [r.key], reason });
+      } }, "End run"),
       rowNote);
     const refused = (model.get("outcomes") || []).find((o) => o.run_id === r.run_id && o.call_id === r.call_id && !o.applied);
     return h("div", { class: "anbi-row", "data-key": r.key, "data-run": r.run_id, "data-tool": r.tool },
@@ -121,6 +143,7 @@ function render({ model, el }) {
         h("span", { class: `anbi-badge anbi-risk-${esc(r.risk)}` }, r.risk),
         r.kind !== "approval" ? h("span", { class: "anbi-badge anbi-kind" }, r.kind.replace("_", " ")) : null,
         h("span", { class: "anbi-run" }, r.run_id, r.batch ? h("span", { class: "anbi-batch" }, ` · batch ${r.batch}`) : null),
+        ...(r.tags || []).map((t) => h("span", { class: "anbi-badge anbi-tag-badge", "data-tag": t }, t)),
         h("span", { class: "anbi-age", "data-asked": r.asked_at, "data-expires": r.expires_at })),
       r.flag ? h("div", { class: "anbi-flag", role: "note" }, `⚠ ${r.flag}`) : null,
       h("pre", { class: "anbi-args" }, r.arguments),
@@ -138,6 +161,7 @@ function render({ model, el }) {
     const updated = model.get("updated");
     title.textContent = `Approvals inbox — ${rows.length} waiting · ${by ? `deciding as ${by}` : "no by= (read-only)"}` +
       (updated ? ` · listed ${new Date(updated).toLocaleTimeString()}` : "");
+    drawTags(rows);
     const rowsShown = shown();
     count.textContent = `${state.selected.size} selected`;
     allBox.checked = rowsShown.length > 0 && rowsShown.every((r) => state.selected.has(r.key));
@@ -145,9 +169,10 @@ function render({ model, el }) {
     if (!rowsShown.length) list.append(h("div", { class: "anbi-empty" }, rows.length ? "no row matches the filter" : "nothing waits for a person"));
     const groups = new Map();
     for (const r of rowsShown) {
-      const g = state.group ? (r[state.group] || "(none)") : "";
-      if (!groups.has(g)) groups.set(g, []);
-      groups.get(g).push(r);
+      for (const g of state.group ? groupsOf(r, state.group) : [""]) {
+        if (!groups.has(g)) groups.set(g, []);
+        groups.get(g).push(r);
+      }
     }
     for (const [g, members] of groups) {
       if (state.group) {

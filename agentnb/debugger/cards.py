@@ -315,7 +315,8 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
     args = ctx.timeline.call_arguments(ev.seq, ev.call_id)
     errors = "".join(f"<li><code>{esc(e.get('loc'))}</code>: {esc(e.get('msg'))}</li>" for e in ev.errors)
     body = kv([("call id", f"<code>{esc(ev.call_id)}</code>"), ("tool", f"<b>{esc(ev.name)}</b>"),
-               ("reason", f'<span class="agentnb-err">{esc(ev.reason)}</span>')])
+               ("reason", f'<span class="agentnb-err">{esc(ev.reason)}</span>')]
+              + ([("cancelled by", f"<b>{esc(ev.by)}</b> at {esc(f'{ev.ts:%H:%M:%S}')}")] if ev.by else []))
     if errors:
         body += f"<ul>{errors}</ul>"
     if args is not None:

@@ -39,6 +39,7 @@ from ..run import Run
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from . import viewdata
+from .intervene import default_by
 from .timeline import Timeline
 
 BreakpointKind = Literal["event", "tool", "state", "predicate"]
@@ -83,6 +84,8 @@ class Controller:
         source: a :class:`~agentnb.Run`, a :class:`~agentnb.Transcript`, or a transcript file's path.
         start: for a transcript, ``0`` to start at its first event (step through it) or ``"end"``.
         updates_per_second: at most this many view updates a second while a run streams (for a view).
+        by: who the person at the debugger is (default: the OS user name); their approvals, messages,
+            cancellations and ends are recorded with it.
 
     Example:
         >>> import agentnb as anb
@@ -93,7 +96,7 @@ class Controller:
     """
 
     def __init__(self, source: Run | Transcript | str | Path, *, start: int | str = 0,
-                 updates_per_second: float = 10.0) -> None:
+                 updates_per_second: float = 10.0, by: str | None = None) -> None:
         if isinstance(source, str | Path):
             source = Transcript.load(source)
         self.run: Run | None = None
@@ -104,6 +107,7 @@ class Controller:
         self._breakpoints: list[Breakpoint] = []
         self._next_bp = 1
         self._interval = 1.0 / updates_per_second
+        self.by = by or default_by()  # who the person at this debugger is (recorded with what they do)
         self.message = ""
         self.follow = True
         self.selected = 0

@@ -24,7 +24,6 @@ refusal as a message beside the form that sent it, never a traceback.
 
 from __future__ import annotations
 
-import getpass
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from ..store import PostgresStore, SqliteStore
 from ..transcript import Transcript
 from ..visible import visible
 from .controller import Controller
+from .intervene import default_by
 
 if TYPE_CHECKING:
     from ..evals.dataset import Case, Dataset
@@ -44,13 +44,6 @@ if TYPE_CHECKING:
 NO_BOOK = ("there is nowhere to keep labels for this run (it is in memory): open the debugger with a label "
            "book, Debugger(run, labels=\"labels.jsonl\") (or a SqliteStore, a PostgresStore)")
 NO_DATASET = "no dataset to add to: open the debugger with one, Debugger(run, dataset=anb.evals.Dataset())"
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError, ImportError):
-        return ""
 
 
 def _number(text: Any) -> float | None:
@@ -106,7 +99,7 @@ class Labelling(Controller):
         if dataset is not None and not isinstance(dataset, Dataset | str | Path):
             raise TypeError(f"dataset= is an agentnb.evals.Dataset or a dataset file's path, got "
                             f"{type(dataset).__name__}")
-        self.labels_by = by if by is not None else _user()
+        self.labels_by = by or default_by()
         """Who the labels given from this debugger are by."""
         self.dataset = dataset
         """The dataset "Add to dataset" adds to (a Dataset, or a file's path), or None."""
@@ -116,7 +109,7 @@ class Labelling(Controller):
         self._replay_state: tuple[int, RunState] | None = None
         self._labels_at = -1  # the selection the labels were read at: a person's click reads the book again
         self._label_note: dict[str, Any] = {"error": "", "done": "", "form": "", "stamp": 0}
-        super().__init__(source, **options)
+        super().__init__(source, by=self.labels_by, **options)
 
     # -- the book ---------------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, viewdata, whatif
+from . import assets, cards, intervene, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind
 from .labelling import Labelling
 from .timeline import Timeline
@@ -49,7 +49,7 @@ from .tree import TreeEncoder
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
 
-class Debugger(Labelling):
+class Debugger(Labelling, intervene.Intervening):
     """A debugger for a run (live) or a saved transcript (replay, read-only), shown as a widget.
 
     The controls are the :class:`~.controller.Controller`'s methods; this class adds the view: the anywidget,
@@ -121,11 +121,12 @@ class Debugger(Labelling):
         "add_breakpoint": lambda d, a: d._add_breakpoint_from_page(str(a["kind"]), str(a["value"])),
         "remove_breakpoint": lambda d, a: d.remove_breakpoint(int(a["id"])),
         "approve": lambda d, a: d._approve_from_page(str(a["call_id"]), a.get("arguments")),
-        "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by="debugger",
+        "deny": lambda d, a: d.deny(str(a["call_id"]), str(a.get("reason") or "") or None, by=d.by,
                                     background=True),
         "submit_result": lambda d, a: d._submit_from_page(str(a["call_id"]), str(a.get("value", ""))),
         "label": lambda d, a: d._label_from_page(a),
         "add_to_dataset": lambda d, a: d._dataset_from_page(a),
+        "intervene": intervene.from_page,  # interject, cancel a call, end the run (debugger/intervene.py)
     }
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -171,7 +172,7 @@ class Debugger(Labelling):
     def _approve_from_page(self, call_id: str, arguments: Any) -> None:
         self.view.error = ""
         if arguments is None:
-            self.approve(call_id, by="debugger", background=True)
+            self.approve(call_id, by=self.by, background=True)
             return
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -184,7 +185,7 @@ class Debugger(Labelling):
         from pydantic import ValidationError
 
         try:
-            self.approve(call_id, arguments=parsed, by="debugger", background=True)
+            self.approve(call_id, arguments=parsed, by=self.by, background=True)
         except ValidationError as exc:
             self.view.error = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
@@ -194,7 +195,7 @@ class Debugger(Labelling):
             value: Any = json.loads(text)
         except ValueError:
             value = text
-        self.submit_result(call_id, value, by="debugger", background=True)
+        self.submit_result(call_id, value, by=self.by, background=True)
 
     def _sync_breakpoints(self) -> None:
         self.view.breakpoints = [{"id": b.id, "kind": b.kind, "value": b.value, "label": b.label()}
@@ -324,6 +325,7 @@ class Debugger(Labelling):
                     v.meters, v.diagram = "", viewdata.diagram_html(tl, 0)
                 self._sync_pending()
                 v.labels = self.labels_view()
+                v.intervene = intervene.state(self)
                 self._sync_runs()
                 self._render_tabs()
                 self._sync_snapshot()
@@ -544,6 +546,8 @@ class DebuggerView(anywidget.AnyWidget):
     """The static view (header, meters, events, conversation) a page shows when no kernel answers."""
     labels = t.Dict().tag(sync=True)
     """The run's labels and what the Label and Add-to-dataset forms offer (see :mod:`.labelling`)."""
+    intervene = t.Dict().tag(sync=True)
+    """The box to step into a paused run: may one now, the calls to cancel, who, the last outcome."""
 
 
 

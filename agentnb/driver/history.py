@@ -19,6 +19,7 @@ from ..engine.guards import Budget, prune
 from ..engine.inputs import run_started
 from ..engine.results import Summary
 from ..events import RunStarted
+from ..exceptions import AgentnbError
 from ..messages import Message, ModelTurn, TextPart, ToolResultPart
 from ..pairing import unanswered_calls
 from ..providers.prices import label
@@ -106,18 +107,39 @@ def policy_diff(first: RunStarted, registry: ToolRegistry) -> str:
     return "; ".join(sorted(changes)) or "the approval rules or headless mode changed"
 
 
+def run_tags(tags: Any) -> tuple[str, ...]:
+    """``tags=`` of a run or a batch, checked: a tuple (or list) of non-blank strings; repeats dropped, in order.
+
+    Example:
+        >>> run_tags(("vip", "refunds", "vip"))
+        ('vip', 'refunds')
+
+    Raises:
+        AgentnbError: one string given for the tuple, an item that is not a string, or a blank one.
+    """
+    if isinstance(tags, str) or not isinstance(tags, tuple | list):
+        hint = f"tags=({tags!r},)" if isinstance(tags, str) else "tags=('vip', 'refunds')"
+        raise AgentnbError(f"tags= takes a tuple of strings, e.g. {hint}, not {type(tags).__name__} {tags!r:.60}")
+    for i, tag in enumerate(tags):
+        if not isinstance(tag, str) or not tag.strip():
+            raise AgentnbError(f"tags[{i}] is {tag!r:.60}: each tag is a non-blank string")
+    return tuple(dict.fromkeys(tags))
+
+
 def started(run_id: str, initial: list[Message], loop: LoopSpec, operation_id: str,
-            fork: dict[str, Any] | None, store: object) -> Emit:
+            fork: dict[str, Any] | None, store: object, tags: tuple[str, ...] = ()) -> Emit:
     """A run's first event: its messages, model, tools and every setting a resume or a fork checks again.
 
-    A durable ``store`` is named too (its id): a copy of the run in another store is then known for one.
+    A durable ``store`` is named too (its id): a copy of the run in another store is then known for one; the
+    run's ``tags`` (what an inbox groups and filters by) are ``settings["tags"]``.
     """
     cfg = loop.config
     model = f"{getattr(loop.model, 'provider', '?')}:{getattr(loop.model, 'name', '?')}"
     return Emit(run_started(run_id, initial, model, loop.tool_infos, {
         "max_turns": cfg.max_turns, "on_max_turns": cfg.budget.on_exhausted, "budget": budget_settings(cfg.budget),
         "request": cfg.settings, "operation_id": operation_id, "policy_revision": loop.policy_revision,
-        "headless": cfg.headless, **home_of(store), **({"fork": fork} if fork else {})}))
+        "headless": cfg.headless, **home_of(store), **({"fork": fork} if fork else {}),
+        **({"tags": list(tags)} if tags else {})}))
 
 
 def complete_history(messages: list[Message], system: str | None = None) -> list[Message]:

@@ -34,7 +34,7 @@ class LoopSpec(Protocol):
         """The tools as offered to the model."""
 
     def start(self, prompt: Any, *, run_id: str | None = None, operation_id: str | None = None,
-              store: Store | None = None) -> Any:
+              store: Store | None = None, tags: tuple[str, ...] | list[str] = ()) -> Any:
         """A new run of this loop (a :class:`agentnb.Run`)."""
 
 

@@ -290,10 +290,10 @@ def intervention(rs: RunState, cfg: EngineConfig, r: Intervention) -> Emit:
         return Emit(finished(S.CANCELLED, f"ended by {who}: {r.text}"))
     if r.call_id is None:
         return Emit(Interjected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=rs.state, text=r.text, by=r.by))
-    return Emit(_cancel_call(rs, cfg, r.call_id, f"Cancelled by {who}: {r.text}"))
+    return Emit(_cancel_call(rs, cfg, r.call_id, f"Cancelled by {who}: {r.text}", r.by))
 
 
-def _cancel_call(rs: RunState, cfg: EngineConfig, call_id: str, message: str) -> BaseEvent:
+def _cancel_call(rs: RunState, cfg: EngineConfig, call_id: str, message: str, by: str | None) -> BaseEvent:
     c = rs.calls.get(call_id)
     open_calls = [o.call_id for o in rs.calls.values() if o.status != "done" and o.kind != "escalation"]
     if rs.state not in _CANCELLABLE:
@@ -311,7 +311,7 @@ def _cancel_call(rs: RunState, cfg: EngineConfig, call_id: str, message: str) ->
     if c.kind == "outcome_unknown" and c.status == "awaiting_approval":  # it started once: say so, never "not run"
         message += " (It had started before: whether it happened is unknown.)"
     return CallRejected(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=state, call_id=c.call_id, name=c.name,
-                        reason="cancelled", message=message)
+                        reason="cancelled", message=message, by=by)
 
 
 def _cancelled(rs: RunState, cfg: EngineConfig, r: Cancelled) -> Emit:

@@ -185,6 +185,8 @@ CALLS: tuple[Column, ...] = (
     Column("parse_error", "string", "CallParsed.error", "why the arguments are not a JSON object"),
     Column("reject_reason", "category", "CallRejected.reason", "why the call could not run",
            categories=REJECT_REASONS),
+    Column("cancelled_by", "string", "CallRejected.by", "who cancelled the call (``run.cancel_call``; null: nobody "
+           "did, or they gave no name)"),
     Column("needs_approval", "boolean", "CallValidated.needs_approval", "True when a person had to decide"),
     Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request"),
     Column("decision", "category", "ApprovalResolved.decision", "the person's decision", categories=DECISIONS),
@@ -241,10 +243,11 @@ MESSAGES: tuple[Column, ...] = (
 )
 
 APPROVALS: tuple[Column, ...] = (
-    *_key("ApprovalRequested"),
-    Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request"),
-    Column("call_id", "string", "ApprovalRequested.call_id", "the call waiting"),
-    Column("tool", "category", "ApprovalRequested.name", "its tool"),
+    *_key("anchor", reads=("ApprovalRequested", "CallRejected")),
+    Column("approval_id", "string", "ApprovalRequested.approval_id", "the approval request (null: a call a "
+           "person cancelled without being asked)"),
+    Column("call_id", "string", "anchor.call_id", "the call waiting (or cancelled)"),
+    Column("tool", "category", "anchor.name", "its tool"),
     Column("kind", "category", "ApprovalRequested.kind", "what is asked: may it run, a client-side result, or "
            "reconciling an unknown outcome", categories=APPROVAL_KINDS),
     Column("risk", "category", "ApprovalRequested.risk", "the tool's risk", categories=RISKS),
@@ -255,16 +258,22 @@ APPROVALS: tuple[Column, ...] = (
            "policy that raised, an interrupted or timed-out write)"),
     Column("ts_requested", "datetime", "ApprovalRequested.ts", "when the run paused for it"),
     Column("expires_at", "datetime", "ApprovalRequested.expires_at", "when the request expires (null: never)"),
-    Column("decision", "category", "ApprovalResolved.decision", "approved, denied or submitted (null: waiting)",
-           categories=DECISIONS),
-    Column("decided_by", "string", "ApprovalResolved.by", "who decided"),
-    Column("note", "string", "ApprovalResolved.note", "the reason given"),
-    Column("ts_decided", "datetime", "ApprovalResolved.ts", "when they decided"),
+    Column("decision", "category", "decision", "approved, denied or submitted; ``cancelled`` when a person "
+           "cancelled the call (``run.cancel_call``); null: waiting", categories=(*DECISIONS, "cancelled"),
+           reads=("ApprovalResolved", "CallRejected")),
+    Column("decided_by", "string", "decided.by", "who decided (or cancelled)",
+           reads=("ApprovalResolved", "CallRejected")),
+    Column("note", "string", "decision_note", "the reason given (a cancellation: what the model reads)",
+           reads=("ApprovalResolved", "CallRejected")),
+    Column("ts_decided", "datetime", "decided.ts", "when they decided", reads=("ApprovalResolved", "CallRejected")),
     Column("wait_s", "Float64", "wait_s", "seconds between request and decision"),
     Column("edited", "boolean", "edited", "True when the person changed the arguments"),
     Column("edited_arguments", "string", "ApprovalResolved.arguments", "the arguments as edited (JSON)",
            value=_json),
-    Column("decided_seq", "Int64", "ApprovalResolved.seq", "seq of the ApprovalResolved event"),
+    Column("decided_seq", "Int64", "decided.seq", "seq of the ApprovalResolved (or cancelling CallRejected) event",
+           reads=("ApprovalResolved", "CallRejected")),
+    Column("run_tags", "string", "run_tags", "the run's tags (``loop.start(..., tags=)``, ``anb.batch(..., "
+           "tags=)``) as a JSON list; null: none", value=_json, reads=("RunStarted",)),
 )
 
 GUARDS: tuple[Column, ...] = (

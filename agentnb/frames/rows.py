@@ -377,14 +377,61 @@ def _chars(p: Any) -> int:
 
 
 def approvals_rows(runs: Sequence[Run]) -> Rows:
-    """One row per approval request, with its resolution when there is one."""
-    rows = _anchored(runs, ApprovalRequested, {ApprovalResolved: "approval_id"})
-    req, res = rows.fields["ApprovalRequested"], rows.fields["ApprovalResolved"]
-    rows.fields["wait_s"] = [
-        (b.ts - a.ts).total_seconds() if b is not None else None for a, b in zip(req, res, strict=True)
-    ]
-    rows.fields["edited"] = [b.arguments is not None if b is not None else None for b in res]
-    return rows
+    """One row per approval request, with its resolution when there is one, and one per call a person cancelled.
+
+    A cancellation (``run.cancel_call``: a ``CallRejected`` of reason ``cancelled``) resolves the request of the
+    call when it was waiting, and is a row of its own when the call was not (queued or running): the audit trail
+    holds every decision a person took on a call, with who and when.
+    """
+    run_index: list[int] = []
+    anchor: list[Any] = []
+    requested: list[Any] = []
+    resolved: list[Any] = []
+    cancelled: list[Any] = []
+    tags: list[Any] = []
+    for r, events in enumerate(runs):
+        first = events[0] if events else None
+        run_tags = (first.settings.get("tags") or None) if isinstance(first, RunStarted) else None
+        start = len(anchor)
+        by_id: dict[str, int] = {}
+        waiting: dict[str, int] = {}  # call id -> the row of its latest request nobody resolved yet
+        for ev in events:
+            if isinstance(ev, ApprovalRequested):
+                by_id[ev.approval_id] = waiting[ev.call_id] = len(anchor)
+                run_index.append(r)
+                anchor.append(ev)
+                requested.append(ev)
+                resolved.append(None)
+                cancelled.append(None)
+            elif isinstance(ev, ApprovalResolved):
+                row = by_id.get(ev.approval_id)
+                if row is not None:
+                    resolved[row] = ev
+                    waiting.pop(ev.call_id, None)
+            elif isinstance(ev, CallRejected) and ev.reason == "cancelled":
+                row = waiting.pop(ev.call_id, None)
+                if row is not None:
+                    cancelled[row] = ev
+                    continue
+                run_index.append(r)
+                anchor.append(ev)
+                requested.append(None)
+                resolved.append(None)
+                cancelled.append(ev)
+        tags.extend([run_tags] * (len(anchor) - start))
+    decided = [b if b is not None else c for b, c in zip(resolved, cancelled, strict=True)]
+    return Rows(run_index, {
+        "anchor": anchor, "ApprovalRequested": requested, "ApprovalResolved": resolved, "CallRejected": cancelled,
+        "decision": [b.decision if b is not None else "cancelled" if c is not None else None
+                     for b, c in zip(resolved, cancelled, strict=True)],
+        "decided": decided,
+        "decision_note": [b.note if b is not None else c.message if c is not None else None
+                          for b, c in zip(resolved, cancelled, strict=True)],
+        "wait_s": [(d.ts - a.ts).total_seconds() if a is not None and d is not None else None
+                   for a, d in zip(requested, decided, strict=True)],
+        "edited": [b.arguments is not None if b is not None else None for b in resolved],
+        "run_tags": tags,
+    })
 
 
 def guards_rows(runs: Sequence[Run]) -> Rows:

@@ -248,6 +248,11 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError):  # a connection lost (the server restarted, a cut):
+                try:  # the pool's other idle ones likely are too; replace them, so the next operation works
+                    self._pool.check()
+                except Exception:  # the server is still away: the next operation says so
+                    pass
             raise CheckpointError(f"could not {what}: {exc}") from exc
 
     def _read_head(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = False) -> tuple[_Head, bool]:

@@ -78,6 +78,16 @@ class Store(Protocol):
     def runs(self, state: str | None = None) -> list[tuple[str, str]]:
         """``(run_id, state)`` of stored runs, most recent first (only those in ``state`` when given)."""
 
+    def wait_for_change(self, run_id: str | None = None, *, seen: int | None = None,
+                        timeout: float | None = None) -> tuple[str, str] | None:
+        """Block until a run gets a new event; ``(run_id, state)`` of the changed run, or None after ``timeout``.
+
+        ``run_id``: the run to watch (None: any run of the store, what a live inbox waits on); ``seen``: how many
+        of its events the caller has (a store holding more answers at once). For any run, a change made since
+        this store object's previous wait counts: nothing is lost between two waits. PostgreSQL waits on
+        ``LISTEN``, SQLite polls one small query per interval, memory listens on append.
+        """
+
 
 def _check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool, empty: bool = False) -> None:
     """Refuse a lease another owner holds; an expired one only with ``take_over``.

@@ -1,8 +1,9 @@
 """The approvals inbox's widget (widgets/inbox.js) in a real JupyterLab and Chromium.
 
 A notebook lists a SQLite store's paused runs in the widget; the test decides one row, then a selection, watches
-a run paused by another process appear by itself, opens a row's debugger, and reads the page in JupyterLab
-Light and Dark (text contrast at WCAG AA). Screenshots: ``test-artifacts/inbox-light.png``, ``inbox-dark.png``.
+a run paused by another process appear by itself, opens a row's debugger, reads the page in JupyterLab
+Light and Dark (text contrast at WCAG AA), then groups and filters by the runs' tags and ends a row's run.
+Screenshots: ``test-artifacts/inbox-light.png``, ``inbox-dark.png``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CELLS = [
     "from tests.test_inbox import KEY, make_loop\n"
     "store = anb.SqliteStore({db!r}, key=KEY)\n"
     "loop = make_loop(store)\n"
-    "_ = anb.batch(loop, [f'refund order {{i}}' for i in range(4)], name='support', progress=False)",
+    "_ = anb.batch(loop, [f'refund order {{i}}' for i in range(4)], name='support', tags=('desk',), progress=False)",
     "inbox = anb.Inbox(store, loop=loop, by='ana')\n"
     "inbox.widget(interval=0.2)",
 ]
@@ -129,6 +130,24 @@ def test_the_inbox_widget_decides_one_a_selection_and_updates_live(lab: dict[str
         app.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "inbox-dark.png"))
         assert below_aa(app) == []
+
+        # group and filter by the runs' tags, then end a row's run (a reason is needed)
+        expect(app.locator(".anbi-row[data-run='support-3'] .anbi-tag-badge")).to_have_text("desk")
+        app.locator(".anbi-group").select_option("tag")
+        expect(app.locator(".anbi-group-head")).to_have_count(2)
+        expect(app.locator(".anbi-group-head[data-group='desk']")).to_contain_text("tag: desk (1)")
+        expect(app.locator(".anbi-group-head[data-group='(none)']")).to_contain_text("(1)")
+        app.locator(".anbi-tag").select_option("desk")
+        expect(rows).to_have_count(1)
+        row = app.locator(".anbi-row[data-run='support-3']")
+        row.locator(".anbi-end").click()
+        expect(app.locator(".anbi-message")).to_contain_text("End run needs a reason")
+        row.locator(".anbi-row-note").fill("the customer called: handled by phone")
+        row.locator(".anbi-end").click()
+        expect(app.locator(".anbi-message")).to_have_text("1 applied, 0 refused", timeout=T)
+        expect(app.locator(".anbi-empty")).to_have_text("no row matches the filter")
+        ended = anb.SqliteStore(db, key="inbox-test-key-0001").load("support-3")[-1]
+        assert ended.reason == "ended by ana: the customer called: handled by phone"  # type: ignore[attr-defined]
     finally:
         if theme.exists():
             theme.unlink()
