@@ -1093,12 +1093,28 @@ class StaticModel {
     this.derive();
     for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
   }
+  /** An event whose card the export left out (past its budget): its row's summary and the event as recorded. */
+  recorded(seq) {
+    if (this.lines === undefined) {
+      this.lines = null;  // read the embedded transcript once, on the first such event, then draw it
+      const script = document.getElementById("agentnb-transcript");
+      inflate(script ? script.textContent : "").then((text) => { this.lines = text.split("\n"); this.later({}); });
+    }
+    if (!this.lines) return '<div class="agentnb-muted">loading…</div>';
+    const rows = this.d.rows, k = rows.k[seq];
+    return `<div class="agentnb-detail-card" data-seq="${seq}"><div class="agentnb-detail-summary">` +
+      `<span class="agentnb-seq">${seq}</span><span class="agentnb-kind ${rows.type_classes[k]}">${esc(rows.types[k])}` +
+      `</span>${esc(rows.m[seq])}<span class="agentnb-state">→ ${esc(rows.states[rows.s[seq]])}</span></div>` +
+      `<div class="agentnb-muted">this export renders ${this.d.card_budget.toLocaleString("en")} cards (the first ` +
+      `event's, then the latest): here is the event as recorded</div>` +
+      `<div class="agentnb-pre agentnb-recorded">${esc(this.lines[seq] || "")}</div></div>`;
+  }
   derive() {
     const d = this.d, s = this.state, n = d.count;
     if (!n) return;
     const seq = Math.max(0, Math.min(n - 1, s.selected));
     const rows = d.rows;
-    s.detail = d.detail ? d.detail[seq] : '<div class="agentnb-muted">loading…</div>';
+    s.detail = !d.detail ? '<div class="agentnb-muted">loading…</div>' : d.detail[seq] ?? this.recorded(seq);
     s.meters = d.meters[d.meter_at[seq]];
     s.diagram = d.diagrams[rows.states[rows.s[seq]]] || "";
     const [v, count] = d.where[seq];
@@ -1123,10 +1139,14 @@ class StaticModel {
 
 async function decode(text, encoding) {
   if (encoding !== "gzip+base64") return JSON.parse(text);
-  // the browser's own base64 and gzip decoders (a data: URL read with fetch, a DecompressionStream)
+  return JSON.parse(await inflate(text));
+}
+
+/** Base64 of gzip to text, with the browser's own decoders (a data: URL read with fetch, a DecompressionStream). */
+async function inflate(text) {
   const packed = await fetch(`data:application/octet-stream;base64,${text.trim()}`);
   const stream = packed.body.pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
+  return new Response(stream).text();
 }
 
 /** Boot the read-only debugger of an exported page (agentnb/debugger/export.py). */

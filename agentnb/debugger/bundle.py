@@ -1,0 +1,137 @@
+"""The data of a one-file HTML export, at a cost that grows with what a reader can use, not with the run.
+
+:func:`export_bundle` gives the page (:mod:`.export`) what :func:`.viewdata.static_bundle` gives, in the same
+shape, with two bounds that keep a long run's export quick to write, small and light in the browser:
+
+- **Cards.** Rendering an event's card costs tens of microseconds and about a kilobyte of HTML, so a
+  100,000-event run spent most of its export there, and the browser held a hundred megabytes of cards nobody
+  opened. An export keeps :data:`CARD_BUDGET` cards: all of them for a run that size or shorter; past it,
+  the run's first event and then the latest events, the streamed fragments (``TextMerged``,
+  ``ArgumentsMerged``: half of a long streamed run) last. An event left out is ``None`` in ``detail``; the
+  page shows its row's summary and the event as recorded, read from the transcript the page embeds anyway
+  (:mod:`agentnb._embedded`, whose JSON writes every invisible character as an escape, so the page draws it
+  without a rule of its own). Nothing is lost: each event is in the page, whole.
+- **The wire view.** The latest requests are kept up to :data:`.viewdata.WIRE_BUDGET` characters, as before;
+  a request is given up as soon as the providers rendered so far pass the budget, instead of rendering all
+  five first (on a long run the latest request alone is over it, and rendering it five times was the
+  slowest part of the export).
+
+Rows, the tree, the conversation's messages, the meters and the state diagrams are those of
+:func:`.viewdata.static_bundle`, from the same functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import ArgumentsMerged, BaseEvent, TextMerged
+from ..states import LoopState
+from ..visible import visible
+from . import cards
+from .diagram import state_diagram
+from .timeline import Timeline
+from .viewdata import WIRE_BUDGET, RowEncoder, detail_html, events_text, header, meters_html, wire_view
+
+CARD_BUDGET = 10_000
+"""Cards an export renders (every card of a run this long or shorter; see the module docs for the rest)."""
+
+_FRAGMENTS = (TextMerged, ArgumentsMerged)
+
+
+def carded(events: list[BaseEvent], budget: int | None = None) -> list[bool]:
+    """Which events keep their card in an export: all, or the first and the latest, fragments last.
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> events = run.start("Paris?").run().events
+        >>> all(carded(events)), carded(events, budget=2)[:1] + carded(events, budget=2)[-1:]
+        (True, [True, True])
+    """
+    n = len(events)
+    budget = CARD_BUDGET if budget is None else budget
+    if n <= budget:
+        return [True] * n
+    keep = [False] * n
+    keep[0] = True  # how the run began is always shown
+    left = budget - 1
+    for wanted in (False, True):  # events that are not fragments first, then fragments, the latest first
+        for seq in range(n - 1, 0, -1):
+            if left <= 0:
+                break
+            if not keep[seq] and isinstance(events[seq], _FRAGMENTS) is wanted:
+                keep[seq] = True
+                left -= 1
+    return keep
+
+
+def _wire(tl: Timeline) -> dict[str, dict[str, Any]]:
+    from . import wire
+
+    titles = [t for t, _ in wire.ADAPTERS]
+    kept: dict[str, dict[str, Any]] = {}
+    spent = 0
+    for seq in reversed(tl.turn_starts()):
+        views: dict[str, Any] = {}
+        for title in titles:
+            v = views[title] = wire_view(tl, seq, title)
+            spent += len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
+            if spent > WIRE_BUDGET:
+                return kept
+        kept[str(seq)] = views
+    return kept
+
+
+def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dict[str, Any]:
+    """What the exported page shows, for every event, with at most ``budget`` cards rendered (module docs).
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+        >>> tl = Timeline(run.start("Paris?").run().events)
+        >>> data = export_bundle(tl, title="t", budget=3)
+        >>> len(data["detail"]) == len(tl), sum(card is not None for card in data["detail"])
+        (True, 3)
+    """
+    from .tree import TreeEncoder
+
+    budget = CARD_BUDGET if budget is None else budget
+    n = len(tl)
+    events = tl.events
+    versions, where = tl.history_versions()
+    message_ids: dict[int, int] = {}
+    message_html: list[str] = []
+    version_lists: list[list[int]] = []
+    for version in versions:
+        ids = []
+        for m in version:
+            i = message_ids.get(id(m))
+            if i is None:
+                i = message_ids[id(m)] = len(message_html)
+                message_html.append(cards.message_html(m))
+            ids.append(i)
+        version_lists.append(ids)
+    meter_lines: dict[str, int] = {}
+    meter_at = [meter_lines.setdefault(meters_html(tl, seq), len(meter_lines)) for seq in range(n)]
+    states = sorted({ev.state for ev in events} | {LoopState.NEW}, key=lambda s: s.value)
+    keep = carded(events, budget)
+    from . import wire
+
+    return {
+        "header": {**header(tl, live=False), "mode": f"exported · {events_text(n)}", "static": True,
+                   "title": visible(title)[0]},
+        "count": n,
+        "rows": RowEncoder().encode(events, 0, n),
+        "tree": TreeEncoder().encode(events, 0, n),
+        "detail": [detail_html(tl, seq, light=True) if keep[seq] else None for seq in range(n)],
+        "card_budget": budget,
+        "messages": message_html,
+        "versions": version_lists,
+        "where": [list(w) for w in where],
+        "meters": list(meter_lines),
+        "meter_at": meter_at,
+        "diagrams": {s.value: state_diagram(s) for s in states},
+        "wire": _wire(tl),
+        "wire_titles": [t for t, _ in wire.ADAPTERS],
+        "requests": tl.turn_starts(),
+    }
