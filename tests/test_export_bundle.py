@@ -74,3 +74,16 @@ def test_a_page_past_its_budget_reads_back_the_same_events_and_holds_no_hidden_c
     assert len(lines) == len(run.events)
     assert all(visible(line)[1] is False for line in lines)  # the page may show a line as it is
     assert any("\\u202e" in line for line in lines) and any("\\udb40\\udc41" in line for line in lines)
+
+
+def test_the_export_shows_the_same_rows_meters_and_conversations_as_the_static_bundle() -> None:
+    from agentnb.debugger.viewdata import static_bundle
+
+    for run in (streamed_run(3), anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"),
+                                          budget=anb.Budget(deadline_s=60, max_turns=9)).start("go").run()):
+        tl = Timeline(run.events)
+        new, old = export_bundle(tl, title="t"), static_bundle(tl, title="t")
+        assert [new["meters"][i] for i in new["meter_at"]] == [old["meters"][i] for i in old["meter_at"]]
+        assert new["detail"] == old["detail"] and new["wire"] == old["wire"]
+        for key in ("rows", "tree", "messages", "versions", "where", "diagrams", "header", "requests"):
+            assert new[key] == old[key], key

@@ -17,7 +17,8 @@ shape, with two bounds that keep a long run's export quick to write, small and l
   slowest part of the export).
 
 Rows, the tree, the conversation's messages, the meters and the state diagrams are those of
-:func:`.viewdata.static_bundle`, from the same functions.
+:func:`.viewdata.static_bundle`, from the same functions; a meter line is drawn once per distinct budget use
+and time shown, not once per event.
 """
 
 from __future__ import annotations
@@ -82,6 +83,29 @@ def _wire(tl: Timeline) -> dict[str, dict[str, Any]]:
     return kept
 
 
+def _meters(tl: Timeline) -> tuple[list[str], list[int]]:
+    """The distinct meter lines, and which one each event shows: drawn once per distinct budget use and time.
+
+    A line reads the counters after the event and the time since the run began, to a tenth of a second (exact
+    where a deadline's bar shows it), so consecutive events of a turn share it.
+    """
+    events = tl.events
+    settings = getattr(events[0], "settings", {}) or {} if events else {}
+    exact = bool((settings.get("budget") or {}).get("deadline_s")) if isinstance(settings, dict) else True
+    t0 = events[0].ts if events else None
+    lines: dict[str, int] = {}
+    by_key: dict[tuple[object, object], int] = {}
+    at = []
+    for seq, ev in enumerate(events):
+        elapsed = (ev.ts - t0).total_seconds() if t0 is not None else 0.0
+        key = (tl.counters_at(seq), elapsed if exact else f"{elapsed:.1f}")
+        i = by_key.get(key)
+        if i is None:
+            i = by_key[key] = lines.setdefault(meters_html(tl, seq), len(lines))
+        at.append(i)
+    return list(lines), at
+
+
 def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dict[str, Any]:
     """What the exported page shows, for every event, with at most ``budget`` cards rendered (module docs).
 
@@ -111,8 +135,7 @@ def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dic
                 message_html.append(cards.message_html(m))
             ids.append(i)
         version_lists.append(ids)
-    meter_lines: dict[str, int] = {}
-    meter_at = [meter_lines.setdefault(meters_html(tl, seq), len(meter_lines)) for seq in range(n)]
+    meter_lines, meter_at = _meters(tl)
     states = sorted({ev.state for ev in events} | {LoopState.NEW}, key=lambda s: s.value)
     keep = carded(events, budget)
     from . import wire
@@ -128,7 +151,7 @@ def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dic
         "messages": message_html,
         "versions": version_lists,
         "where": [list(w) for w in where],
-        "meters": list(meter_lines),
+        "meters": meter_lines,
         "meter_at": meter_at,
         "diagrams": {s.value: state_diagram(s) for s in states},
         "wire": _wire(tl),
