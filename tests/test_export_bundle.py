@@ -87,3 +87,15 @@ def test_the_export_shows_the_same_rows_meters_and_conversations_as_the_static_b
         assert new["detail"] == old["detail"] and new["wire"] == old["wire"]
         for key in ("rows", "tree", "messages", "versions", "where", "diagrams", "header", "requests"):
             assert new[key] == old[key], key
+
+
+@pytest.mark.parametrize("budget", [0, 6_000, 20_000, 40_000, 60_000])
+def test_under_a_small_wire_budget_the_export_keeps_the_same_requests_as_the_static_bundle(
+        budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentnb.debugger import viewdata
+
+    monkeypatch.setattr(viewdata, "WIRE_BUDGET", budget)
+    monkeypatch.setattr(bundle, "WIRE_BUDGET", budget)
+    tl = Timeline(streamed_run(5).events)
+    new, old = export_bundle(tl, title="t")["wire"], viewdata.static_bundle(tl, title="t")["wire"]
+    assert new == old

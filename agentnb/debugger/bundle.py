@@ -13,8 +13,8 @@ shape, with two bounds that keep a long run's export quick to write, small and l
   without a rule of its own). Nothing is lost: each event is in the page, whole.
 - **The wire view.** The latest requests are kept up to :data:`.viewdata.WIRE_BUDGET` characters, as before;
   a request is given up as soon as the providers rendered so far pass the budget, instead of rendering all
-  five first (on a long run the latest request alone is over it, and rendering it five times was the
-  slowest part of the export).
+  five first, and not rendered at all when its message count alone says it cannot fit (on a long run the
+  latest request alone is over the budget, and rendering it five times was the slowest part of the export).
 
 Rows, the tree, the conversation's messages, the meters and the state diagrams are those of
 :func:`.viewdata.static_bundle`, from the same functions; a meter line is drawn once per distinct budget use
@@ -37,6 +37,10 @@ CARD_BUDGET = 10_000
 """Cards an export renders (every card of a run this long or shorter; see the module docs for the rest)."""
 
 _FRAGMENTS = (TextMerged, ArgumentsMerged)
+
+_MESSAGE_CHARS = 10
+"""Fewer characters than any provider's indented JSON spends on a message of a request (its braces, a role, a
+field name), so a request whose message count times this, per provider, is over the budget is not rendered."""
 
 
 def carded(events: list[BaseEvent], budget: int | None = None) -> list[bool]:
@@ -73,6 +77,9 @@ def _wire(tl: Timeline) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     spent = 0
     for seq in reversed(tl.turn_starts()):
+        held = getattr(tl.events[seq], "message_count", 0)
+        if spent + held * len(titles) * _MESSAGE_CHARS > WIRE_BUDGET:
+            return kept  # its providers' bodies cannot fit: known without rendering them
         views: dict[str, Any] = {}
         for title in titles:
             v = views[title] = wire_view(tl, seq, title)
