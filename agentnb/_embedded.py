@@ -4,7 +4,9 @@
 :func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb.transcript`,
 then reads them as it reads a ``.jsonl`` file, with the same checks). Below both, so neither imports the other.
 An element of type ``application/x-ndjson`` is never run by a browser, and base64 holds nothing ``</script>``
-or a hidden character could hide in.
+or a hidden character could hide in. Inside, every invisible or direction-changing character is written as its
+JSON escape (:func:`agentnb.visible.visible`), which reads back as the same character: the page may show an
+event's line as it is (an export's cards past its budget do, :mod:`agentnb.debugger.bundle`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from .events import BaseEvent, event_to_json
 from .exceptions import TranscriptError
+from .visible import visible
 
 EMBEDDED_ID = "agentnb-transcript"
 """The id of the element of an HTML export that holds the run's events."""
@@ -28,7 +31,7 @@ _EMBEDDED = re.compile(re.escape(_OPEN.encode("ascii")) + rb"([A-Za-z0-9+/=]*)</
 
 def embedded_block(events: list[BaseEvent]) -> str:
     """The ``<script>`` element an HTML export holds the events in: their JSON Lines, gzip, base64 (inert)."""
-    lines = "".join(event_to_json(ev) + "\n" for ev in events).encode("utf-8")
+    lines = "".join(visible(event_to_json(ev), json=True)[0] + "\n" for ev in events).encode("utf-8")
     packed = base64.b64encode(gzip.compress(lines, compresslevel=6, mtime=0)).decode("ascii")
     return f"{_OPEN}{packed}</script>\n"
 

@@ -1331,12 +1331,36 @@ class StaticModel {
     this.derive();
     for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
   }
+  /** An event whose card the export left out (past its budget): its row's summary and the event as recorded. */
+  recorded(seq) {
+    if (this.lines === undefined) {
+      this.lines = null;  // read the embedded transcript once, on the first such event, then draw it
+      const script = document.getElementById("agentnb-transcript");
+      // kept as bytes, each line decoded when shown: a million events' text is not held as strings
+      inflate(script ? script.textContent : "").then((r) => r.arrayBuffer()).then((buffer) => {
+        const bytes = new Uint8Array(buffer), starts = [0];
+        for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) starts.push(i + 1);
+        this.lines = { bytes, starts };
+        this.later({});
+      });
+    }
+    if (!this.lines) return '<div class="agentnb-muted">loading…</div>';
+    const { bytes, starts } = this.lines;
+    const line = seq + 1 < starts.length ? new TextDecoder().decode(bytes.subarray(starts[seq], starts[seq + 1] - 1)) : "";
+    const rows = this.d.rows, k = rows.k[seq];
+    return `<div class="agentnb-detail-card" data-seq="${seq}"><div class="agentnb-detail-summary">` +
+      `<span class="agentnb-seq">${seq}</span><span class="agentnb-kind ${rows.type_classes[k]}">${esc(rows.types[k])}` +
+      `</span>${esc(rows.m[seq])}<span class="agentnb-state">→ ${esc(rows.states[rows.s[seq]])}</span></div>` +
+      `<div class="agentnb-muted">this export renders ${this.d.card_budget.toLocaleString("en")} cards (the first ` +
+      `event's, then the latest): here is the event as recorded</div>` +
+      `<div class="agentnb-pre agentnb-recorded">${esc(line)}</div></div>`;
+  }
   derive() {
     const d = this.d, s = this.state, n = d.count;
     if (!n) return;
     const seq = Math.max(0, Math.min(n - 1, s.selected));
     const rows = d.rows;
-    s.detail = d.detail ? d.detail[seq] : '<div class="agentnb-muted">loading…</div>';
+    s.detail = !d.detail ? '<div class="agentnb-muted">loading…</div>' : d.detail[seq] ?? this.recorded(seq);
     s.meters = d.meters[d.meter_at[seq]];
     s.diagram = d.diagrams[rows.states[rows.s[seq]]] || "";
     const [v, count] = d.where[seq];
@@ -1361,10 +1385,13 @@ class StaticModel {
 
 async function decode(text, encoding) {
   if (encoding !== "gzip+base64") return JSON.parse(text);
-  // the browser's own base64 and gzip decoders (a data: URL read with fetch, a DecompressionStream)
+  return JSON.parse(await (await inflate(text)).text());
+}
+
+/** Base64 of gzip, inflated with the browser's own decoders (a data: URL read with fetch, a DecompressionStream). */
+async function inflate(text) {
   const packed = await fetch(`data:application/octet-stream;base64,${text.trim()}`);
-  const stream = packed.body.pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
+  return new Response(packed.body.pipeThrough(new DecompressionStream("gzip")));
 }
 
 /** Boot the read-only debugger of an exported page (agentnb/debugger/export.py). */

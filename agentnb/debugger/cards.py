@@ -389,8 +389,7 @@ def _b_tool_finished(ev: Any, ctx: CardContext) -> str:
 
 
 def _b_results_bound(ev: Any, ctx: CardContext) -> str:
-    msgs = ctx.timeline.messages_at(ev.seq)
-    last = msgs[-1] if msgs else None
+    last = ctx.timeline.last_message_at(ev.seq)  # not the whole conversation: a long run has many cards of these
     body = kv([("calls, in the model's order", esc(", ".join(ev.call_ids)))])
     return body + (message_html(last) if last is not None else "")
 

@@ -2,12 +2,12 @@
 
 The page holds three things and fetches nothing: the front end's stylesheet, the front end's ES module
 (``widgets/debugger.js``, the same file the notebook widget runs, inlined verbatim and started with its
-``standalone()`` entry point), and the run's data from :func:`.viewdata.static_bundle` -- every event's row,
-card, meters and conversation pointer -- as gzip-compressed JSON in base64, which the browser inflates with
-its built-in ``DecompressionStream``. The cards and wire bodies, most of the bytes, are a second block read
-after the timeline is drawn, so a long run opens at the speed of its rows. Events carry what the run's
-events carry, which the driver already redacted at the source (:mod:`agentnb.redact`); the export adds
-nothing that is not in the transcript.
+``standalone()`` entry point), and the run's data from :func:`.bundle.export_bundle` -- every event's row,
+meters and conversation pointer, and the cards up to :data:`.bundle.CARD_BUDGET` -- as gzip-compressed JSON in
+base64, which the browser inflates with its built-in ``DecompressionStream``. The cards and wire bodies, most
+of the bytes, are a second block read after the timeline is drawn, so a long run opens at the speed of its
+rows. Events carry what the run's events carry, which the driver already redacted at the source
+(:mod:`agentnb.redact`); the export adds nothing that is not in the transcript.
 
 One more, inert block holds the events themselves as JSON Lines (:func:`agentnb._embedded.embedded_block`),
 so ``Transcript.load("run.html")`` reads the run back, losslessly.
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .._embedded import embedded_block
 from ..events import BaseEvent
-from . import assets, viewdata
+from . import assets
+from .bundle import export_bundle
 from .timeline import Timeline
 
 
@@ -41,7 +42,7 @@ def _packed(element_id: str, value: object) -> str:
 def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     """The page as a string (see :func:`write_html`)."""
     run_id = timeline.state.run_id or "run"
-    bundle = viewdata.static_bundle(timeline, title=title or "agentnb")
+    bundle = export_bundle(timeline, title=title or "agentnb")
     title = title or f"agentnb · {run_id}"
     # the cards and wire bodies (most of the bytes) in a second block, read after the timeline is drawn
     later = {"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}

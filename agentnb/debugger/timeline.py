@@ -103,6 +103,13 @@ class Timeline:
         version, count = self._where[min(seq, len(self._where) - 1)]
         return self._versions[version][:count]
 
+    def last_message_at(self, seq: int) -> Message | None:
+        """The last message of the conversation right after event ``seq`` (without copying the conversation)."""
+        if not self._where or seq < 0:
+            return None
+        version, count = self._where[min(seq, len(self._where) - 1)]
+        return self._versions[version][count - 1] if count else None
+
     def counters_at(self, seq: int) -> Counters:
         """Turns, tool calls and tokens used right after event ``seq``."""
         if not self._counters:

@@ -1,0 +1,58 @@
+"""In Chromium, from file://: an export past its card budget shows a left-out event's summary and the event as
+recorded (read from the page's embedded transcript), with a hidden character written out, never drawn."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentnb as anb
+from agentnb.debugger import bundle
+
+pytestmark = pytest.mark.browser
+
+T = 60_000
+CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def test_a_left_out_card_shows_the_event_as_recorded(browser: Any, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from playwright.sync_api import expect
+
+    @anb.tool
+    def echo(text: str) -> str:
+        """Echo a text."""
+        return text
+
+    model = anb.ScriptedModel([{"text": "a \u202eevil\u202c b", "tool_calls": [
+        {"name": "echo", "arguments": {"text": "x\u202ey"}}]}, {"text": "done"}], stream=True, chunk_size=3)
+    run = anb.Loop(model=model, tools=[echo]).start("go").run()
+    monkeypatch.setattr(bundle, "CARD_BUDGET", 5)
+    path = run.transcript.to_html(tmp_path / "budget.html")
+    left_out = next(e for e in run.events if e.type == "TextMerged" and "\u202e" in e.fragment)
+    kept = len(run.events) - 1
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri(), timeout=T)
+        page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
+        root = page.locator(".agentnb-debugger")
+        card = root.locator(".agentnb-detail-card")
+        expect(card).to_have_attribute("data-seq", str(kept), timeout=T)  # the last event keeps its own card
+        expect(card.locator(".agentnb-recorded")).to_have_count(0)
+        root.locator(".agentnb-view-flat").click()
+        root.locator(f".anb-row[data-seq='{left_out.seq}'] .anb-summary").click()
+        expect(card).to_have_attribute("data-seq", str(left_out.seq), timeout=T)
+        recorded = card.locator(".agentnb-recorded")
+        expect(recorded).to_contain_text('"type":"TextMerged"', timeout=T)
+        expect(recorded).to_contain_text("\\u202e")
+        expect(card).to_contain_text("TextMerged")
+        expect(card.locator(".agentnb-detail-summary")).to_contain_text(f"({left_out.length} chars)")  # its row's
+        assert not CONTROLS.search(card.inner_text())
+        assert not errors, errors
+    finally:
+        page.close()
