@@ -47,7 +47,7 @@ def canonical(value: Any) -> str:
 
 def sha256(text: str) -> str:
     """Hex SHA-256 of UTF-8 text."""
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate hashes too
 
 
 def idempotency_key(operation_id: str, tool: str, arguments: dict[str, Any] | None) -> str:

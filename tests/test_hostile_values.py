@@ -420,3 +420,21 @@ def test_an_imported_history_with_hostile_values_enters_a_run_and_round_trips(tm
         sc.check_round_trips(run, parquet=True)
 
     in_fresh_stack(drive)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_lone_surrogate_in_arguments_is_an_invalid_arguments_result_streamed_or_whole(stream: bool) -> None:
+    """A lone surrogate (JSON's ``\\ud800``, decoded) has no UTF-8 form: the call is refused with a message the
+    model reads, the same streamed as whole, and the run goes on (counting a fragment's bytes raised before)."""
+
+    @anb.tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    script = [{"tool_calls": [{"name": "echo", "arguments": '{"text": "a\ud800b"}'}]}, {"text": "done"}]
+    run = anb.Loop(model=anb.ScriptedModel(script, stream=stream, chunk_size=3), tools=[echo]).start("go").run()
+    assert run.state is anb.LoopState.COMPLETED
+    (rejected,) = [e for e in run.events if e.type == "CallRejected"]
+    assert rejected.reason == "invalid_arguments" and "lone surrogate U+D800" in rejected.message
+    assert not any(e.type == "ToolStarted" for e in run.events)

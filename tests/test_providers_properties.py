@@ -137,3 +137,15 @@ def test_a_stream_cut_inside_a_multibyte_character_is_a_cut_not_a_crash() -> Non
 
     with pytest.raises(WireFormatError, match="not UTF-8"):  # invalid bytes mid-stream are a wire error
         list(sse.iter_sse_json([b"data: {\"a\": \"\xff\xfe\"}\n\n", b"data: {}\n\n"]))
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_a_lone_surrogate_in_streamed_arguments_is_parsed_not_a_crash(name: str) -> None:
+    """JSON's ``\\ud800`` escape decodes to a lone surrogate, which has no UTF-8 form: counting the bytes of a
+    fragment must not raise. The turn is the whole response's; the call's validation refuses the text later."""
+    build_whole, build_stream = BUILDERS[name]
+    mod = adapter(name)
+    spec = Spec(calls=[Call("call_0", "get", '{"q":"a\ud800b"}')])
+    many = final(mod, build_stream(spec, chunker([2, 3])))
+    assert same_turn(mod.parse_response(build_whole(spec)), many)
+    assert [c.arguments for c in many.message.tool_calls] == [{"q": "a\ud800b"}]

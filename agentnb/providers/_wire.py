@@ -107,7 +107,7 @@ class CallBuffer:
 
     def add(self, fragment: str) -> None:
         """Append one fragment; raise :class:`ArgumentsTooLarge` past the cap."""
-        self.size += len(fragment) if fragment.isascii() else len(fragment.encode())
+        self.size += len(fragment) if fragment.isascii() else len(fragment.encode("utf-8", "surrogatepass"))
         if self.size > self.limit:
             raise ArgumentsTooLarge(call_id=self.call_id, name=self.name, limit=self.limit)
         self.chunks.append(fragment)

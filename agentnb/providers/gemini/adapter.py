@@ -355,7 +355,7 @@ class _Turn:
             fc = part["functionCall"] or {}
             args = fc.get("args") or {}
             raw = dumps(args)
-            if len(raw) > self.limit or len(raw.encode()) > self.limit:
+            if len(raw) > self.limit or len(raw.encode("utf-8", "surrogatepass")) > self.limit:
                 raise ArgumentsTooLarge(call_id=fc.get("id") or "", name=fc.get("name") or "", limit=self.limit)
             data = {k: v for k, v in (("id", fc.get("id")), ("thoughtSignature", signature)) if v}
             call_id = fc.get("id") or ""

@@ -247,7 +247,7 @@ class _Turn:
         wire_id = _field(tc, "id", str, "tool call") or None
         part = call_part("", name, fn.get("arguments"), len(self.calls), wire_id)
         raw = part.arguments_raw
-        if len(raw) > self.limit or (not raw.isascii() and len(raw.encode()) > self.limit):
+        if len(raw) > self.limit or (not raw.isascii() and len(raw.encode("utf-8", "surrogatepass")) > self.limit):
             raise ArgumentsTooLarge(call_id=wire_id or "", name=name, limit=self.limit)
         self.calls.append(part)
         return ArgumentsDelta(part.index or 0, raw, "", name)
