@@ -135,6 +135,7 @@ function storeOf(model) {
         }
       } else if (msg.kind === "tree") store.applyTree(msg);
       else if (msg.kind === "reset") store.reset();
+      else if (msg.kind === "welcome") store.welcomed = true; // the kernel answered a hello: stop saying it
     });
   }
   return store;
@@ -1041,7 +1042,30 @@ class DebuggerView {
 
 function initialize({ model }) {
   storeOf(model);
-  model.send({ kind: "hello" });
+  sayHello(model);
+}
+
+const HELLO_EVERY_MS = 1500;
+const HELLO_TRIES = 40; // a minute: the kernel may be busy running the cell that displayed the widget
+
+/**
+ * Say hello until the kernel answers it. A hello sent while the page's comms come up can be lost (a reopened
+ * notebook's widget then waits for rows forever), so it is said again every 1.5 s, for a minute at most, until
+ * a "welcome" comes back. Each hello names this page; the kernel answers a repeat of one it already answered
+ * with nothing (agentnb/debugger/hello.py), so hellos queued behind a busy cell send the rows once.
+ */
+function sayHello(model) {
+  const store = storeOf(model);
+  if (store.helloTimer) return;
+  if (model instanceof StaticModel) { model.send({ kind: "hello" }); return; } // answers at once, in this page
+  store.page = store.page || `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  let tries = 0;
+  const hello = () => model.send({ kind: "hello", page: store.page, retry: tries > 0 });
+  hello();
+  store.helloTimer = setInterval(() => {
+    if (store.welcomed || ++tries > HELLO_TRIES) { clearInterval(store.helloTimer); return; }
+    hello();
+  }, HELLO_EVERY_MS);
 }
 
 function render({ model, el }) {

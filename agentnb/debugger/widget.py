@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, viewdata, whatif
+from . import assets, cards, hello, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
 from .tree import TreeEncoder
@@ -92,6 +92,7 @@ class Debugger(Controller):
         self._snapshot_timer: threading.Timer | None = None
         self._static_id = f"agentnb-static-{uuid.uuid4().hex}"
         self._static_shown = False  # displayed as two outputs (the static view has a display id to update)
+        self._hellos = hello.Hellos()
         self.view.on_msg(self._on_msg)
         self.view.observe(self._on_selected, names="selected")
         self.view.observe(lambda _c: self._safely(self._render_tabs), names=["tab", "wire_provider"])
@@ -124,10 +125,13 @@ class Debugger(Controller):
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
         kind = content.get("kind")
         if kind == "hello":  # a page (re)opened the widget: it needs every row
+            if not self._hellos.wanted(content):
+                return  # a repeat of a hello already answered (see .hello)
             with self._lock:
                 self._displayed = self._heard = True
                 self._reset_rows()
                 self._send_rows()
+                self.view.send(hello.welcome(content))
             return
         if kind == "call":
             method = self._CALLS.get(str(content.get("method")))
