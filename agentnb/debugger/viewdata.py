@@ -231,7 +231,7 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
     fork = (getattr(first, "settings", None) or {}).get("fork")
     lineage = ""
     if isinstance(fork, dict):
-        edits = (("results replaced", "results"), ("arguments edited", "arguments"))
+        edits = (("results replaced", "results"), ("arguments edited", "arguments"), ("request edited", "request"))
         replaced = [w for w, k in edits if fork.get(k)]
         said = f"fork of {fork.get('parent')} at event {fork.get('at')}" + "".join(f" · {w}" for w in replaced)
         lineage = visible(said + f" · new writes: {fork.get('effects')}")[0]
