@@ -142,3 +142,62 @@ def test_a_tool_result_is_not_edited_as_a_request_and_a_request_needs_a_model_tu
         run.fork(second.seq, request={"system": "x"}, results={"c": 1})
     with pytest.raises(AgentnbError, match="the run has events"):
         run.fork(10_000, request={"system": "x"})
+
+
+# -- on the page: a model turn's card offers its request; the edit replays as a fork in the same widget --------
+
+
+def _page(dbg: anb.Debugger, method: str, **args: Any) -> None:
+    dbg.view._handle_custom_msg({"kind": "call", "method": method, "args": args}, [])
+
+
+def test_replay_this_turn_with_edits_from_the_page_shows_the_fork_here() -> None:
+    import json
+
+    loop, run, model, made = _refund()
+    dbg = anb.Debugger(run)
+    second = _requests(run)[1]
+    done = next(e.seq for e in run.events if e.type == "TurnCompleted" and e.seq > second.seq)
+    dbg.select(done)
+    offer = dbg.view.fork_edit
+    assert offer["kind"] == "request" and offer["seq"] == second.seq
+    edited = json.loads(offer["value"])
+    assert edited["system"] == "You are a refund desk." and edited["tools"] == ["get_order", "create_refund"]
+    assert [m["role"] for m in edited["messages"]] == ["user", "assistant", "tool"]
+    edited["messages"][0]["text"] = "Please refund order 42 (it arrived broken)"
+    _page(dbg, "replay", seq=offer["seq"], request=json.dumps(edited))
+    dbg.wait()
+    fork = dbg.forks[-1]
+    assert dbg.run is fork and dbg.view.error == ""
+    assert "request edited" in dbg.view.header["lineage"]
+    assert fork.events[0].settings["fork"]["request_diff"] == [
+        "message 0 (user): 'Please refund order 42' -> 'Please refund order 42 (it arrived broken)'"]
+    assert fork.messages[1].text == "Please refund order 42 (it arrived broken)"
+    dbg.select(0)
+    assert "request edited" in dbg.view.detail  # the fork's RunStarted card shows the diff
+    assert made == ["42"]  # nothing repeated
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda r: r, "nothing was edited"),
+    (lambda r: {**r, "messages": r["messages"][:1]}, "held 3 messages"),
+    (lambda r: {**r, "messages": [r["messages"][0], r["messages"][1], {"role": "tool", "text": "x",
+                                                                         "results": ["get_order"]}]}, "tool's result"),
+    (lambda r: {**r, "messages": [r["messages"][0], {**r["messages"][1], "calls": []}, r["messages"][2]]},
+     "calls cannot be edited"),
+    (lambda r: {**r, "model": "gpt-5"}, "model cannot be edited"),
+    (lambda r: {**r, "tools": ["nope"]}, "nope is not a tool"),
+    (lambda r: [1], "must be a JSON object"),
+])
+def test_a_page_edit_that_cannot_be_replayed_says_why_and_forks_nothing(change: Any, said: str) -> None:
+    import json
+
+    loop, run, model, made = _refund()
+    dbg = anb.Debugger(run)
+    second = _requests(run)[1]
+    dbg.select(second.seq)
+    request = change(json.loads(dbg.view.fork_edit["value"]))
+    _page(dbg, "replay", seq=second.seq, request=json.dumps(request))
+    assert said in dbg.view.error and dbg.forks == [] and dbg.run is run
+    _page(dbg, "replay", seq=second.seq, request="{not json")
+    assert "not JSON" in dbg.view.error and dbg.forks == []

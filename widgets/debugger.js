@@ -493,6 +493,7 @@ class DebuggerView {
     if (!show || box.dataset.key === key) return;
     box.dataset.key = key;
     box.innerHTML = "";
+    if (fe.kind === "request") { drawReplayEdit(this, fe, box); return; } // a model turn: replay it with edits
     const what = fe.kind === "result" ? "result" : "arguments";
     const edit = h("textarea", { class: `anb-input agentnb-fork-${what}`, rows: String(Math.min(10, Math.max(2, String(fe.value).split("\n").length))),
       "aria-label": `the ${what} of ${fe.name} to fork with` });
@@ -1036,6 +1037,26 @@ class DebuggerView {
     e.stopPropagation(); // the notebook must not also act on it (j/k/c... are notebook commands)
     fn();
   }
+}
+
+/**
+ * Under a model turn's card: its request as sent (system prompt, messages' text, tool choice, tools offered),
+ * editable as JSON, and "Replay this turn with edits", which forks from just before the request with the edit
+ * (agentnb/debugger/replay_edit.py); the fork shows in this widget, its lineage says "request edited".
+ */
+function drawReplayEdit(view, fe, box) {
+  const lines = String(fe.value).split("\n").length;
+  const edit = h("textarea", { class: "anb-input agentnb-replay-request", rows: String(Math.min(16, Math.max(4, lines))),
+    spellcheck: "false", "aria-label": `the request of ${fe.name} to replay with edits` });
+  edit.value = fe.value;
+  const label = "Replay this turn with edits";
+  box.append(h("details", { class: "anb-edit agentnb-replay" },
+    h("summary", {}, `Replay ${fe.name} with an edited request…`),
+    h("div", { class: "agentnb-muted" }, "edit the system prompt, a message's text, the tool choice or the tools; " +
+      "a fork starts from just before this request"),
+    edit, h("div", {}, h("button", { class: "anb-btn agentnb-btn-replay", "aria-label": label,
+      onclick: () => view.call("replay", { seq: fe.seq, request: edit.value }) }, label),
+      h("span", { class: "agentnb-err agentnb-fork-error", role: "alert" }, view.model.get("error") || ""))));
 }
 
 // -- anywidget entry points --------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, hello, viewdata, whatif
+from . import assets, cards, hello, replay_edit, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind, Controller
 from .timeline import Timeline
 from .tree import TreeEncoder
@@ -111,6 +111,7 @@ class Debugger(Controller):
         "pause": lambda d, a: d.pause(),
         "restart": lambda d, a: d.restart(),
         "fork": lambda d, a: d._fork_ui(a),
+        "replay": lambda d, a: replay_edit.replay_from_page(d, a),
         "show": lambda d, a: d.show(str(a["run_id"])),
         "select": lambda d, a: d.select(int(a["seq"])),
         "toggle_breakpoint": lambda d, a: d.toggle_breakpoint(int(a["seq"])),
