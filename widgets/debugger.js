@@ -488,7 +488,7 @@ class DebuggerView {
     const fe = this.model.get("fork_edit") || {};
     const box = this.forkEditEl;
     const key = JSON.stringify(fe);
-    const show = Boolean(fe.call_id) && !this.static && !this.saved && this.tab === "event";
+    const show = Boolean(fe.call_id || fe.kind === "request") && !this.static && !this.saved && this.tab === "event";
     box.hidden = !show;
     if (!show || box.dataset.key === key) return;
     box.dataset.key = key;

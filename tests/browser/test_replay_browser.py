@@ -45,6 +45,10 @@ CELLS = [
 long = anb.Loop(model=anb.ScriptedModel([{"text": "x" * 2500}], stream=True, chunk_size=1)).start("go").run()
 assert len(long.events) > anb.Debugger.EARLY_ROWS  # the kernel waits for the page's hello to send these rows
 anb.Debugger(long)""",
+    """refund = anb.Debugger(anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"))
+                       .start("Please refund order 42"))
+refund.cont()
+refund""",
 ]
 
 
@@ -74,7 +78,44 @@ def test_a_lost_hello_is_said_again_and_a_turn_replays_with_edits(lab: dict[str,
         expect(long.locator(".anb-row").first).to_be_visible(timeout=T)  # rows, from a repeated hello
         expect(long.locator(".agentnb-header")).to_contain_text("COMPLETED", timeout=T)
         print(f"\nrows after a lost hello: {time.monotonic() - t0:.1f} s after the widget was drawn")
-        assert page.evaluate("window.__droppedHellos") >= 1
+        assert page.evaluate("window.__droppedHellos") >= 2  # each widget lost its first hello
+
+        # Replay this turn with edits: the turn that asked for the refund, its user message and tool choice edited
+        refund = roots.nth(1)
+        expect(refund.locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL", timeout=T)
+        refund.locator(".agentnb-view-flat").click()
+        refund.locator(".anb-row.agentnb-ev-ModelRequested").nth(1).locator(".anb-summary").click()
+        replay = refund.locator("details.agentnb-replay")
+        expect(replay).to_be_visible(timeout=T)
+        replay.locator("summary").click()
+        box = replay.locator("textarea.agentnb-replay-request")
+        text = box.input_value()
+        assert '"Please refund order 42"' in text and '"tool_choice": "auto"' in text
+        box.fill(text.replace('"Please refund order 42"', '"Please refund order 42, it arrived broken"')
+                 .replace('"tool_choice": "auto"', '"tool_choice": "required"'))
+        t1 = time.monotonic()
+        replay.locator(".agentnb-btn-replay").click()
+        lineage = refund.locator(".agentnb-lineage")
+        expect(lineage).to_contain_text("request edited", timeout=T)
+        expect(refund.locator(".agentnb-run-picker option")).to_have_count(2)
+        expect(refund.locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL", timeout=T)  # it asks again
+        print(f"replay click -> the fork shown: {time.monotonic() - t1:.1f} s")
+        refund.locator(".anb-row.agentnb-ev-RunStarted .anb-summary").click()
+        card = refund.locator(".agentnb-detail-card")
+        expect(card).to_contain_text("request edited", timeout=T)
+        expect(card).to_contain_text("it arrived broken")
+        expect(card).to_contain_text("tool_choice: 'auto' -> 'required'")
+        refund.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "replay-request-edited.png"))
+        # a bad edit says why on the page and forks nothing (the fork's one request so far: its edited one)
+        refund.locator(".anb-row.agentnb-ev-ModelRequested").first.locator(".anb-summary").click()
+        replay = refund.locator("details.agentnb-replay")
+        expect(replay).to_be_visible(timeout=T)
+        replay.locator("summary").click()
+        replay.locator("textarea.agentnb-replay-request").fill("{not json")
+        replay.locator(".agentnb-btn-replay").click()
+        expect(replay.locator(".agentnb-fork-error")).to_contain_text("not JSON", timeout=T)
+        expect(refund.locator(".agentnb-run-picker option")).to_have_count(2)
     except Exception:
         page.screenshot(path=str(artifacts / "replay-failed.png"))
         raise
