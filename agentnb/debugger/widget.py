@@ -377,7 +377,7 @@ class Debugger(Controller):
         self._snapshot_at = time.monotonic()
         run_id, model = self._named()
         self.view.snapshot = viewdata.fallback_html(self.timeline, live=self.live, rows=self.SNAPSHOT_ROWS,
-                                                    style=False, run_id=run_id, model=model)
+                                                    style=False, run_id=run_id, model=model, built=self._built())
         if self._static_shown:  # the saved view in the output above the widget follows too (see _ipython_display_)
             from IPython.display import update_display
 
@@ -428,7 +428,12 @@ class Debugger(Controller):
         """The static HTML of the display bundle (header, meters, events, conversation), for kernel-less readers."""
         with self._lock:
             run_id, model = self._named()
-            return viewdata.fallback_html(self.timeline, live=self.live, run_id=run_id, model=model)
+            return viewdata.fallback_html(self.timeline, live=self.live, run_id=run_id, model=model,
+                                          built=self._built())
+
+    def _built(self) -> TreeEncoder | None:
+        """The tree the page's rows were sent with, for the static view (None: not of this timeline)."""
+        return self._tree if self._rows_of is self.timeline else None
 
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.
