@@ -292,16 +292,17 @@ class Run:
 
     def fork(self, at: int | None = None, *, results: dict[str, Any] | None = None,
              arguments: dict[str, dict[str, Any]] | None = None, effects: str = "ask", reads: str = "rerun",
-             rerun: Collection[str] = (), run_id: str | None = None) -> Run:
+             rerun: Collection[str] = (), run_id: str | None = None, request: dict[str, Any] | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
         ``at``: the event to fork after (default: the last; with ``results`` only, where they were bound);
         ``results``/``arguments``: replaced by call id. A write any run of the operation made is never made again;
         one nobody made follows ``effects`` (``"ask"``, ``"simulate"``, ``"run"``); ``reads="reuse"`` answers
         reads from this run's results; ``rerun`` names tools done again. See :mod:`agentnb.driver.fork` (an example).
+        ``request``: replay the model request at ``at`` with edits (:mod:`agentnb.driver.request_edit`).
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
-                         lineage=lineage(self.run_id, effects, reads, rerun))
+                         lineage=lineage(self.run_id, effects, reads, rerun), request=request)
         forked: Run = plan.loop.start(plan.history, run_id=run_id, operation_id=self.operation_id, store=self.store)
         forked._lineage = plan.lineage
         forked._reads = ParentReads(self.store, self.run_id, self.events if reads == "reuse" else None)

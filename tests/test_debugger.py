@@ -277,7 +277,8 @@ def test_before_a_page_says_hello_a_short_run_resends_its_rows_from_the_start() 
     dbg.view._handle_custom_msg({"kind": "hello"}, [])
     dbg.step()
     assert [(m["kind"], m.get("start"), len(m.get("m", m.get("g", ())))) for m in sent] == [
-        ("reset", None, 0), ("rows", 0, 3), ("tree", 0, 3), ("rows", 3, 1), ("tree", 3, 1)]  # heard: only what is new
+        ("reset", None, 0), ("rows", 0, 3), ("tree", 0, 3), ("welcome", None, 0), ("rows", 3, 1),
+        ("tree", 3, 1)]  # heard: only what is new
 
 
 def test_restart_starts_a_new_run_of_the_same_prompt() -> None:

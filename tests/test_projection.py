@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import agentnb as anb
 from agentnb.debugger import cards, viewdata
 from agentnb.debugger.timeline import Timeline
+from agentnb.debugger.tree import tree_of
 from agentnb.engine import FOLD_RULES, RunState, conversation_step
 from agentnb.engine.projection import ConversationOrigin
 from agentnb.events import EVENT_CLASSES, BaseEvent, CompressionApplied, Event, ResultsBound
@@ -152,8 +153,14 @@ def assert_one_projection(events: Sequence[BaseEvent]) -> None:
     by = {name: dict(tuple(frames[name].groupby("run_id", observed=False)))
           for name in ("events", "turns", "calls", "messages")}
     whole = Timeline(events)  # the debugger on a finished run, travelling back in time
+    tree_calls = {(events[node.first].turn, getattr(events[node.first], "call_id", "")): node.status
+                  for node in tree_of(list(events)).nodes if node.kind == "call"}  # the debugger's tree
     before = 0  # the fold's conversation length before the event
     for k, rs, tl in prefixes(events):
+        if isinstance(events[k], ResultsBound):  # the tree's call statuses are the fold's (a skip included)
+            for c in rs.calls.values():
+                if c.result is not None and c.kind != "escalation":
+                    assert tree_calls.get((rs.turn, c.call_id)) == c.result.status, (k, c, tree_calls)
         rid = ids[k]
         ev_f, turns_f, calls_f, msgs_f = (by[name][rid] for name in ("events", "turns", "calls", "messages"))
         assert len(ev_f) == k + 1

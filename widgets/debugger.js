@@ -135,6 +135,7 @@ function storeOf(model) {
         }
       } else if (msg.kind === "tree") store.applyTree(msg);
       else if (msg.kind === "reset") store.reset();
+      else if (msg.kind === "welcome") store.welcomed = true; // the kernel answered a hello: stop saying it
     });
   }
   return store;
@@ -490,11 +491,12 @@ class DebuggerView {
     const fe = this.model.get("fork_edit") || {};
     const box = this.forkEditEl;
     const key = JSON.stringify(fe);
-    const show = Boolean(fe.call_id) && !this.static && !this.saved && this.tab === "event";
+    const show = Boolean(fe.call_id || fe.kind === "request") && !this.static && !this.saved && this.tab === "event";
     box.hidden = !show;
     if (!show || box.dataset.key === key) return;
     box.dataset.key = key;
     box.innerHTML = "";
+    if (fe.kind === "request") { drawReplayEdit(this, fe, box); return; } // a model turn: replay it with edits
     const what = fe.kind === "result" ? "result" : "arguments";
     const edit = h("textarea", { class: `anb-input agentnb-fork-${what}`, rows: String(Math.min(10, Math.max(2, String(fe.value).split("\n").length))),
       "aria-label": `the ${what} of ${fe.name} to fork with` });
@@ -1275,11 +1277,54 @@ function attachIntervene(view) {
   draw();
 }
 
+/**
+ * Under a model turn's card: its request as sent (system prompt, messages' text, tool choice, tools offered),
+ * editable as JSON, and "Replay this turn with edits", which forks from just before the request with the edit
+ * (agentnb/debugger/replay_edit.py); the fork shows in this widget, its lineage says "request edited".
+ */
+function drawReplayEdit(view, fe, box) {
+  const lines = String(fe.value).split("\n").length;
+  const edit = h("textarea", { class: "anb-input agentnb-replay-request", rows: String(Math.min(16, Math.max(4, lines))),
+    spellcheck: "false", "aria-label": `the request of ${fe.name} to replay with edits` });
+  edit.value = fe.value;
+  const label = "Replay this turn with edits";
+  box.append(h("details", { class: "anb-edit agentnb-replay" },
+    h("summary", {}, `Replay ${fe.name} with an edited request…`),
+    h("div", { class: "agentnb-muted" }, "edit the system prompt, a message's text, the tool choice or the tools; " +
+      "a fork starts from just before this request"),
+    edit, h("div", {}, h("button", { class: "anb-btn agentnb-btn-replay", "aria-label": label,
+      onclick: () => view.call("replay", { seq: fe.seq, request: edit.value }) }, label),
+      h("span", { class: "agentnb-err agentnb-fork-error", role: "alert" }, view.model.get("error") || ""))));
+}
+
 // -- anywidget entry points --------------------------------------------------------------------------------
 
 function initialize({ model }) {
   storeOf(model);
-  model.send({ kind: "hello" });
+  sayHello(model);
+}
+
+const HELLO_EVERY_MS = 1500;
+const HELLO_TRIES = 40; // a minute: the kernel may be busy running the cell that displayed the widget
+
+/**
+ * Say hello until the kernel answers it. A hello sent while the page's comms come up can be lost (a reopened
+ * notebook's widget then waits for rows forever), so it is said again every 1.5 s, for a minute at most, until
+ * a "welcome" comes back. Each hello names this page; the kernel answers a repeat of one it already answered
+ * with nothing (agentnb/debugger/hello.py), so hellos queued behind a busy cell send the rows once.
+ */
+function sayHello(model) {
+  const store = storeOf(model);
+  if (store.helloTimer) return;
+  if (model instanceof StaticModel) { model.send({ kind: "hello" }); return; } // answers at once, in this page
+  store.page = store.page || `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  let tries = 0;
+  const hello = () => model.send({ kind: "hello", page: store.page, retry: tries > 0 });
+  hello();
+  store.helloTimer = setInterval(() => {
+    if (store.welcomed || ++tries > HELLO_TRIES) { clearInterval(store.helloTimer); return; }
+    hello();
+  }, HELLO_EVERY_MS);
 }
 
 function render({ model, el }) {

@@ -200,7 +200,9 @@ def _lineage_html(ev: Any) -> str:
         return ""
     return kv([("fork of", f"run <code>{esc(fork.get('parent'))}</code> after event {esc(fork.get('at'))}"),
                ("effects", f"new writes: <b>{esc(fork.get('effects'))}</b> · reads: {esc(fork.get('reads'))}"
-                + (f" · re-run: {esc(', '.join(fork.get('rerun') or []))}" if fork.get("rerun") else ""))])
+                + (f" · re-run: {esc(', '.join(fork.get('rerun') or []))}" if fork.get("rerun") else "")),
+               *([("request edited", "<br>".join(esc(line) for line in fork.get("request_diff") or []))]
+                 if fork.get("request") else [])])
 
 
 def _b_run_started(ev: Any, ctx: CardContext) -> str:

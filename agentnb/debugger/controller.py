@@ -435,13 +435,14 @@ class Controller:
 
     def branch(
         self, seq: int | None = None, *, results: dict[str, Any] | None = None,
-        arguments: dict[str, dict[str, Any]] | None = None, go: bool = False,
+        arguments: dict[str, dict[str, Any]] | None = None, go: bool = False, request: dict[str, Any] | None = None,
     ) -> Run:
         """Fork the shown run (as :meth:`fork` does) and show the fork here; the parent stays one :meth:`show` away.
 
         The fork is appended to :attr:`forks` (its handle in the kernel) and the debugger switches to it, so the
         page's Fork and edit-then-fork land in the same output. ``go=True`` continues the fork at once (in the
-        background: its writes still ask a person, as the fork's effect policy says).
+        background: its writes still ask a person, as the fork's effect policy says). ``request`` replays the
+        model request at ``seq`` with edits (``Run.fork``'s ``request=``: "Replay this turn with edits").
 
         Example:
             >>> import agentnb as anb
@@ -456,8 +457,9 @@ class Controller:
         """
         parent = self._need_run()
         at = seq if seq is not None or results or arguments else self.selected
-        forked = parent.fork(at, results=results, arguments=arguments)
-        what = [w for w, given in (("results replaced", results), ("arguments edited", arguments)) if given]
+        forked = parent.fork(at, results=results, arguments=arguments, request=request)
+        what = [w for w, given in (("results replaced", results), ("arguments edited", arguments),
+                                   ("request edited", request)) if given]
         where = f"at event {at}" if at is not None else "after the results were bound"
         self.lineage[forked.run_id] = f"fork of {parent.run_id} {where}" + (f", {' and '.join(what)}" if what else "")
         self.forks.append(forked)

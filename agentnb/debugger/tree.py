@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.prices import cost
+from ..engine.projection import ANSWERS, answer_of
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
     ArgumentsMerged,
     BaseEvent,
     CallParsed,
-    CallRejected,
     GuardTripped,
     ModelRequested,
     ModelRetried,
@@ -226,8 +226,6 @@ class TreeEncoder:
             node.ran = (node.ran[0] if node.ran[0] is not None else at - ev.duration_s * 1000, at)
             node.status = ev.status
             node.effect = ev.effect or ""
-        elif isinstance(ev, CallRejected):
-            node.status = "rejected"
         elif isinstance(ev, ApprovalRequested):
             node.status = "waiting"
         elif isinstance(ev, ApprovalResolved) and ev.decision != "approved":
@@ -236,6 +234,10 @@ class TreeEncoder:
             node.status = ev.final.value
         elif isinstance(ev, GuardTripped) and node.kind == "turn":
             node.status = "guard"
+        if cls in ANSWERS and node.kind == "call":  # a call's status is the fold's answer to it (a skip included)
+            answer = answer_of(ev)
+            if answer is not None:
+                node.status = answer.status
 
     def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
         """The groups of events ``start`` to ``end`` and every node new or changed since the last encode.

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.prices import cost
 from ..events import BaseEvent, TurnCompleted
@@ -37,6 +37,9 @@ from ..visible import visible
 from . import cards
 from .diagram import state_diagram
 from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from .tree import TreeEncoder
 
 CHUNK = 20_000
 """Rows per message: the first screen shows before a long transcript has arrived whole."""
@@ -231,7 +234,7 @@ def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = 
     fork = (getattr(first, "settings", None) or {}).get("fork")
     lineage = ""
     if isinstance(fork, dict):
-        edits = (("results replaced", "results"), ("arguments edited", "arguments"))
+        edits = (("results replaced", "results"), ("arguments edited", "arguments"), ("request edited", "request"))
         replaced = [w for w, k in edits if fork.get(k)]
         said = f"fork of {fork.get('parent')} at event {fork.get('at')}" + "".join(f" · {w}" for w in replaced)
         lineage = visible(said + f" · new writes: {fork.get('effects')}")[0]
@@ -328,16 +331,18 @@ FALLBACK_ROWS = 400
 
 
 def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", rows: int = FALLBACK_ROWS,
-                  style: bool = True, run_id: str = "", model: str = "") -> str:
+                  style: bool = True, run_id: str = "", model: str = "", built: TreeEncoder | None = None) -> str:
     """The static ``text/html`` shown where no widget runs (GitHub, nbviewer, nbconvert, no kernel).
 
     The header (run, model, final state and why), the meters, the event table with summaries, and the
     conversation after the last event. Styles are inline; without them (GitHub strips ``<style>``) it is
     still a readable table. ``rows`` caps the events listed; ``style=False`` leaves the stylesheet out (the
     widget's saved snapshot, whose page has it already). ``run_id`` and ``model`` name a run that has no
-    event yet (see :func:`header`).
+    event yet (see :func:`header`). ``built``: the debugger's :class:`~.tree.TreeEncoder` of ``tl``, used when
+    it holds every event (else the tree is built here, of at most :data:`STATIC_TREE_EVENTS` events).
     """
     from .assets import stylesheet
+    from .static_tree import static_tree
 
     h = header(tl, live=live, run_id=run_id, model=model)
     n = len(tl)
@@ -365,7 +370,9 @@ def fallback_html(tl: Timeline, *, live: bool, title: str = "agentnb debugger", 
     conv = conversation_html(tl, last) if n else ""
     # the page's own output (style=True) is marked: the live widget in the next output replaces it (debugger.css)
     cls = "agentnb-root agentnb-fallback" + (" agentnb-static-view" if style else "")
-    return (f'{stylesheet() if style else ""}<div class="{cls}" data-events="{n}">{head}{meter}'
+    # the tree the live debugger opens on, then the events; the widget's snapshot (style=False) keeps fewer nodes
+    tree = static_tree(tl, rows if style else rows // 2, built) if n else ""
+    return (f'{stylesheet() if style else ""}<div class="{cls}" data-events="{n}">{head}{meter}{tree}'
             f"<details open><summary><b>events</b></summary>{table}</details>"
             f"<details open><summary><b>conversation</b></summary>{conv}</details></div>")
 

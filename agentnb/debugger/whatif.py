@@ -16,19 +16,22 @@ from typing import Any
 from ..events import ApprovalRequested, CallParsed, CallValidated, ToolFinished
 from ..visible import visible
 from .render import jsonable
+from .replay_edit import request_edit
 from .timeline import Timeline
 
 
 def fork_edit(tl: Timeline, seq: int) -> dict[str, Any]:
     """``{"seq", "call_id", "kind": "result" | "arguments", "name", "value"}`` at event ``seq``, or ``{}``.
 
+    At a model turn's events it is the turn's request instead (``kind: "request"``, see :mod:`.replay_edit`).
+
     Example:
         >>> import agentnb as anb
         >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
         >>> tl = Timeline(loop.start("Paris?").run().events)
         >>> done = next(e.seq for e in tl.events if e.type == "ToolFinished")
-        >>> fork_edit(tl, done)["kind"], fork_edit(tl, 0)
-        ('result', {})
+        >>> fork_edit(tl, done)["kind"], fork_edit(tl, 1)["kind"], fork_edit(tl, 0)
+        ('result', 'request', {})
     """
     if not len(tl):
         return {}
@@ -47,7 +50,7 @@ def fork_edit(tl: Timeline, seq: int) -> dict[str, Any]:
         text = json.dumps(jsonable(args), indent=2, ensure_ascii=False)
         return {"seq": seq, "call_id": ev.call_id, "kind": "arguments", "name": visible(ev.name)[0],
                 "value": visible(text, json=True)[0]}
-    return {}
+    return request_edit(tl, seq)  # a model turn's event: its request, to replay with edits
 
 
 def page_edit(args: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]] | None, str]:

@@ -40,7 +40,7 @@ from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, intervene, viewdata, whatif
+from . import assets, cards, hello, intervene, replay_edit, viewdata, whatif
 from .controller import Breakpoint, BreakpointKind
 from .labelling import Labelling
 from .timeline import Timeline
@@ -97,6 +97,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._snapshot_timer: threading.Timer | None = None
         self._static_id = f"agentnb-static-{uuid.uuid4().hex}"
         self._static_shown = False  # displayed as two outputs (the static view has a display id to update)
+        self._hellos = hello.Hellos()
         self.view.on_msg(self._on_msg)
         self.view.observe(self._on_selected, names="selected")
         self.view.observe(lambda _c: self._safely(self._render_tabs), names=["tab", "wire_provider"])
@@ -115,6 +116,7 @@ class Debugger(Labelling, intervene.Intervening):
         "pause": lambda d, a: d.pause(),
         "restart": lambda d, a: d.restart(),
         "fork": lambda d, a: d._fork_ui(a),
+        "replay": lambda d, a: replay_edit.replay_from_page(d, a),
         "show": lambda d, a: d.show(str(a["run_id"])),
         "select": lambda d, a: d.select(int(a["seq"])),
         "toggle_breakpoint": lambda d, a: d.toggle_breakpoint(int(a["seq"])),
@@ -132,10 +134,13 @@ class Debugger(Labelling, intervene.Intervening):
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
         kind = content.get("kind")
         if kind == "hello":  # a page (re)opened the widget: it needs every row
+            if not self._hellos.wanted(content):
+                return  # a repeat of a hello already answered (see .hello)
             with self._lock:
                 self._displayed = self._heard = True
                 self._reset_rows()
                 self._send_rows()
+                self.view.send(hello.welcome(content))
             return
         if kind == "call":
             method = self._CALLS.get(str(content.get("method")))
@@ -382,7 +387,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._snapshot_at = time.monotonic()
         run_id, model = self._named()
         self.view.snapshot = viewdata.fallback_html(self.timeline, live=self.live, rows=self.SNAPSHOT_ROWS,
-                                                    style=False, run_id=run_id, model=model)
+                                                    style=False, run_id=run_id, model=model, built=self._built())
         if self._static_shown:  # the saved view in the output above the widget follows too (see _ipython_display_)
             from IPython.display import update_display
 
@@ -433,7 +438,12 @@ class Debugger(Labelling, intervene.Intervening):
         """The static HTML of the display bundle (header, meters, events, conversation), for kernel-less readers."""
         with self._lock:
             run_id, model = self._named()
-            return viewdata.fallback_html(self.timeline, live=self.live, run_id=run_id, model=model)
+            return viewdata.fallback_html(self.timeline, live=self.live, run_id=run_id, model=model,
+                                          built=self._built())
+
+    def _built(self) -> TreeEncoder | None:
+        """The tree the page's rows were sent with, for the static view (None: not of this timeline)."""
+        return self._tree if self._rows_of is self.timeline else None
 
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.

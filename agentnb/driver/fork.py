@@ -54,6 +54,7 @@ from ..messages import Message, ModelTurn, ToolCallPart, ToolResultPart
 from ..providers.base import Seekable
 from ..request import ModelRequest, StreamItem
 from ..tools import jsonable, render_value
+from . import request_edit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
@@ -207,9 +208,15 @@ class ForkPlan:
 
 def plan_fork(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
               at: int | None = None, *, results: dict[str, Any] | None = None,
-              arguments: dict[str, dict[str, Any]] | None = None, lineage: dict[str, Any] | None = None) -> ForkPlan:
+              arguments: dict[str, dict[str, Any]] | None = None, lineage: dict[str, Any] | None = None,
+              request: dict[str, Any] | None = None) -> ForkPlan:
     """How a fork of the run with ``events`` starts (see ``Run.fork``, which documents the arguments)."""
     lineage = dict(lineage or {})
+    if request is not None:
+        if results or arguments:
+            raise AgentnbError("request= replays one turn with an edited request: fork with results= or arguments= "
+                               "on their own")
+        return _plan_with_request(events, initial, prompt, loop, at, request, lineage)
     if arguments:
         return _plan_with_arguments(events, initial, prompt, loop, arguments, lineage)
     if at is None and results:
@@ -235,6 +242,19 @@ def _plan_with_arguments(events: list[BaseEvent], initial: list[Message], prompt
     lineage.update(at=turn_ev.seq - 1, arguments=sorted(arguments), edited_arguments=args)
     return ForkPlan(replay, history[1:] if loop.system else history, seek_position(events, prompt, history, 1),
                     lineage)
+
+def _plan_with_request(events: list[BaseEvent], initial: list[Message], prompt: list[Message], loop: LoopSpec,
+                       at: int | None, request: dict[str, Any], lineage: dict[str, Any]) -> ForkPlan:
+    req = request_edit.request_at(events, at)
+    history = complete_point(messages_at(events, req.seq, initial))
+    edit = request_edit.check(request, history, loop)
+    system, body = request_edit.edited_history(history, edit)
+    choice = req.tool_choice if req.tool_choice is not None else req.settings.get("tool_choice")
+    lineage.update(at=req.seq - 1, request=jsonable(edit), request_diff=request_edit.diff(history, edit, req.tools,
+                                                                                          choice))
+    return ForkPlan(request_edit.edited_loop(loop, edit, system), body, seek_position(events, prompt, history, 0),
+                    lineage)
+
 
 def _edited_turn(events: list[BaseEvent], loop: LoopSpec, arguments: dict[str, dict[str, Any]]
                  ) -> tuple[TurnCompleted, ModelTurn, dict[str, dict[str, Any]]]:
@@ -270,6 +290,10 @@ def resumed_loop(store: Store, loop: LoopSpec, first: RunStarted, events: list[B
         ResumeError: such a fork whose parent is not in ``store`` (the edited turn cannot be rebuilt).
     """
     fork = first.settings.get("fork") or {}
+    if isinstance(fork.get("request"), dict):  # a replayed turn's edited request: its loop is edited again
+        edit = fork["request"]
+        said = first.messages[0].text if first.messages and first.messages[0].role == "system" else None
+        return request_edit.edited_loop(loop, edit, edit["system"] if "system" in edit else said)
     edits = fork.get("edited_arguments")
     if not edits or any(isinstance(e, TurnCompleted) for e in events):
         return loop
