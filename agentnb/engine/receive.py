@@ -96,7 +96,8 @@ def _text(rs: RunState, cfg: EngineConfig, item: TextDelta) -> Emit:
 
 
 def _arguments(rs: RunState, cfg: EngineConfig, item: ArgumentsDelta) -> Emit:
-    length = rs.argument_lengths.get(item.index, 0) + len(item.fragment.encode("utf-8", "surrogatepass"))  # bytes so far (a lone surrogate too)
+    # bytes so far (a lone surrogate, from JSON's \ud800, has no UTF-8 form: counted as its three bytes)
+    length = rs.argument_lengths.get(item.index, 0) + len(item.fragment.encode("utf-8", "surrogatepass"))
     return Emit(ArgumentsMerged(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=S.MODEL_REQUESTED, index=item.index,
                                 call_id=item.call_id, name=item.name, fragment=item.fragment, length=length))
 

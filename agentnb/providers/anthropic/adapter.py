@@ -495,7 +495,8 @@ def parse_stream(
             fragment = delta.get("partial_json")
             if buf is not None and type(fragment) is str and delta.get("type") == "input_json_delta":
                 if fragment:  # the fast path, CallBuffer.add inlined: this runs once per fragment
-                    size = buf.size + (len(fragment) if fragment.isascii() else len(fragment.encode("utf-8", "surrogatepass")))
+                    size = buf.size + (len(fragment) if fragment.isascii()
+                                       else len(fragment.encode("utf-8", "surrogatepass")))
                     if size > buf.limit:
                         buf.add(fragment)  # raises ArgumentsTooLarge
                     buf.size = size

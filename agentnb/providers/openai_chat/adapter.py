@@ -396,7 +396,8 @@ def parse_stream(
             fast = False
         if fast:
             if fragment:
-                size = buf.size + (len(fragment) if fragment.isascii() else len(fragment.encode("utf-8", "surrogatepass")))
+                size = buf.size + (len(fragment) if fragment.isascii()
+                                   else len(fragment.encode("utf-8", "surrogatepass")))
                 if size > buf.limit:
                     buf.add(fragment)  # raises ArgumentsTooLarge
                 buf.size = size

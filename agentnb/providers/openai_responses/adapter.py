@@ -407,7 +407,8 @@ def parse_stream(
             fragment = ev.get("delta")
             if buf is not None and type(fragment) is str:
                 if fragment:  # CallBuffer.add, inlined: this runs once per fragment
-                    size = buf.size + (len(fragment) if fragment.isascii() else len(fragment.encode("utf-8", "surrogatepass")))
+                    size = buf.size + (len(fragment) if fragment.isascii()
+                                       else len(fragment.encode("utf-8", "surrogatepass")))
                     if size > buf.limit:
                         buf.add(fragment)  # raises ArgumentsTooLarge
                     buf.size = size
