@@ -298,8 +298,8 @@ class Run:
         ``at``: the event to fork after (default: the last; with ``results`` only, where they were bound);
         ``results``/``arguments``: replaced by call id. A write any run of the operation made is never made again;
         one nobody made follows ``effects`` (``"ask"``, ``"simulate"``, ``"run"``); ``reads="reuse"`` answers
-        reads from this run's results; ``rerun`` names tools done again. See :mod:`agentnb.driver.fork` (an example).
-        ``request``: replay the model request at ``at`` with edits (:mod:`agentnb.driver.request_edit`).
+        reads from this run's results; ``rerun`` names tools done again; ``request`` replays the request at ``at``
+        edited. See :mod:`agentnb.driver.fork` (an example) and :mod:`agentnb.driver.request_edit`.
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
                          lineage=lineage(self.run_id, effects, reads, rerun), request=request)
