@@ -295,11 +295,10 @@ class Run:
              rerun: Collection[str] = (), run_id: str | None = None, request: dict[str, Any] | None = None) -> Run:
         """A new run from this one's conversation as it stood after event ``at`` (time travel); this run is untouched.
 
-        ``at``: the event to fork after (default: the last; with ``results`` only, where they were bound);
-        ``results``/``arguments``: replaced by call id. A write any run of the operation made is never made again;
-        one nobody made follows ``effects`` (``"ask"``, ``"simulate"``, ``"run"``); ``reads="reuse"`` answers
-        reads from this run's results; ``rerun`` names tools done again; ``request`` replays the request at ``at``
-        edited. See :mod:`agentnb.driver.fork` (an example) and :mod:`agentnb.driver.request_edit`.
+        ``at``: the event to fork after (default: the last; with ``results`` only, where they were bound); ``results``,
+        ``arguments``: replaced by call id; ``request``: the request at ``at`` edited. A write any run of the operation
+        made is never made again; one nobody made follows ``effects`` (``"ask"``, ``"simulate"``, ``"run"``); ``rerun``
+        names tools done again; ``reads="reuse"`` answers reads from this run's results. See :mod:`agentnb.driver.fork`.
         """
         plan = plan_fork(self.events, self._initial, self.prompt, self.loop, at, results=results, arguments=arguments,
                          lineage=lineage(self.run_id, effects, reads, rerun), request=request)
