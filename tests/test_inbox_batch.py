@@ -24,7 +24,7 @@ from .test_inbox import refund
 
 KEY = "inbox-batch-test-key-1"
 HERE = Path(__file__).parent
-N, EVERY = 200, 4  # 200 runs, every 4th asks for a refund: 50 wait for a person (the path of 1,000 and 50)
+N, EVERY = 1_000, 20  # 1,000 runs, every 20th asks for a refund: 50 wait for a person
 
 
 @anb.tool
@@ -57,7 +57,7 @@ store = anb.SqliteStore(sys.argv[1], key=KEY)
 seen = {(r, c, d) for r, c, d in json.loads(open(sys.argv[2]).read())}
 inbox = anb.Inbox(store, loop=batch_loop(store), by="ana")
 chosen = [p for p in inbox.items(batch="orders") if (p.run_id, p.call_id, p.digest) in seen]
-done = inbox.approve(chosen, note="under $1")
+done = inbox.approve(chosen, note="under $10")
 print(json.dumps([len(chosen), len(done.applied), [o.reason for o in done.refused]]))
 """
 
@@ -87,8 +87,8 @@ def test_a_batchs_paused_runs_are_resolved_in_one_selection_after_a_restart_and_
     actions = again.table.set_index("operation_id")["action"]
     assert set(actions[[f"orders-{i}" for i in range(0, N, EVERY)]]) == {"resumed"}
     assert set(actions[[f"orders-{i}" for i in range(1, N, EVERY)]]) == {"skipped"}
-    run = anb.Run.resume("orders-8", loop=batch_loop(store))
-    assert run.state is S.COMPLETED and run.output == "done: refunded 8 cents on order 8"
+    run = anb.Run.resume("orders-40", loop=batch_loop(store))
+    assert run.state is S.COMPLETED and run.output == "done: refunded 40 cents on order 40"
     decided = anb.Inbox(store).decisions()
     decided = decided[decided["decision"].notna()]
     assert len(decided) == N // EVERY and set(decided["decided_by"]) == {"ana"}
@@ -149,7 +149,7 @@ sys.path.insert(0, sys.argv[3])
 import agentnb as anb
 from tests.test_inbox_batch import KEY, batch_loop
 store = anb.PostgresStore(sys.argv[1], key=KEY, schema=sys.argv[2])
-batch_loop(store).start("help with order 12", run_id="late").run()
+batch_loop(store).start("help with order 60", run_id="late").run()
 """
 
 
@@ -175,7 +175,7 @@ def test_a_change_between_two_waits_on_postgresql_is_not_missed(pg_dsn: str, pg_
     store = anb.PostgresStore(pg_dsn, key=KEY, schema=pg_schema)
     try:
         assert store.wait_for_change(timeout=0.05) is None  # listening, nothing happened
-        batch_loop(store).start("help with order 4", run_id="between").run()  # while nobody waits
+        batch_loop(store).start("help with order 80", run_id="between").run()  # while nobody waits
         assert store.wait_for_change(timeout=5) is not None  # the next wait sees it (a live inbox relists)
     finally:
         store.close()
