@@ -84,6 +84,18 @@ def test_a_waiting_call_cancelled_with_a_reason_is_what_the_model_reads(mode: st
     assert calls.loc[call, "status"] == "skipped" and calls.loc[call, "reject_reason"] == "cancelled"
 
 
+def test_the_approval_card_of_a_cancelled_call_says_it_was_never_decided_not_waiting() -> None:
+    run = make_loop().start("refund order 42").run()
+    call = run.pending_approvals()[0].call_id
+    asked = next(e for e in run.events if isinstance(e, ApprovalRequested))
+    waiting = CARDS[ApprovalRequested].body(asked, CardContext(Timeline(run.events)))
+    assert "waiting" in waiting
+    run.cancel_call(call, "store credit instead", by="ana")
+    run.run()
+    card = CARDS[ApprovalRequested].body(asked, CardContext(Timeline(run.events)))
+    assert "never decided: the call was skipped" in card and "waiting" not in card
+
+
 @pytest.mark.parametrize("mode", ["step", "run"])
 def test_a_queued_call_is_cancelled_while_another_waits(mode: str) -> None:
     RAN.clear()

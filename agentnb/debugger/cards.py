@@ -328,7 +328,10 @@ def _b_call_rejected(ev: Any, ctx: CardContext) -> str:
 
 def _b_approval_requested(ev: Any, ctx: CardContext) -> str:
     decision = ctx.timeline.approval_decision(ev.call_id, ev.seq)
-    status = decision or '<span class="agentnb-badge agentnb-badge-wait">waiting</span>'
+    call = ctx.timeline.call_at(ev.seq, ev.call_id)
+    answered = call.result.status if call is not None and call.result is not None else None  # cancelled: skipped
+    status = decision or (f"never decided: the call was {esc(answered)}" if answered else
+                          '<span class="agentnb-badge agentnb-badge-wait">waiting</span>')
     expires = ev.expires_at.isoformat(timespec="seconds") if ev.expires_at else "never"
     return kv([
         ("tool", f"<b>{esc(ev.name)}</b>"), ("call id", f"<code>{esc(ev.call_id)}</code>"),
