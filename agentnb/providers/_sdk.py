@@ -10,7 +10,10 @@ the official client the user passes. For each turn it
    :class:`~agentnb.request.RequestOptions`, which the request's own options override field by field, and
    the rest passes through. Everything a turn renders comes from that turn's request: the model keeps no
    memory of a run's earlier requests (a provider that needs the run's tool definitions on a tools-free turn
-   reads ``request.run_tools``);
+   reads ``request.run_tools``). What the run kept of its earlier requests' renderings travels with the
+   request (``request.renders``, the run's own: :mod:`agentnb.providers._render`), so a message is rendered
+   once per run, not once per turn; the items of a body are shared with later turns' bodies (read them, never
+   change them);
 2. hands the body to the SDK method (``client.chat.completions.create(**body)``, ...). Keys the method does
    not name go in ``extra_body``, so a setting passed through by the adapter still reaches the wire;
 3. parses the answer with the same adapter: ``parse_response`` for a whole response, ``parse_stream`` (with
@@ -303,7 +306,8 @@ class SdkModel:
         options = request.options.over(self.options)
         try:
             body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request),
-                                                               request_options=options, **settings)
+                                                               request_options=options, renders=request.renders,
+                                                               **settings)
         except ValueError as exc:  # a setting this wire API cannot express: say so before anything is sent
             raise ProviderError(f"{self.provider}: {exc}; nothing was sent", provider=self.provider,
                                 retryable=False) from exc
