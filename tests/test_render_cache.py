@@ -190,6 +190,22 @@ def test_a_turn_renders_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -
     assert len(rendered) == 50
 
 
+def test_gemini_contents_are_converted_once_per_run() -> None:
+    from google.genai import types
+
+    from agentnb.providers.gemini import model as gemini
+
+    history, renders = [Message.user("Go.")], {}
+    body = WIRE_APIS["gemini"].render_request(HistoryView(history), renders=renders)
+    first = gemini._contents(types, body["contents"], renders)
+    history += [Message.assistant("Hi."), Message.user("More.")]
+    body = WIRE_APIS["gemini"].render_request(HistoryView(history), renders=renders)
+    second = gemini._contents(types, body["contents"], renders)
+    assert second[0] is first[0] and len(second) == 3
+    assert [c.model_dump() for c in second] == [types.Content.model_validate(c).model_dump() for c in body["contents"]]
+    assert gemini._contents(types, body["contents"][:1], None)[0] is not first[0]  # no cache: made afresh
+
+
 # -- real runs through the official SDKs -------------------------------------------------------------------
 
 PIN = "zq9-pin-7731-0042-9918"
@@ -257,6 +273,14 @@ def test_real_runs_send_what_a_fresh_rendering_sends(emu: Emulator, provider: st
     assert any(e.type == "CompressionApplied" for e in run.events)
     assert len(seen) == 10 and all(r is seen[0] for r in seen)  # one cache, the run's, for all of its requests
     assert run._model.renders == {}  # the run is over: its renderings are gone
+
+    if provider == "gemini":  # the SDK's Content objects, made once per run, are still what their dicts say
+        from google.genai import types
+
+        items, made = seen[-1]["gemini.sdk_contents"]
+        assert len(made) == len(items) > 4
+        assert [c.model_dump() for c in made] == [types.Content.model_validate_json(json.dumps(c)).model_dump()
+                                                  for c in items]
 
     at = next(e.seq for e in run.events if e.type == "ApprovalRequested")
     emu.play(_script()[5:])

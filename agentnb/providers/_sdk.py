@@ -340,7 +340,7 @@ class SdkModel:
         if self._wire:
             self._tell("request", body)
         try:
-            result = self._send(body)
+            result = self._send(body, request.renders)
             if inspect.isawaitable(result):
                 result = run_coroutine(_awaited(result))
         except Exception as exc:
@@ -380,7 +380,8 @@ class SdkModel:
             turn.wire = capture.record()
         return turn
 
-    def _send(self, body: dict[str, Any]) -> Any:  # pragma: no cover - each subclass has its own
+    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:  # pragma: no cover
+        """One SDK call for ``body``; ``renders`` is the run's render cache (for what the SDK call converts)."""
         raise NotImplementedError
 
     # -- errors and retry-after ---------------------------------------------------------------------------

@@ -77,7 +77,7 @@ class AnthropicModel(SdkModel):
             body["tool_choice"] = {"type": "none"}
         return body
 
-    def _send(self, body: dict[str, Any]) -> Any:
+    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
         create = self.client.messages.create
         return create(**call_kwargs(create, body))
 

@@ -44,7 +44,7 @@ class OpenAIResponsesModel(SdkModel):
         require("openai", self.extra)
         super().__init__(client, model=model, **options)
 
-    def _send(self, body: dict[str, Any]) -> Any:
+    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
         create = self.client.responses.create
         return create(**call_kwargs(create, body))
 
