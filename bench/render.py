@@ -5,7 +5,10 @@ its result) is rendered the way the SDK model renders a turn (``SdkModel.render`
 settings and options): with the cache off (every message rendered again, as every turn did before the cache)
 and on (the run's cache warm from the turn before: the turn's two new messages are rendered). Each repeat adds
 a turn, so "on" always renders a turn the cache has not seen. Gemini's model also converts each content into
-the SDK's ``Content`` (``gemini sdk``): once per turn and message before, once per run and message now.
+the SDK's ``Content`` (``gemini sdk``): once per turn and message before, once per run and message now. The
+last rows (``openai_chat turn``) are a whole turn of the Chat model through the ``openai`` client, its HTTP
+answered in the process: what is left of a turn once its rendering is cached (the SDK's own pass over the
+body, its JSON text, the wire capture).
 
 The clock is the thread's CPU time (the machine is shared), the figure the median of the repeats: turns in a
 row (as a run renders them, the garbage collector off as ``timeit`` does), in blocks alternating off and on,
@@ -139,6 +142,38 @@ def measure_gemini_sdk(n: int, repeats: int) -> tuple[float, float]:
     return alternate(repeats, turn_of("off"), turn_of("on"))
 
 
+ANSWER = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m", "choices": [{
+    "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def measure_sdk_turn(n: int, repeats: int) -> tuple[float, float]:
+    """A whole turn of the Chat model through the ``openai`` client, its HTTP answered in the process.
+
+    What the SDK does with the body (its own pass over every message, the JSON text) and the wire capture stay
+    O(n) a turn, cache or not: this row says how much of a turn the rendering was.
+    """
+    import httpx
+    import openai
+
+    http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER)))
+    model = WIRE_APIS["openai_chat"].model_class(
+        openai.OpenAI(api_key="bench-key-0000000000", base_url="http://127.0.0.1:9/v1", http_client=http), model="m")
+    sides = {"off": history(n - 2), "on": history(n - 2)}
+    renders: dict[str, Any] = {}
+    list(model.respond(ModelRequest(messages=HistoryView(sides["on"]), tools=[TOOL], renders=renders)))
+
+    def turn_of(side: str, cache: dict[str, Any] | None) -> Turn:
+        def prepare(k: int) -> Callable[[], Any]:
+            messages = sides[side]
+            messages += turn(10**6 + k)
+            request = ModelRequest(messages=HistoryView(messages), tools=[TOOL], renders=cache)
+            return lambda: list(model.respond(request))
+        return prepare
+
+    return alternate(repeats, turn_of("off", None), turn_of("on", renders))
+
+
 def memory(api: str, n: int) -> tuple[int, int]:
     """Bytes the history of ``n`` messages holds, and bytes the cache holds once it rendered that history."""
     model = model_of(api)
@@ -165,13 +200,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 6000])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    names = [*WIRE_APIS, "gemini sdk"]
+    names = [*WIRE_APIS, "gemini sdk", "openai_chat turn"]
     print("one turn's rendering, median CPU ms (the cache off = every message again, as before; on = the new ones)")
     print(f"{'wire API':<18} {'messages':>8} {'off ms':>9} {'on ms':>8} {'off µs/msg':>10} {'on/off':>7}")
     flat: dict[str, list[float]] = {}
     for name in names:
         for n in args.sizes:
-            off, on = measure_gemini_sdk(n, args.repeats) if name == "gemini sdk" else measure(name, n, args.repeats)
+            measured = {"gemini sdk": measure_gemini_sdk, "openai_chat turn": measure_sdk_turn}
+            off, on = measured[name](n, args.repeats) if name in measured else measure(name, n, args.repeats)
             flat.setdefault(name, []).append(on)
             print(f"{name:<18} {n:>8,} {off * 1e3:>9.3f} {on * 1e3:>8.3f} {off / n * 1e6:>10.2f} {on / off:>7.4f}")
     print()

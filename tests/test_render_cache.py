@@ -232,7 +232,7 @@ def emu() -> Iterator[Emulator]:
         yield e
 
 
-def _checked(model: Any, seen: list[dict[str, Any]]) -> Any:
+def _checked(model: Any, seen: list[dict[str, Any]], bodies: list[dict[str, Any]] | None = None) -> Any:
     """``model`` with every body it renders checked against a fresh rendering of the same request."""
     render = model.render
 
@@ -242,6 +242,8 @@ def _checked(model: Any, seen: list[dict[str, Any]]) -> Any:
         assert body == render(dataclasses.replace(request, renders=None))
         assert PIN not in repr(request.renders)  # the cache holds the history as masked
         seen.append(request.renders)
+        if bodies is not None:
+            bodies.append(body)
         return body
 
     model.render = checking
@@ -259,7 +261,8 @@ def _script() -> list[Any]:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_real_runs_send_what_a_fresh_rendering_sends(emu: Emulator, provider: str) -> None:
     seen: list[dict[str, Any]] = []
-    model = _checked(WIRE_APIS[provider].model_class(emu.client(provider), **OPTIONS[provider]), seen)
+    bodies: list[dict[str, Any]] = []
+    model = _checked(WIRE_APIS[provider].model_class(emu.client(provider), **OPTIONS[provider]), seen, bodies)
     budget = anb.Budget(context_window=600, compress_at=0.6, keep_pairs=2, max_no_progress=None)
     loop = anb.Loop(model=model, tools=[lookup, unlock], system="Be brief.", budget=budget, retry_base_delay=0.0)
     emu.play(_script())
@@ -271,6 +274,9 @@ def test_real_runs_send_what_a_fresh_rendering_sends(emu: Emulator, provider: st
     run.run()
     assert run.state is anb.LoopState.COMPLETED, run.reason
     assert any(e.type == "CompressionApplied" for e in run.events)
+    key = WIRE_APIS[provider].list_key  # what reached the wire is the history the adapter rendered
+    if provider != "ollama":  # (the ollama client copies each message through its own model, empty fields dropped)
+        assert emu.requests[-1].body[key] == json.loads(json.dumps(bodies[-1][key]))
     assert len(seen) == 10 and all(r is seen[0] for r in seen)  # one cache, the run's, for all of its requests
     assert run._model.renders == {}  # the run is over: its renderings are gone
 

@@ -40,6 +40,7 @@ import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .._aio import run_coroutine
@@ -57,6 +58,11 @@ __all__ = ["ProviderError", "SdkModel", "require"]
 _CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
                       "TimeoutException", "TransportError", "RemoteProtocolError", "ReadError", "TimeoutError",
                       "ConnectionError")
+
+
+RENDERS: ContextVar[dict[str, Any] | None] = ContextVar("agentnb_renders", default=None)
+"""The render cache of the request being sent (``ModelRequest.renders``), for what a model's ``_send`` converts
+once per run (the Gemini model's SDK contents); None outside a request, or for a request without one."""
 
 
 def require(module: str, extra: str) -> Any:
@@ -138,8 +144,17 @@ def map_error(exc: BaseException, provider: str) -> ModelError | None:
     return None
 
 
-def call_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
-    """The body as keyword arguments of an SDK method; keys it does not name go in ``extra_body``."""
+def call_kwargs(method: Callable[..., Any], body: dict[str, Any], *, verbatim: str | None = None) -> dict[str, Any]:
+    """The body as keyword arguments of an SDK method; keys it does not name go in ``extra_body``.
+
+    ``verbatim`` names the history's key (``messages``, ``input``): its list goes in ``extra_body`` as it is,
+    and its parameter gets an empty list. The ``openai`` and ``anthropic`` clients copy every parameter through
+    a type-directed pass (``maybe_transform``) before they send it, about 200 µs a message: on the history
+    that is the whole conversation again on every turn, and on the JSON the adapter renders the pass changes
+    nothing (it renames aliased keys and encodes files given as bytes; the adapters write neither). The SDK
+    merges ``extra_body`` into the JSON it sends, the key keeping its place, so the wire carries what the
+    adapter rendered.
+    """
     try:
         params = inspect.signature(method).parameters
     except (TypeError, ValueError):
@@ -148,6 +163,9 @@ def call_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, A
         return dict(body)
     known = {k: v for k, v in body.items() if k in params}
     extra = {k: v for k, v in body.items() if k not in params}
+    if verbatim is not None and verbatim in known and verbatim in params:
+        extra[verbatim] = known[verbatim]
+        known[verbatim] = []
     if extra:
         known["extra_body"] = {**(known.get("extra_body") or {}), **extra}
     return known
@@ -329,9 +347,11 @@ class SdkModel:
                 self._wire_secrets = tuple(self.credentials())
             capture = Capture(self.wire_cap, self._wire_secrets)
         token = CURRENT.set(capture)
+        kept = RENDERS.set(request.renders)
         try:
             return self._respond(request, capture)
         finally:
+            RENDERS.reset(kept)
             CURRENT.reset(token)
 
     def _respond(self, request: ModelRequest, capture: Capture | None) -> Iterator[StreamItem]:
@@ -340,7 +360,7 @@ class SdkModel:
         if self._wire:
             self._tell("request", body)
         try:
-            result = self._send(body, request.renders)
+            result = self._send(body)
             if inspect.isawaitable(result):
                 result = run_coroutine(_awaited(result))
         except Exception as exc:
@@ -380,8 +400,8 @@ class SdkModel:
             turn.wire = capture.record()
         return turn
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:  # pragma: no cover
-        """One SDK call for ``body``; ``renders`` is the run's render cache (for what the SDK call converts)."""
+    def _send(self, body: dict[str, Any]) -> Any:  # pragma: no cover - each subclass has its own
+        """One SDK call for ``body`` (:data:`RENDERS` holds the run's render cache meanwhile)."""
         raise NotImplementedError
 
     # -- errors and retry-after ---------------------------------------------------------------------------

@@ -77,9 +77,9 @@ class AnthropicModel(SdkModel):
             body["tool_choice"] = {"type": "none"}
         return body
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
+    def _send(self, body: dict[str, Any]) -> Any:
         create = self.client.messages.create
-        return create(**call_kwargs(create, body))
+        return create(**call_kwargs(create, body, verbatim="messages"))
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:

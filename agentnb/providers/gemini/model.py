@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._sdk import SdkModel, require
+from .._sdk import RENDERS, SdkModel, require
 from . import adapter as _adapter
 
 __all__ = ["GeminiModel", "client"]
@@ -59,9 +59,9 @@ class GeminiModel(SdkModel):
         options.pop("sdk_retries", None)
         super().__init__(client, model=model, sdk_retries=True, **options)
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
+    def _send(self, body: dict[str, Any]) -> Any:
         types = require("google.genai.types", self.extra)
-        contents = _contents(types, body.get("contents") or [], renders)
+        contents = _contents(types, body.get("contents") or [], RENDERS.get())
         config: dict[str, Any] = {k: body[k] for k in _CONFIG_KEYS if k in body}
         config.update(body.get("generationConfig") or {})
         rest = {k: v for k, v in body.items() if k not in (*_CONFIG_KEYS, "contents", "generationConfig")}

@@ -102,7 +102,7 @@ class OllamaModel(SdkModel):
         found += client_credentials(getattr(self.client, "_client", None) or object())  # the httpx client's headers
         return list(dict.fromkeys(found))
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
+    def _send(self, body: dict[str, Any]) -> Any:
         unknown = sorted(set(body) - set(_CHAT_KEYS))
         if unknown:
             raise ProviderError(f"ollama: the ollama client cannot send {unknown} (its chat() takes "

@@ -54,9 +54,9 @@ class OpenAIChatModel(SdkModel):
         require("openai", self.extra)
         super().__init__(client, model=model, **options)
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
+    def _send(self, body: dict[str, Any]) -> Any:
         create = self.client.chat.completions.create
-        return create(**call_kwargs(create, body))
+        return create(**call_kwargs(create, body, verbatim="messages"))
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:

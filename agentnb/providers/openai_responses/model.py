@@ -44,9 +44,9 @@ class OpenAIResponsesModel(SdkModel):
         require("openai", self.extra)
         super().__init__(client, model=model, **options)
 
-    def _send(self, body: dict[str, Any], renders: dict[str, Any] | None = None) -> Any:
+    def _send(self, body: dict[str, Any]) -> Any:
         create = self.client.responses.create
-        return create(**call_kwargs(create, body))
+        return create(**call_kwargs(create, body, verbatim="input"))
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:
