@@ -1,9 +1,10 @@
 """A conversation rendered once per message: what a wire adapter keeps between the requests of one run.
 
 Theory of operation. Every turn sends the whole conversation. Rendered afresh, every message is rendered again
-on every turn and a run's rendering grows with the square of its length (2 to 4 µs a message and turn, 13 to
-22 ms a turn at 6,000 messages, by wire API: ``bench/render.py``). So each adapter renders through a :class:`Renders`: the messages it
-rendered last, each one's rendering (its *unit*), where each unit starts in the wire list, and that list.
+on every turn and a run's rendering grows with the square of its length (2 to 6 µs a message and turn, 15 to
+35 ms a turn at 6,000 messages, by wire API: ``bench/render.py``). So each adapter renders through a
+:class:`Renders`: the messages it rendered last, each one's rendering (its *unit*), where each unit starts in
+the wire list, and that list.
 The run's model port hands each request the same ``renders`` dict (``ModelRequest.renders``), in which each
 adapter keeps its own :class:`Renders` under its name; the next request's conversation is compared with the
 last one, by identity only (an equal message that is another object is rendered again):
