@@ -267,6 +267,10 @@ class ModelRequest:
     history with tool calls renders on a tools-free turn (empty: the request's maker did not say)."""
     run_id: str = ""
     turn: int = 0
+    renders: dict[str, Any] | None = None
+    """Where a wire adapter keeps what it rendered of this run's earlier requests, so that a message is rendered
+    once (:mod:`agentnb.providers._render`): the run's model port gives each of its requests the same dict, and
+    drops it with the run. None: every message is rendered afresh."""
 
 
 # Stream items are made once per fragment (a 1 MB argument in 8-byte fragments is 131,072 of them) and never
@@ -328,6 +332,11 @@ class HistoryView(Sequence[Message]):
         items = self._items
         for i in range(self._n):
             yield items[i]
+
+    @property
+    def items(self) -> list[Message]:
+        """The append-only list this view reads (its first ``len(view)`` messages are the view's): never change it."""
+        return self._items
 
     def __repr__(self) -> str:
         return f"HistoryView({self._n} messages)"

@@ -179,7 +179,7 @@ class Run:
             return log.receive_all(*perform(rs, cfg, self._tools, self._leases, action.call_id, batch, self._reads))
         if isinstance(action, Compress):
             return log.receive(summary(rs, cfg, self.run_id, action.tokens))
-        return None  # Wait or Done
+        return self._model.idle(action)  # Wait or Done: None (a run that is over drops its renderings)
 
     def run(self) -> Run:
         """Step until the run ends or pauses for a person; returns the run (handy as a cell's last line).

@@ -5,6 +5,9 @@ asked for) and returns what came back as a record of :mod:`agentnb.engine.result
 whole turn with its latency, a failure with the time spent and a jitter draw, the end or the break of the
 stream -- never an event: what a record means is :func:`~agentnb.engine.receive`'s. It holds no run.
 
+Each request carries the port's ``renders`` (:mod:`agentnb.providers._render`): a model's wire adapter keeps
+there what it rendered of the run's history, so a turn renders only what is new; it lives and dies with the run.
+
 Fragments are masked here, before anything sees them (:class:`~agentnb.redact.RunSecrets`: a fragment is
 shown as the secrets it may hold allow), so their lengths count what is shown.
 """
@@ -18,8 +21,10 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..engine.actions import Done
 from ..engine.guards import Budget, UnpricedModelWarning, unpriced
 from ..engine.results import ModelFailed, ModelRaised, NotAnItem, StreamBroke, StreamEnded, TurnReceived
+from ..events import BaseEvent
 from ..exceptions import ModelError, StreamInterrupted
 from ..messages import ModelTurn
 from ..redact import RunSecrets
@@ -33,7 +38,8 @@ PullResult = (TextDelta | ArgumentsDelta | TurnReceived | ModelFailed | StreamEn
 class ModelPort:
     """One run's open answer from its model (see the module docstring)."""
 
-    __slots__ = ("budget", "first_attempt", "items", "leases", "model", "price_warned", "retry_at", "secrets", "t0")
+    __slots__ = ("budget", "first_attempt", "items", "leases", "model", "price_warned", "renders", "retry_at",
+                 "secrets", "t0")
 
     def __init__(self, model: Any, secrets: RunSecrets, budget: Budget, leases: LeaseKeeper | None = None) -> None:
         self.model = model
@@ -47,6 +53,18 @@ class ModelPort:
         self.retry_at = 0.0
         self.first_attempt = 0.0
         self.price_warned = False
+        self.renders: dict[str, Any] = {}
+        """What the model's wire adapter rendered of this run's requests (``ModelRequest.renders``): the run's own,
+        so it goes with the run (and :meth:`idle` drops it when the run ends)."""
+
+    def idle(self, action: object) -> BaseEvent | None:
+        """Nothing to pull (the engine waits or is done): returns None, the step's event.
+
+        A run that is done drops what its model rendered (one that goes on renders its history again, once).
+        """
+        if isinstance(action, Done) and self.renders:
+            self.renders = {}
+        return None
 
     def close(self) -> None:
         """Close the open answer, if any (closing a broken stream must not mask what broke it)."""
@@ -85,7 +103,9 @@ class ModelPort:
                 if wait > 0:
                     time.sleep(wait)
                 self.t0 = time.perf_counter()
-                self.items = iter(self.model.respond(request()))
+                asked = request()
+                asked.renders = self.renders
+                self.items = iter(self.model.respond(asked))
             item = next(self.items)
         except StopIteration:
             self.items = None

@@ -10,7 +10,10 @@ the official client the user passes. For each turn it
    :class:`~agentnb.request.RequestOptions`, which the request's own options override field by field, and
    the rest passes through. Everything a turn renders comes from that turn's request: the model keeps no
    memory of a run's earlier requests (a provider that needs the run's tool definitions on a tools-free turn
-   reads ``request.run_tools``);
+   reads ``request.run_tools``). What the run kept of its earlier requests' renderings travels with the
+   request (``request.renders``, the run's own: :mod:`agentnb.providers._render`), so a message is rendered
+   once per run, not once per turn; the items of a body are shared with later turns' bodies (read them, never
+   change them);
 2. hands the body to the SDK method (``client.chat.completions.create(**body)``, ...). Keys the method does
    not name go in ``extra_body``, so a setting passed through by the adapter still reaches the wire;
 3. parses the answer with the same adapter: ``parse_response`` for a whole response, ``parse_stream`` (with
@@ -37,6 +40,7 @@ import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .._aio import run_coroutine
@@ -54,6 +58,11 @@ __all__ = ["ProviderError", "SdkModel", "require"]
 _CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
                       "TimeoutException", "TransportError", "RemoteProtocolError", "ReadError", "TimeoutError",
                       "ConnectionError")
+
+
+RENDERS: ContextVar[dict[str, Any] | None] = ContextVar("agentnb_renders", default=None)
+"""The render cache of the request being sent (``ModelRequest.renders``), for what a model's ``_send`` converts
+once per run (the Gemini model's SDK contents); None outside a request, or for a request without one."""
 
 
 def require(module: str, extra: str) -> Any:
@@ -135,8 +144,17 @@ def map_error(exc: BaseException, provider: str) -> ModelError | None:
     return None
 
 
-def call_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
-    """The body as keyword arguments of an SDK method; keys it does not name go in ``extra_body``."""
+def call_kwargs(method: Callable[..., Any], body: dict[str, Any], *, verbatim: str | None = None) -> dict[str, Any]:
+    """The body as keyword arguments of an SDK method; keys it does not name go in ``extra_body``.
+
+    ``verbatim`` names the history's key (``messages``, ``input``): its list goes in ``extra_body`` as it is,
+    and its parameter gets an empty list. The ``openai`` and ``anthropic`` clients copy every parameter through
+    a type-directed pass (``maybe_transform``) before they send it, about 200 µs a message: on the history
+    that is the whole conversation again on every turn, and on the JSON the adapter renders the pass changes
+    nothing (it renames aliased keys and encodes files given as bytes; the adapters write neither). The SDK
+    merges ``extra_body`` into the JSON it sends, the key keeping its place, so the wire carries what the
+    adapter rendered.
+    """
     try:
         params = inspect.signature(method).parameters
     except (TypeError, ValueError):
@@ -145,6 +163,9 @@ def call_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, A
         return dict(body)
     known = {k: v for k, v in body.items() if k in params}
     extra = {k: v for k, v in body.items() if k not in params}
+    if verbatim is not None and verbatim in known and verbatim in params:
+        extra[verbatim] = known[verbatim]
+        known[verbatim] = []
     if extra:
         known["extra_body"] = {**(known.get("extra_body") or {}), **extra}
     return known
@@ -303,7 +324,8 @@ class SdkModel:
         options = request.options.over(self.options)
         try:
             body: dict[str, Any] = self.adapter.render_request(request.messages, self._offered(request),
-                                                               request_options=options, **settings)
+                                                               request_options=options, renders=request.renders,
+                                                               **settings)
         except ValueError as exc:  # a setting this wire API cannot express: say so before anything is sent
             raise ProviderError(f"{self.provider}: {exc}; nothing was sent", provider=self.provider,
                                 retryable=False) from exc
@@ -325,9 +347,11 @@ class SdkModel:
                 self._wire_secrets = tuple(self.credentials())
             capture = Capture(self.wire_cap, self._wire_secrets)
         token = CURRENT.set(capture)
+        kept = RENDERS.set(request.renders)
         try:
             return self._respond(request, capture)
         finally:
+            RENDERS.reset(kept)
             CURRENT.reset(token)
 
     def _respond(self, request: ModelRequest, capture: Capture | None) -> Iterator[StreamItem]:
@@ -377,6 +401,7 @@ class SdkModel:
         return turn
 
     def _send(self, body: dict[str, Any]) -> Any:  # pragma: no cover - each subclass has its own
+        """One SDK call for ``body`` (:data:`RENDERS` holds the run's render cache meanwhile)."""
         raise NotImplementedError
 
     # -- errors and retry-after ---------------------------------------------------------------------------

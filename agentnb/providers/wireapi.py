@@ -167,8 +167,9 @@ class WireAPI:
     title: str
     """A title for people (``OpenAI Chat Completions``): the wire view's tab."""
     render_request: Callable[..., dict[str, Any]]
-    """``render_request(messages, tools=(), *, request_options=RequestOptions(), **settings) -> body``: the
-    request for a canonical conversation, its typed options and pass-through settings."""
+    """``render_request(messages, tools=(), *, request_options=RequestOptions(), renders=None, **settings) -> body``:
+    the request for a canonical conversation, its typed options and pass-through settings (``renders``: a run's
+    render cache, :mod:`agentnb.providers._render`)."""
     parse_response: Callable[[Any], ModelTurn]
     """``parse_response(raw) -> ModelTurn``: a whole response (a dict or an SDK object)."""
     parse_stream: Callable[..., Iterator[StreamItem]]

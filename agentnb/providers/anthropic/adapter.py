@@ -51,6 +51,7 @@ from ...messages import (
     Usage,
 )
 from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
+from .._render import Plan, conversation
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -61,7 +62,6 @@ from .._wire import (
     own_reasoning,
     result_is_error,
     split_settings,
-    system_and_rest,
 )
 
 PROVIDER = "anthropic"
@@ -185,27 +185,33 @@ def _user_blocks(m: Message) -> list[dict[str, Any]]:
     return results + texts
 
 
-def _render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        role = "assistant" if m.role == "assistant" else "user"
-        blocks = _assistant_blocks(m) if role == "assistant" else _user_blocks(m)
-        if out and out[-1]["role"] == role:
-            prev = out[-1]["content"]
-            if role == "user" and any(b["type"] == "tool_result" for b in blocks):
-                # results come first in a user message: put them before text already there
-                n = sum(1 for b in prev if b["type"] == "tool_result")
-                prev[n:n] = [b for b in blocks if b["type"] == "tool_result"]
-                prev.extend(b for b in blocks if b["type"] != "tool_result")
-            else:
-                prev.extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return out
+class _Plan(Plan):
+    """A message's blocks depend on it alone; consecutive messages of one role are one message of the API."""
+
+    provider = "Anthropic"
+    system_apart = True
+    merges = True
+
+    def unit(self, m: Message, ctx: Any) -> tuple[str, list[dict[str, Any]]]:
+        if m.role == "assistant":
+            return "assistant", _assistant_blocks(m)
+        return "user", _user_blocks(m)
+
+    def join(self, role: str, before: list[Any], blocks: list[Any]) -> list[Any]:
+        results = [b for b in blocks if b["type"] == "tool_result"] if role == "user" else None
+        if not results:
+            return before + blocks
+        # results come first in a user message: they go before the text already there
+        n = sum(1 for b in before if b["type"] == "tool_result")
+        return [*before[:n], *results, *before[n:], *(b for b in blocks if b["type"] != "tool_result")]
+
+
+_PLAN = _Plan()
 
 
 def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
-                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
+                   request_options: RequestOptions = NO_OPTIONS, renders: dict[str, Any] | None = None,
+                   **settings: Any) -> dict[str, Any]:
     """The Messages request body for a canonical conversation.
 
     Args:
@@ -216,6 +222,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             schema (strict form only) goes in ``output_config.format`` (JSON outputs, generally available).
         **settings: ``model``, ``max_tokens`` (default 4096), ``stop`` (``stop_sequences``), ``stream``, ``extra``
             (merged into the body); other keys (``temperature``, ``thinking``, ...) pass through as given.
+        renders: a run's render cache (``ModelRequest.renders``): messages rendered on its earlier requests are
+            not rendered again (:mod:`agentnb.providers._render`).
 
     Raises:
         ValueError: for an output schema that is not in strict form, or an option given as a setting.
@@ -231,14 +239,15 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     if output is not None and not output.strict:  # asked for, never silently dropped (nor sent loosened)
         raise ValueError(f"output schema {output.name!r} is not in strict form (free keys, a tuple, ...): Anthropic's "
                          "JSON outputs take only that; ask for it with the output tool (output_mode='tool')")
-    system, convo = system_and_rest(messages, "Anthropic")
+    texts, items = conversation(renders, PROVIDER, None, lambda: _PLAN, messages)
+    system = "\n\n".join(texts) if texts else None
     body: dict[str, Any] = {}
     if "model" in mine:
         body["model"] = mine["model"]
     body["max_tokens"] = mine.get("max_tokens") or DEFAULT_MAX_TOKENS
     if system:
         body["system"] = system
-    body["messages"] = _render_messages(convo)
+    body["messages"] = items
     if tools:
         body["tools"] = [render_tool(t) for t in tools]
         choice = request_options.tool_choice

@@ -84,7 +84,7 @@ class AnthropicModel(SdkModel):
 
     def _send(self, body: dict[str, Any]) -> Any:
         create = self.client.messages.create
-        return create(**call_kwargs(create, body))
+        return create(**call_kwargs(create, body, verbatim="messages"))
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:

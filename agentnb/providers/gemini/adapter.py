@@ -49,6 +49,7 @@ from ...messages import (
     Usage,
 )
 from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta, ToolChoice
+from .._render import Plan, conversation
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     EventSource,
@@ -59,7 +60,6 @@ from .._wire import (
     own_data,
     own_reasoning,
     split_settings,
-    system_and_rest,
 )
 
 PROVIDER = "gemini"
@@ -219,25 +219,50 @@ def _user_parts(m: Message, wire_ids: dict[str, str]) -> list[dict[str, Any]]:
     return results + texts
 
 
-def _render_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    wire_ids: dict[str, str] = {}
-    for m in messages:
-        if m.role == "assistant":
-            role, parts = "model", _model_parts(m)
-            for c in m.tool_calls:
-                gid = own_data(c, PROVIDER).get("id")
-                if gid:
-                    wire_ids[c.call_id] = gid
-        else:
-            role, parts = "user", _user_parts(m, wire_ids)
-        if not parts:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
-    return out
+class _Plan(Plan):
+    """A message's parts depend on it and, for results, on the wire ids of the calls they answer.
+
+    The context maps a call id to its Gemini id, from the assistant messages before; consecutive messages of one
+    role are one content.
+    """
+
+    provider = "Gemini"
+    system_apart = True
+    merges = True
+    content = "parts"
+
+    def unit(self, m: Message, ctx: dict[str, str]) -> tuple[str, list[dict[str, Any]]] | None:
+        role, parts = ("model", _model_parts(m)) if m.role == "assistant" else ("user", _user_parts(m, ctx))
+        return (role, parts) if parts else None
+
+    def key(self, m: Message, ctx: dict[str, str]) -> Any:
+        if m.role == "assistant" or not ctx:
+            return None
+        return tuple(ctx.get(p.call_id) for p in m.parts if isinstance(p, ToolResultPart))
+
+    def context(self) -> dict[str, str]:
+        return {}
+
+    def advance(self, ctx: dict[str, str], m: Message) -> Any:
+        if m.role != "assistant":
+            return None
+        undo = []
+        for c in m.tool_calls:
+            gid = own_data(c, PROVIDER).get("id")
+            if gid:
+                undo.append((c.call_id, ctx.get(c.call_id)))
+                ctx[c.call_id] = gid
+        return undo or None
+
+    def undo(self, ctx: dict[str, str], token: Any) -> None:
+        for call_id, before in reversed(token or ()):
+            if before is None:
+                del ctx[call_id]
+            else:
+                ctx[call_id] = before
+
+
+_PLAN = _Plan()
 
 
 def _tool_config(choice: ToolChoice | None) -> dict[str, Any] | None:
@@ -249,7 +274,8 @@ def _tool_config(choice: ToolChoice | None) -> dict[str, Any] | None:
 
 
 def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
-                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
+                   request_options: RequestOptions = NO_OPTIONS, renders: dict[str, Any] | None = None,
+                   **settings: Any) -> dict[str, Any]:
     """The ``generateContent`` request body for a canonical conversation.
 
     Args:
@@ -262,6 +288,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             ``generation_config`` (merged) go in ``generationConfig``; ``schema_dialect`` (``openapi`` or
             ``json_schema``); ``model`` and ``stream`` are not part of the body; ``extra`` is merged into
             the body; other keys (``safetySettings``, ...) pass through as given.
+        renders: a run's render cache (``ModelRequest.renders``): messages rendered on its earlier requests are
+            not rendered again (:mod:`agentnb.providers._render`).
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], max_tokens=64)
@@ -273,11 +301,12 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     if request_options.parallel_tool_calls is False and tools:
         raise ValueError("parallel_tool_calls=False cannot be expressed on Gemini (it has no switch for parallel "
                          "function calls); leave it unset for this model")
-    system, convo = system_and_rest(messages, "Gemini")
+    texts, items = conversation(renders, PROVIDER, None, lambda: _PLAN, messages)
+    system = "\n\n".join(texts) if texts else None
     body: dict[str, Any] = {}
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
-    body["contents"] = _render_contents(convo)
+    body["contents"] = items
     if tools:
         dialect = mine.get("schema_dialect", "openapi")
         body["tools"] = [{"functionDeclarations": [render_tool(t, schema_dialect=dialect) for t in tools]}]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._sdk import SdkModel, require
+from .._sdk import RENDERS, SdkModel, require
 from . import adapter as _adapter
 
 __all__ = ["GeminiModel", "client"]
@@ -65,7 +65,7 @@ class GeminiModel(SdkModel):
 
     def _send(self, body: dict[str, Any]) -> Any:
         types = require("google.genai.types", self.extra)
-        contents = [types.Content.model_validate_json(json.dumps(c)) for c in body.get("contents") or ()]
+        contents = _contents(types, body.get("contents") or [], RENDERS.get())
         config: dict[str, Any] = {k: body[k] for k in _CONFIG_KEYS if k in body}
         config.update(body.get("generationConfig") or {})
         rest = {k: v for k, v in body.items() if k not in (*_CONFIG_KEYS, "contents", "generationConfig")}
@@ -74,6 +74,30 @@ class GeminiModel(SdkModel):
         models = self.client.models
         send = models.generate_content_stream if self.stream else models.generate_content
         return send(model=self.name, contents=contents, config=sdk_config)
+
+
+def _contents(types: Any, items: list[dict[str, Any]], renders: dict[str, Any] | None) -> list[Any]:
+    """The SDK's ``Content`` of each rendered content, each made once per run.
+
+    The render cache shares a content's dict between the turns that send it (:mod:`agentnb.providers._render`),
+    so the ``Content`` made from it last turn is that dict's: the contents kept from the last turn (a prefix of
+    the same dicts) are not converted again, only the new ones (about 40 µs each).
+    """
+    last_items, last = renders.get(_CONTENTS, ((), ())) if renders is not None else ((), ())
+    n = len(last_items)
+    # the same dicts compare in C at a pointer's cost; an equal dict that is another object makes an equal Content
+    if n and len(items) >= n and items[:n - 1] == last_items[:n - 1]:
+        k = n if items[n - 1] == last_items[n - 1] else n - 1
+    else:
+        k = 0
+    made = [*last[:k], *(types.Content.model_validate_json(json.dumps(c)) for c in items[k:])]
+    if renders is not None:
+        renders[_CONTENTS] = (list(items), made)
+    return made
+
+
+_CONTENTS = "gemini.sdk_contents"
+"""Where :func:`_contents` keeps the last turn's contents in the run's render cache."""
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:

@@ -52,6 +52,7 @@ from ...messages import (
     Usage,
 )
 from ...request import NO_OPTIONS, ArgumentsDelta, RequestOptions, StreamItem, TextDelta, tool_choice_json
+from .._render import Plan, conversation
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     EventSource,
@@ -107,26 +108,51 @@ def _assistant(m: Message) -> dict[str, Any]:
     return out
 
 
-def _render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    order: dict[str, int] = {}  # call id -> its position in the last assistant message with calls
-    for m in messages:
+class _Plan(Plan):
+    """A message's items depend on it and, for results, on the order of the calls they answer.
+
+    The context maps a call id to its position in the last assistant message with calls. Binding is positional on
+    this wire: the results go in the order of the calls they answer.
+    """
+
+    def unit(self, m: Message, ctx: list[dict[str, int]]) -> list[dict[str, Any]]:
         if m.role == "assistant":
-            out.append(_assistant(m))
-            if m.tool_calls:
-                order = {c.call_id: k for k, c in enumerate(m.tool_calls)}
-        elif m.role == "tool":
-            # Binding is positional on this wire: the results go in the order of the calls they answer.
-            results = sorted(m.tool_results, key=lambda r: order.get(r.call_id, len(order)))
-            out.extend({"role": "tool", "content": r.content, "tool_name": r.name} for r in results)
-            out.extend({"role": "user", "content": p.text} for p in m.parts if isinstance(p, TextPart) and p.text)
-        else:
-            out.append({"role": m.role, "content": m.text})
-    return out
+            return [_assistant(m)]
+        if m.role != "tool":
+            return [{"role": m.role, "content": m.text}]
+        order = ctx[0]
+        results = sorted(m.tool_results, key=lambda r: order.get(r.call_id, len(order)))
+        out = [{"role": "tool", "content": r.content, "tool_name": r.name} for r in results]
+        out.extend({"role": "user", "content": p.text} for p in m.parts if isinstance(p, TextPart) and p.text)
+        return out
+
+    def key(self, m: Message, ctx: list[dict[str, int]]) -> Any:
+        if m.role != "tool":
+            return None
+        order = ctx[0]
+        return tuple(order.get(r.call_id, len(order)) for r in m.tool_results)
+
+    def context(self) -> list[dict[str, int]]:
+        return [{}]
+
+    def advance(self, ctx: list[dict[str, int]], m: Message) -> Any:
+        if m.role != "assistant" or not m.tool_calls:
+            return None
+        before = ctx[0]
+        ctx[0] = {c.call_id: k for k, c in enumerate(m.tool_calls)}
+        return before
+
+    def undo(self, ctx: list[dict[str, int]], token: Any) -> None:
+        if token is not None:
+            ctx[0] = token
+
+
+_PLAN = _Plan()
 
 
 def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
-                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
+                   request_options: RequestOptions = NO_OPTIONS, renders: dict[str, Any] | None = None,
+                   **settings: Any) -> dict[str, Any]:
     """The ``/api/chat`` request body for a canonical conversation.
 
     Args:
@@ -138,6 +164,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             ``seed``, ``stop`` and ``options`` (merged) go in ``options``; ``think`` (a bool or ``"low"``/
             ``"medium"``/``"high"``); ``stream``; other keys (``keep_alive``, ``format``, ...) and ``extra`` go
             into the body as given.
+        renders: a run's render cache (``ModelRequest.renders``): messages rendered on its earlier requests are
+            not rendered again (:mod:`agentnb.providers._render`).
 
     Raises:
         ValueError: for the tool choice ``required`` or a named tool and ``parallel_tool_calls=False`` with
@@ -159,7 +187,7 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     body: dict[str, Any] = {}
     if "model" in mine:
         body["model"] = mine["model"]
-    body["messages"] = _render_messages(messages)
+    body["messages"] = conversation(renders, PROVIDER, None, lambda: _PLAN, messages)[1]
     if tools and choice != "none":
         body["tools"] = [render_tool(t) for t in tools]
     body["stream"] = bool(mine.get("stream"))

@@ -44,6 +44,7 @@ from ...messages import (
     Usage,
 )
 from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
+from .._render import Plan, conversation
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -128,26 +129,32 @@ def _assistant(m: Message, send_reasoning: bool) -> dict[str, Any]:
     return out
 
 
-def _render_messages(messages: Sequence[Message], system_role: str, send_reasoning: bool) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
+class _Plan(Plan):
+    """One message at a time: each message's items depend on it and the two options only."""
+
+    def __init__(self, system_role: str, send_reasoning: bool) -> None:
+        self.system_role = system_role
+        self.send_reasoning = send_reasoning
+
+    def unit(self, m: Message, ctx: Any) -> list[dict[str, Any]]:
         if m.role == "system":
-            out.append({"role": system_role, "content": m.text})
-        elif m.role == "user":
-            out.append({"role": "user", "content": m.text})
-        elif m.role == "assistant":
-            out.append(_assistant(m, send_reasoning))
-        else:
-            for p in m.parts:
-                if isinstance(p, ToolResultPart):
-                    out.append({"role": "tool", "tool_call_id": p.call_id, "content": p.content})
-                elif isinstance(p, TextPart) and p.text:
-                    out.append({"role": "user", "content": p.text})
-    return out
+            return [{"role": self.system_role, "content": m.text}]
+        if m.role == "user":
+            return [{"role": "user", "content": m.text}]
+        if m.role == "assistant":
+            return [_assistant(m, self.send_reasoning)]
+        out: list[dict[str, Any]] = []
+        for p in m.parts:
+            if isinstance(p, ToolResultPart):
+                out.append({"role": "tool", "tool_call_id": p.call_id, "content": p.content})
+            elif isinstance(p, TextPart) and p.text:
+                out.append({"role": "user", "content": p.text})
+        return out
 
 
 def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
-                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
+                   request_options: RequestOptions = NO_OPTIONS, renders: dict[str, Any] | None = None,
+                   **settings: Any) -> dict[str, Any]:
     """The Chat Completions request body for a canonical conversation.
 
     Args:
@@ -160,6 +167,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
             rename), ``strict``, ``stream`` (adds ``stream_options.include_usage``), ``system_role``
             (``system`` or ``developer``), ``send_reasoning`` (default True: send ``reasoning_content``
             back), ``extra`` (merged into the body); other keys pass through as given.
+        renders: a run's render cache (``ModelRequest.renders``): messages rendered on its earlier requests are
+            not rendered again (:mod:`agentnb.providers._render`).
 
     Example:
         >>> render_request([Message.user("Hi")], model="gpt-4o", max_tokens=50)
@@ -169,9 +178,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
     body: dict[str, Any] = {}
     if "model" in mine:
         body["model"] = mine["model"]
-    body["messages"] = _render_messages(
-        messages, mine.get("system_role", "system"), bool(mine.get("send_reasoning", True))
-    )
+    role, reasoning = mine.get("system_role", "system"), bool(mine.get("send_reasoning", True))
+    body["messages"] = conversation(renders, PROVIDER, (role, reasoning), lambda: _Plan(role, reasoning), messages)[1]
     if tools:
         strict = bool(mine.get("strict", False))
         body["tools"] = [render_tool(t, strict=strict) for t in tools]

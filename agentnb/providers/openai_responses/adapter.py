@@ -45,6 +45,7 @@ from ...messages import (
     Usage,
 )
 from ...request import NO_OPTIONS, ArgumentsDelta, NamedTool, RequestOptions, StreamItem, TextDelta
+from .._render import Plan, conversation
 from .._wire import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     CallBuffer,
@@ -53,7 +54,6 @@ from .._wire import (
     own_data,
     own_reasoning,
     split_settings,
-    system_and_rest,
     wire_arguments,
 )
 from ..openai_chat.adapter import _check_strict
@@ -107,22 +107,30 @@ def _assistant_items(m: Message) -> Iterator[dict[str, Any]]:
             yield item
 
 
-def _render_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
+class _Plan(Plan):
+    """One message at a time: each message's items depend on it alone."""
+
+    provider = "The Responses API"
+    system_apart = True
+
+    def unit(self, m: Message, ctx: Any) -> list[dict[str, Any]]:
         if m.role == "assistant":
-            out.extend(_assistant_items(m))
-            continue
+            return list(_assistant_items(m))
+        out: list[dict[str, Any]] = []
         for p in m.parts:
             if isinstance(p, ToolResultPart):
                 out.append({"type": "function_call_output", "call_id": p.call_id, "output": p.content})
             elif isinstance(p, TextPart) and p.text:
                 out.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p.text}]})
-    return out
+        return out
+
+
+_PLAN = _Plan()
 
 
 def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), *,
-                   request_options: RequestOptions = NO_OPTIONS, **settings: Any) -> dict[str, Any]:
+                   request_options: RequestOptions = NO_OPTIONS, renders: dict[str, Any] | None = None,
+                   **settings: Any) -> dict[str, Any]:
     """The Responses request body for a canonical conversation.
 
     Args:
@@ -134,6 +142,8 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
         **settings: ``model``, ``max_tokens`` (sent as ``max_output_tokens``), ``strict``, ``stream``,
             ``extra`` (merged into the body); other keys (``reasoning``, ``include``, ``store``, ...) pass
             through as given.
+        renders: a run's render cache (``ModelRequest.renders``): messages rendered on its earlier requests are
+            not rendered again (:mod:`agentnb.providers._render`).
 
     Example:
         >>> render_request([Message.system("Be brief."), Message.user("Hi")], model="gpt-5", max_tokens=100)
@@ -143,13 +153,14 @@ def render_request(messages: Sequence[Message], tools: Sequence[ToolInfo] = (), 
          'max_output_tokens': 100}
     """
     mine, rest = split_settings(settings, _KNOWN)
-    system, convo = system_and_rest(messages, "The Responses API")
+    texts, items = conversation(renders, PROVIDER, None, lambda: _PLAN, messages)
+    system = "\n\n".join(texts) if texts else None
     body: dict[str, Any] = {}
     if "model" in mine:
         body["model"] = mine["model"]
     if system:
         body["instructions"] = system
-    body["input"] = _render_input(convo)
+    body["input"] = items
     if tools:
         strict = bool(mine.get("strict", False))
         body["tools"] = [render_tool(t, strict=strict) for t in tools]

@@ -46,7 +46,7 @@ class OpenAIResponsesModel(SdkModel):
 
     def _send(self, body: dict[str, Any]) -> Any:
         create = self.client.responses.create
-        return create(**call_kwargs(create, body))
+        return create(**call_kwargs(create, body, verbatim="input"))
 
 
 def client(api_key: str, base_url: str | None = None, *, async_: bool = False, **options: Any) -> Any:
