@@ -297,3 +297,22 @@ def test_real_runs_send_what_a_fresh_rendering_sends(emu: Emulator, provider: st
     forked.run()
     assert forked.state is anb.LoopState.COMPLETED, forked.reason
     assert len(seen) > 10 and seen[-1] is not seen[0]  # the fork renders through its own cache
+
+
+def test_a_wire_callback_that_changes_the_body_changes_neither_this_request_nor_a_later_one(emu: Emulator) -> None:
+    """The body's items are the run's render cache: a callback gets a copy, so what it does stays its own."""
+    model = WIRE_APIS["openai_chat"].model_class(emu.client("openai_chat"), **OPTIONS["openai_chat"])
+
+    def vandal(kind: str, payload: Any) -> None:
+        if kind == "request":
+            for m in payload["messages"]:
+                m["content"] = "changed by a callback"
+            payload["messages"].append({"role": "user", "content": "injected"})
+
+    model.on_wire(vandal)
+    emu.play([{"tool_calls": [{"name": "lookup", "arguments": {"n": 1}}]}, {"text": "Done."}])
+    run = anb.Loop(model=model, tools=[lookup], retry_base_delay=0.0).start("Look 1 up.").run()
+    assert run.state is anb.LoopState.COMPLETED, run.reason
+    sent = [r.body["messages"] for r in emu.requests[-2:]]
+    assert [m["content"] for m in sent[0]] == ["Look 1 up."]
+    assert sent[1][0]["content"] == "Look 1 up." and "injected" not in json.dumps(sent)

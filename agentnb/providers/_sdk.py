@@ -34,6 +34,7 @@ request, so ``retry-after`` is honoured whatever backoff the driver chose; a del
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import inspect
 import itertools
@@ -262,7 +263,7 @@ class SdkModel:
     def on_wire(self, callback: Callable[[WireKind, Any], None]) -> Callable[[], None]:
         """Call ``callback(kind, payload)`` with what goes over the wire; returns the function that stops it.
 
-        ``kind`` is ``"request"`` (the body, before it is sent), ``"response"`` (a whole response) or
+        ``kind`` is ``"request"`` (a copy of the body, before it is sent), ``"response"`` (a whole response) or
         ``"event"`` (one raw stream event, as the SDK hands it over, before the adapter reads it). The
         callback runs in the thread that pulls the answer; what it raises propagates (keep it small).
 
@@ -357,8 +358,8 @@ class SdkModel:
     def _respond(self, request: ModelRequest, capture: Capture | None) -> Iterator[StreamItem]:
         body = self.render(request)
         self._wait_retry_after()
-        if self._wire:
-            self._tell("request", body)
+        if self._wire:  # a copy: the body's items are the run's render cache, shared with its later requests
+            self._tell("request", copy.deepcopy(body))
         try:
             result = self._send(body)
             if inspect.isawaitable(result):
