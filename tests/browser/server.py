@@ -93,3 +93,28 @@ def jupyter_server(base: Path, app: str = "jupyterlab") -> Iterator[dict[str, An
         except ProcessLookupError:
             pass
         log.close()
+
+
+def write_notebook(root: Path, stem: str, sources: list[str]) -> str:
+    """A notebook of code cells ``sources`` under ``root`` (a new name each time); its file name."""
+    name = f"{stem}_{int(time.time() * 1000)}.ipynb"
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+                     "source": src} for i, src in enumerate(sources)],
+          "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                      "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    (root / name).write_text(json.dumps(nb), encoding="utf-8")
+    return name
+
+
+def run_all(page: Any, timeout: int = 60_000) -> None:
+    """Run All Cells in a JupyterLab page once its kernel is idle and no dialog is open."""
+    import re
+
+    from playwright.sync_api import expect
+
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=timeout)
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(
+        timeout=timeout)
+    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=timeout)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()

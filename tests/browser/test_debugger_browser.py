@@ -19,6 +19,7 @@ import pytest
 import agentnb as anb
 
 from .contrast import below_aa
+from .server import run_all
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.browser
@@ -50,14 +51,6 @@ def click_to_detail_ms(page: Any, index: int, seq: int) -> float:
     ))
 
 
-def _run_all(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
 def _open(lab: dict[str, Any], browser: Any, artifacts: Path) -> tuple[Any, list[str]]:
@@ -69,7 +62,7 @@ def _open(lab: dict[str, Any], browser: Any, artifacts: Path) -> tuple[Any, list
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text))
     page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-    _run_all(page)
+    run_all(page)
     roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
     try:
         roots.nth(3).wait_for(timeout=T)
@@ -258,7 +251,7 @@ def test_debugger_in_jupyterlab(lab: dict[str, Any], browser: Any, artifacts: Pa
         try:
             page.reload()
             expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=T)
-            _run_all(page)
+            run_all(page)
             root = page.locator(".jp-OutputArea-output .agentnb-debugger").first
             root.locator("button.agentnb-btn-continue").click()
             expect(root.locator("button.agentnb-btn-approve")).to_be_visible(timeout=T)

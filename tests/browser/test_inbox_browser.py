@@ -9,7 +9,6 @@ Screenshots: ``test-artifacts/inbox-light.png``, ``inbox-dark.png``.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 import agentnb as anb
 
 from .contrast import below_aa
+from .server import run_all, write_notebook
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
@@ -39,23 +39,9 @@ CELLS = [
 
 
 def _notebook(root: Path, db: Path) -> str:
-    name = f"inbox_{int(time.time() * 1000)}.ipynb"
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-              "source": c.format(repo=str(REPO), db=str(db))} for c in CELLS]
-    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                      "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    (root / name).write_text(json.dumps(nb), encoding="utf-8")
-    return name
+    return write_notebook(root, "inbox", [c.format(repo=str(REPO), db=str(db)) for c in CELLS])
 
 
-def _run_all(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
 def test_the_inbox_widget_decides_one_a_selection_and_updates_live(lab: dict[str, Any], browser: Any,
@@ -70,7 +56,7 @@ def test_the_inbox_widget_decides_one_a_selection_and_updates_live(lab: dict[str
     theme = lab["settings"] / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
     try:
         page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-        _run_all(page)
+        run_all(page)
         app = page.locator(".jp-OutputArea-output .agentnb-inbox-app")
         rows = app.locator(".anbi-row")
         try:
@@ -124,7 +110,7 @@ def test_the_inbox_widget_decides_one_a_selection_and_updates_live(lab: dict[str
         theme.write_text(json.dumps({"theme": "JupyterLab Dark"}))
         page.reload()
         expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=T)
-        _run_all(page)
+        run_all(page)
         expect(rows).to_have_count(2, timeout=T)
         app.locator(".anbi-row[data-run='late'] .anbi-select").check()
         app.scroll_into_view_if_needed()

@@ -10,7 +10,6 @@ page) and then with one. Screenshots: ``test-artifacts/intervene-light.png``, ``
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import agentnb as anb
 from agentnb.events import CallRejected, Interjected, ModelRequested, TurnCompleted
 
 from .contrast import below_aa
+from .server import run_all, write_notebook
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
@@ -39,23 +39,9 @@ CELLS = [
 
 
 def _notebook(root: Path, db: Path) -> str:
-    name = f"intervene_{int(time.time() * 1000)}.ipynb"
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-              "source": c.format(repo=str(REPO), db=str(db))} for c in CELLS]
-    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                      "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    (root / name).write_text(json.dumps(nb), encoding="utf-8")
-    return name
+    return write_notebook(root, "intervene", [c.format(repo=str(REPO), db=str(db)) for c in CELLS])
 
 
-def _run_all(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
 def test_a_person_tells_the_model_something_cancels_a_queued_call_and_ends_a_run(
@@ -70,7 +56,7 @@ def test_a_person_tells_the_model_something_cancels_a_queued_call_and_ends_a_run
     theme = lab["settings"] / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
     try:
         page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-        _run_all(page)
+        run_all(page)
         roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
         try:
             expect(roots).to_have_count(2, timeout=T)
@@ -139,7 +125,7 @@ def test_a_person_tells_the_model_something_cancels_a_queued_call_and_ends_a_run
         theme.write_text(json.dumps({"theme": "JupyterLab Dark"}))
         page.reload()
         expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=T)
-        _run_all(page)
+        run_all(page)
         expect(roots.nth(1).locator(".anb-intervene-call")).to_have_count(2, timeout=T)
         roots.nth(0).locator(".agentnb-interject-text").fill("check the order date first")
         roots.nth(0).locator(".agentnb-intervene").scroll_into_view_if_needed()

@@ -9,8 +9,6 @@ those labels copied into the page shows them on its header and card with no kern
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,8 @@ import pytest
 
 import agentnb as anb
 from agentnb.evals import Dataset
+
+from .server import run_all, write_notebook
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
@@ -38,23 +38,9 @@ CELLS = [
 
 
 def _notebook(root: Path, db: Path, cases: Path) -> str:
-    name = f"labels_{int(time.time() * 1000)}.ipynb"
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-              "source": c.format(repo=str(REPO), db=str(db), cases=str(cases))} for c in CELLS]
-    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                      "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    (root / name).write_text(json.dumps(nb), encoding="utf-8")
-    return name
+    return write_notebook(root, "labels", [c.format(repo=str(REPO), db=str(db), cases=str(cases)) for c in CELLS])
 
 
-def _run_all(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first).to_be_visible(timeout=T)
-    expect(page.locator(".jp-Dialog")).to_have_count(0, timeout=T)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
 def test_a_person_labels_the_run_and_an_event_from_the_debugger(lab: dict[str, Any], browser: Any,
@@ -71,7 +57,7 @@ def test_a_person_labels_the_run_and_an_event_from_the_debugger(lab: dict[str, A
     page.on("console", lambda m: console.append(m.text))
     try:
         page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-        _run_all(page)
+        run_all(page)
         app = page.locator(".jp-OutputArea-output .agentnb-debugger")
         try:
             expect(app.locator(".agentnb-header")).to_contain_text("COMPLETED", timeout=T)

@@ -1,5 +1,7 @@
 """The debugger's hello said again until the kernel answers, and "Replay this turn with edits", in JupyterLab.
 
+from .server import run_all, write_notebook
+
 The page is opened with every widget's first hello dropped on its way to the kernel (the websocket's ``send``
 wrapped before JupyterLab loads): a debugger of a long run (more rows than the kernel sends before a page
 answers) must still fill, from the hello the page says again. Then a model turn's card is edited -- its
@@ -9,14 +11,13 @@ edited" with the diff.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .test_debugger_browser import _run_all
+from .server import run_all, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -53,13 +54,7 @@ refund""",
 
 
 def _notebook(root: Path) -> str:
-    name = f"replay_{int(time.time() * 1000)}.ipynb"
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
-                     "source": src} for i, src in enumerate(CELLS)],
-          "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                      "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
-    (root / name).write_text(json.dumps(nb), encoding="utf-8")
-    return name
+    return write_notebook(root, "replay", CELLS)
 
 
 def test_a_lost_hello_is_said_again_and_a_turn_replays_with_edits(lab: dict[str, Any], browser: Any,
@@ -70,7 +65,7 @@ def test_a_lost_hello_is_said_again_and_a_turn_replays_with_edits(lab: dict[str,
     page.add_init_script(DROP_FIRST_HELLO)
     try:
         page.goto(f"{lab['url']}/lab/tree/{_notebook(lab['root'])}?reset&token={lab['token']}", timeout=T)
-        _run_all(page)
+        run_all(page)
         roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
         roots.nth(0).wait_for(timeout=T)
         long = roots.nth(0)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .contrast import below_aa
-from .test_debugger_browser import _run_all
+from .server import run_all, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -50,13 +49,7 @@ anb.compare(weather, snow)""",
 
 
 def _notebook(root: Path) -> str:
-    name = f"tree_{int(time.time() * 1000)}.ipynb"
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
-                     "source": src} for i, src in enumerate(CELLS)],
-          "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                      "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
-    (root / name).write_text(json.dumps(nb), encoding="utf-8")
-    return name
+    return write_notebook(root, "tree", CELLS)
 
 
 def _count(root: Any) -> int:
@@ -80,7 +73,7 @@ def _open(lab: dict[str, Any], browser: Any, name: str) -> tuple[Any, Any, Any, 
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}", timeout=T)
-    _run_all(page)
+    run_all(page)
     roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
     roots.nth(1).wait_for(timeout=T)
     tree, live = roots.nth(0), roots.nth(1)
