@@ -13,7 +13,9 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     │   └── DigestMismatch     the arguments are not the ones the approver saw
     ├── CheckpointError        a stored run that cannot be trusted (seal mismatch, truncated, missing), or a
     │                          store fault (locked, disk full, read-only) with the original error as its cause
-    │   └── RunNotFound        the store holds no run of that id
+    │   ├── RunNotFound        the store holds no run of that id
+    │   └── StoreUnavailable   the store could not do it now (a connection lost, the server away, a lock or
+    │                          statement timeout): nothing was done, and the same call may be made again
     ├── RunLocked              another driver holds the run's lease (or held it and its lease expired)
     ├── ResumeError            a stored run that cannot go on under the current loop (schema, policy)
     ├── TranscriptError        an event log that cannot be read back or folded: a line that is not an event,
@@ -93,6 +95,14 @@ class CheckpointError(AgentnbError):
 
 class RunNotFound(CheckpointError):
     """The store holds no run of that id (nothing was ever stored for it)."""
+
+
+class StoreUnavailable(CheckpointError):
+    """The store could not do it now (a connection lost, the server away, a lock or statement timeout).
+
+    Nothing was read or written, and unlike its parent it says nothing about the run: the same call may be
+    made again once the store is back.
+    """
 
 
 class RunLocked(AgentnbError):

@@ -30,7 +30,15 @@ from pydantic import ValidationError
 from .collection import TranscriptCollection
 from .engine import RunState
 from .events import ApprovalRequested, ApprovalResolved, BaseEvent, RunStarted, TurnCompleted
-from .exceptions import AgentnbError, ApprovalError, CheckpointError, RunLocked, RunNotPaused, ValueConversionError
+from .exceptions import (
+    AgentnbError,
+    ApprovalError,
+    CheckpointError,
+    RunLocked,
+    RunNotPaused,
+    StoreUnavailable,
+    ValueConversionError,
+)
 from .loop import Loop
 from .run import Run
 from .states import LoopState
@@ -176,6 +184,8 @@ class Inbox:
         for run_id, _ in self.store.runs(state=LoopState.WAITING_APPROVAL.value):
             try:
                 events = self.store.load(run_id)  # sealed: an edited log is refused here, never listed
+            except StoreUnavailable:  # not a problem of this run: the listing as a whole fails, none is left out
+                raise
             except Exception as exc:
                 self.problems[run_id] = f"its log cannot be read: {exc}"
                 continue

@@ -33,6 +33,7 @@ import anywidget
 import traitlets as t
 
 from .debugger import Debugger, assets
+from .exceptions import StoreUnavailable
 from .loop import Loop
 from .run import Run
 from .transcript import Transcript
@@ -130,6 +131,14 @@ class InboxWidget:
     def refresh(self) -> list[Pending]:
         """List the inbox again (from the store) and show it."""
         with self._lock:
+            try:
+                return self._relist()
+            except StoreUnavailable as exc:  # the rows stay as last listed, and the page says why they are old
+                self.view.message = f"could not list the inbox again, the rows are as listed before: {exc}"
+                return list(self._items.values())
+
+    def _relist(self) -> list[Pending]:
+        with self._lock:
             items = self.inbox.items()
             self._items = {p.key: p for p in items}
             now = datetime.now(UTC)
@@ -222,7 +231,7 @@ class InboxWidget:
             done = decide(items)
             self._show(done)
             try:
-                self.refresh()
+                self._relist()
             except Exception as exc:  # the store went away: what was decided (or not) stays on the page
                 self.view.message += f" -- the inbox could not be listed again ({exc})"
             return done

@@ -231,6 +231,40 @@ def test_a_store_that_goes_away_mid_decision_loses_nothing(tmp_path: Path) -> No
     assert anb.Inbox(store, loop=loop).approve(item, by="ana").applied
 
 
+class Unreachable:
+    """A store whose loads fail with ``StoreUnavailable`` for one run (a connection lost mid-listing)."""
+
+    def __init__(self, inner: anb.SqliteStore, run_id: str) -> None:
+        self.inner, self.run_id, self.down = inner, run_id, True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def load(self, run_id: str) -> Any:
+        if self.down and run_id == self.run_id:
+            raise anb.StoreUnavailable(f"could not load run {run_id!r}: connection lost (simulated)")
+        return self.inner.load(run_id)
+
+
+def test_a_store_fault_while_listing_leaves_no_run_out_and_the_widget_keeps_its_rows(tmp_path: Path) -> None:
+    """A run whose log cannot be *trusted* is a problem of that run; one the store could not *read now* is not:
+    the listing fails as a whole (never a shorter list that looks complete), and the widget says so."""
+    store, loop = paused(tmp_path, 2)
+    ids = sorted(p.run_id for p in anb.Inbox(store).items())
+    flaky = Unreachable(store, ids[1])
+    flaky.down = False
+    widget = anb.Inbox(flaky, loop=loop, by="ana").widget()
+    assert sorted(r["run_id"] for r in widget.view.rows) == ids
+    flaky.down = True
+    with pytest.raises(anb.StoreUnavailable):
+        anb.Inbox(flaky).items()
+    assert sorted(p.run_id for p in widget.refresh()) == ids  # the rows as listed before, and why
+    assert sorted(r["run_id"] for r in widget.view.rows) == ids
+    assert widget.view.message.startswith("could not list the inbox again") and "connection lost" in widget.view.message
+    flaky.down = False
+    assert sorted(p.run_id for p in widget.refresh()) == ids and widget.inbox.problems == {}
+
+
 def test_deciding_needs_a_loop_and_a_person() -> None:
     store = anb.MemoryStore()
     loop = make_loop(store)

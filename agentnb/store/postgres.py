@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import BaseEvent, event_to_json
-from ..exceptions import CheckpointError, RunLocked, RunNotFound
+from ..exceptions import CheckpointError, RunLocked, RunNotFound, StoreUnavailable
 from ..outcomes import Effect, EffectDone
 from .moves import Guard, Mark, RunRows, mark_name
 from .protocol import LEASE_TTL, Lease
@@ -241,7 +241,11 @@ class PostgresStore:
 
     @contextmanager
     def _conn(self, what: str) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; a database fault becomes ``CheckpointError`` (the transaction rolled back)."""
+        """A pooled connection; a database fault becomes ``CheckpointError`` (the transaction rolled back).
+
+        An ``OperationalError`` (a connection lost, the server away, a lock or statement timeout) is
+        ``StoreUnavailable``: nothing was done, and the same call may be made again.
+        """
         import psycopg
 
         try:
@@ -253,6 +257,7 @@ class PostgresStore:
                     self._pool.check()
                 except Exception:  # the server is still away: the next operation says so
                     pass
+                raise StoreUnavailable(f"could not {what}: {exc}") from exc
             raise CheckpointError(f"could not {what}: {exc}") from exc
 
     def _read_head(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = False) -> tuple[_Head, bool]:
