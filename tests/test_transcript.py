@@ -280,3 +280,20 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_only_a_big_paused_build_ages_what_it_built() -> None:
+    """A long load's objects go to the oldest generation (no walk of them later); a small build's stay young,
+    so the process's own young garbage is not made old by every small load."""
+    from agentnb.events import AGE_AFTER, gc_paused
+
+    def oldest(obj: object) -> bool:
+        return any(o is obj for o in gc.get_objects(generation=2))
+
+    gc.collect()
+    with gc_paused():
+        small = [[] for _ in range(1000)]
+    assert not oldest(small[-1])
+    with gc_paused():
+        big = [[] for _ in range(AGE_AFTER)]
+    assert oldest(big[-1])
