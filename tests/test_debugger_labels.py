@@ -171,3 +171,12 @@ def test_a_typed_runs_expected_output_is_its_json_and_a_file_dataset_is_written(
     assert Dataset(path)["typed"].expected == {"city": "Paris", "temp_c": 19}
     _click(dbg, "add_to_dataset", id="typed-2", expected="", calls=True)
     assert [c.id for c in Dataset(path)] == ["typed", "typed-2"]  # read, added to and written again
+
+
+def test_a_forks_debugger_keeps_the_book_the_person_and_the_dataset(tmp_path: Path) -> None:
+    book, cases = tmp_path / "labels.jsonl", Dataset()
+    run = _finished()
+    dbg = anb.Debugger(run, labels=book, by="ana", dataset=cases)
+    child = dbg.fork(2)
+    assert (child.by, child.labels_by, child.dataset) == ("ana", "ana", cases)
+    assert child.label_book is not None and child.label_book == dbg.label_book

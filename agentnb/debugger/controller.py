@@ -425,7 +425,11 @@ class Controller:
         run = self._need_run()
         at = seq if seq is not None or results or arguments else self.selected
         forked = run.fork(at, results=results, arguments=arguments)  # time travel lives in the driver (Run.fork)
-        return type(self)(forked, updates_per_second=1.0 / self._interval)
+        return type(self)(forked, **self._child_options())
+
+    def _child_options(self) -> dict[str, Any]:
+        """What a debugger made from this one (a fork's) keeps: its pace and its person."""
+        return {"updates_per_second": 1.0 / self._interval, "by": self.by}
 
     @property
     def runs(self) -> list[Run]:

@@ -111,6 +111,10 @@ class Labelling(Controller):
         self._label_note: dict[str, Any] = {"error": "", "done": "", "form": "", "stamp": 0}
         super().__init__(source, by=self.labels_by, **options)
 
+    def _child_options(self) -> dict[str, Any]:
+        """A fork's debugger labels into the same book, as the same person, and adds to the same dataset."""
+        return {**super()._child_options(), "labels": self._book, "dataset": self.dataset}
+
     # -- the book ---------------------------------------------------------------------------------------
 
     @property
