@@ -28,10 +28,18 @@ from typing import Any
 from ..events import ArgumentsMerged, BaseEvent, TextMerged
 from ..states import LoopState
 from ..visible import visible
-from . import cards
 from .diagram import state_diagram
 from .timeline import Timeline
-from .viewdata import WIRE_BUDGET, RowEncoder, detail_html, events_text, header, meters_html, wire_view
+from .viewdata import (
+    WIRE_BUDGET,
+    RowEncoder,
+    conversation_versions,
+    detail_html,
+    events_text,
+    header,
+    meters_html,
+    wire_view,
+)
 
 CARD_BUDGET = 10_000
 """Cards an export renders (every card of a run this long or shorter; see the module docs for the rest)."""
@@ -129,19 +137,7 @@ def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dic
     budget = CARD_BUDGET if budget is None else budget
     n = len(tl)
     events = tl.events
-    versions, where = tl.history_versions()
-    message_ids: dict[int, int] = {}
-    message_html: list[str] = []
-    version_lists: list[list[int]] = []
-    for version in versions:
-        ids = []
-        for m in version:
-            i = message_ids.get(id(m))
-            if i is None:
-                i = message_ids[id(m)] = len(message_html)
-                message_html.append(cards.message_html(m))
-            ids.append(i)
-        version_lists.append(ids)
+    message_html, version_lists, where = conversation_versions(tl)
     meter_lines, meter_at = _meters(tl)
     states = sorted({ev.state for ev in events} | {LoopState.NEW}, key=lambda s: s.value)
     keep = carded(events, budget)

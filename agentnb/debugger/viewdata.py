@@ -381,6 +381,28 @@ WIRE_BUDGET = 3_000_000
 """Characters of wire-view JSON an export keeps (the latest requests first; older ones say so)."""
 
 
+def conversation_versions(tl: Timeline) -> tuple[list[str], list[list[int]], list[tuple[int, int]]]:
+    """Each message's card once, and the conversation's versions as indices into them.
+
+    Also per event ``(version, length)`` (:meth:`Timeline.history_versions`): what a static page needs to show
+    the conversation at any moment.
+    """
+    versions, where = tl.history_versions()
+    message_ids: dict[int, int] = {}
+    message_html: list[str] = []
+    version_lists: list[list[int]] = []
+    for version in versions:
+        ids = []
+        for m in version:
+            i = message_ids.get(id(m))
+            if i is None:
+                i = message_ids[id(m)] = len(message_html)
+                message_html.append(cards.message_html(m))
+            ids.append(i)
+        version_lists.append(ids)
+    return message_html, version_lists, where
+
+
 def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     """Everything the read-only front end needs without a kernel, for every event, in one JSON value.
 
@@ -396,19 +418,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     from .tree import TreeEncoder
 
     tree = TreeEncoder().encode(tl.events, 0, n)
-    versions, where = tl.history_versions()
-    message_ids: dict[int, int] = {}
-    message_html: list[str] = []
-    version_lists: list[list[int]] = []
-    for version in versions:
-        ids = []
-        for m in version:
-            i = message_ids.get(id(m))
-            if i is None:
-                i = message_ids[id(m)] = len(message_html)
-                message_html.append(cards.message_html(m))
-            ids.append(i)
-        version_lists.append(ids)
+    message_html, version_lists, where = conversation_versions(tl)
     meter_lines: dict[str, int] = {}
     meter_at = []
     for seq in range(n):
