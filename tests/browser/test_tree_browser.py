@@ -93,9 +93,9 @@ def _shots(page: Any, tree: Any, compare: Any, artifacts: Path, theme: str) -> N
     model = tree.locator(".anb-node.agentnb-node-model").first
     model.locator(".anb-twisty").click()
     calls = tree.locator(".anb-node.agentnb-node-call")
-    for i in range(2):
+    for i in range(2):  # one call opened at a time: the tree redraws after each click, so wait for it
         calls.nth(i).locator(".anb-twisty").click()
-    expect(tree.locator(".anb-row.agentnb-ev-ToolStarted")).to_have_count(2, timeout=T)
+        expect(tree.locator(".anb-row.agentnb-ev-ToolStarted")).to_have_count(i + 1, timeout=T)
     page.mouse.move(0, 0)
     tree.locator(".anb-list").screenshot(path=str(artifacts / f"waterfall-{theme}.png"))
     low = below_aa(tree)
