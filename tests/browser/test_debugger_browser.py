@@ -51,8 +51,6 @@ def click_to_detail_ms(page: Any, index: int, seq: int) -> float:
     ))
 
 
-
-
 def _open(lab: dict[str, Any], browser: Any, artifacts: Path) -> tuple[Any, list[str]]:
     name = f"debugger_e2e_{int(time.time() * 1000)}.ipynb"
     _copy_stripped(HERE / "debugger_e2e.ipynb", lab["root"] / name)

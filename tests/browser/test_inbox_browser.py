@@ -42,8 +42,6 @@ def _notebook(root: Path, db: Path) -> str:
     return write_notebook(root, "inbox", [c.format(repo=str(REPO), db=str(db)) for c in CELLS])
 
 
-
-
 def test_the_inbox_widget_decides_one_a_selection_and_updates_live(lab: dict[str, Any], browser: Any,
                                                                    artifacts: Path) -> None:
     from playwright.sync_api import expect

@@ -42,8 +42,6 @@ def _notebook(root: Path, db: Path) -> str:
     return write_notebook(root, "intervene", [c.format(repo=str(REPO), db=str(db)) for c in CELLS])
 
 
-
-
 def test_a_person_tells_the_model_something_cancels_a_queued_call_and_ends_a_run(
         lab: dict[str, Any], browser: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect

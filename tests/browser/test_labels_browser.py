@@ -41,8 +41,6 @@ def _notebook(root: Path, db: Path, cases: Path) -> str:
     return write_notebook(root, "labels", [c.format(repo=str(REPO), db=str(db), cases=str(cases)) for c in CELLS])
 
 
-
-
 def test_a_person_labels_the_run_and_an_event_from_the_debugger(lab: dict[str, Any], browser: Any,
                                                                 artifacts: Path, tmp_path: Path) -> None:
     from playwright.sync_api import expect
