@@ -53,3 +53,18 @@ def test_the_answered_pages_are_bounded() -> None:
         assert hellos.wanted({"page": f"p{i}"})
     assert not hellos.wanted({"page": f"p{Hellos.KEPT + 9}", "retry": True})
     assert hellos.wanted({"page": "p0", "retry": True})  # forgotten long ago: answered again
+
+
+def test_a_page_whose_answer_was_lost_is_answered_again_after_a_while() -> None:
+    """The rows and the welcome never reached the page (it keeps saying hello): a repeat heard
+    ``AGAIN_AFTER`` seconds after the answer is answered again, one heard sooner is not."""
+    from agentnb.debugger.hello import Hellos
+
+    now = [100.0]
+    hellos = Hellos(clock=lambda: now[0])
+    assert hellos.wanted({"page": "p", "retry": False})
+    now[0] += Hellos.AGAIN_AFTER - 0.5
+    assert not hellos.wanted({"page": "p", "retry": True})
+    now[0] += 1.0
+    assert hellos.wanted({"page": "p", "retry": True})
+    assert not hellos.wanted({"page": "p", "retry": True})  # answered just now: quiet again

@@ -1310,8 +1310,9 @@ const HELLO_TRIES = 40; // a minute: the kernel may be busy running the cell tha
 /**
  * Say hello until the kernel answers it. A hello sent while the page's comms come up can be lost (a reopened
  * notebook's widget then waits for rows forever), so it is said again every 1.5 s, for a minute at most, until
- * a "welcome" comes back. Each hello names this page; the kernel answers a repeat of one it already answered
- * with nothing (agentnb/debugger/hello.py), so hellos queued behind a busy cell send the rows once.
+ * a "welcome" comes back. Each hello names this page; the kernel answers a repeat of one it answered less
+ * than 5 s before with nothing (agentnb/debugger/hello.py), so hellos queued behind a busy cell send the rows
+ * once, and a page whose answer was lost on the way is answered again.
  */
 function sayHello(model) {
   const store = storeOf(model);

@@ -4,14 +4,18 @@ A page (``widgets/debugger.js``) says hello when it opens the widget, and again 
 answers, because a hello sent while the page's comms come up can be lost (a reopened notebook's widget then
 waits for its rows forever). A kernel busy with the cell that displayed the widget receives those hellos all
 at once when the cell ends; each would send every row again. So each hello names its page, and
-:class:`Hellos` answers a repeated one (``retry``) only if that page was never answered: the rows go once.
+:class:`Hellos` answers a repeated one (``retry``) only if that page was never answered, or was last answered
+:attr:`Hellos.AGAIN_AFTER` seconds before: a burst of queued hellos sends the rows once, and a page whose answer
+was lost on its way (it keeps saying hello, never welcomed) gets it again at its next hello after that.
 A hello that names no page, or says it is not a repeat (the page found a gap in its rows), is always answered.
 After the rows, the debugger sends :func:`welcome`, and the page stops saying hello.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 
@@ -29,17 +33,24 @@ class Hellos:
     KEPT = 64
     """Pages remembered: a notebook reopened many times must not grow the set without end."""
 
-    def __init__(self) -> None:
-        self._answered: OrderedDict[str, None] = OrderedDict()
+    AGAIN_AFTER = 5.0
+    """Seconds after which a page that still says hello is answered again: its answer was lost (a page says
+    hello every 1.5 s; queued hellos arrive together, well within this)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._answered: OrderedDict[str, float] = OrderedDict()
+        self._clock = clock
 
     def wanted(self, content: dict[str, Any]) -> bool:
-        """Whether to answer this hello with every row (and remember its page as answered)."""
+        """Whether to answer this hello with every row (and remember when its page was answered)."""
         page = content.get("page")
         if not isinstance(page, str) or not page:
             return True
-        if content.get("retry") is True and page in self._answered:
+        now = self._clock()
+        last = self._answered.get(page)
+        if content.get("retry") is True and last is not None and now - last < self.AGAIN_AFTER:
             return False
-        self._answered[page] = None
+        self._answered[page] = now
         self._answered.move_to_end(page)
         while len(self._answered) > self.KEPT:
             self._answered.popitem(last=False)

@@ -73,7 +73,8 @@ def jupyter_server(base: Path, app: str = "jupyterlab") -> Iterator[dict[str, An
                     log.flush()
                     raise RuntimeError(f"{app} did not start:\n{(base / 'server.log').read_text()[-3000:]}") from None
                 time.sleep(0.3)
-        yield {"url": url, "token": token, "root": root, "settings": settings, "app": app}
+        yield {"url": url, "token": token, "root": root, "settings": settings, "app": app,
+               "log": base / "server.log"}
     finally:
         try:
             req = urllib.request.Request(f"{url}/api/shutdown", method="POST",

@@ -90,6 +90,10 @@ def _open(browser: Any, server: dict[str, Any], name: str, *, wait_kernel: bool 
     from playwright.sync_api import expect
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.agentnb_console = console  # read by _assert_live when the kernel's rows never come
+    page.agentnb_log = server["log"]
     page.goto(_url(server, name), timeout=T)
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=T)
     if wait_kernel:
@@ -138,7 +142,13 @@ def _assert_live(page: Any) -> None:
 
     roots = page.locator(".jp-OutputArea-output .agentnb-debugger")
     expect(roots).to_have_count(3, timeout=T)
-    expect(roots.nth(1).locator(".anb-row").first).to_be_visible(timeout=T)  # rows: the kernel answered
+    try:
+        expect(roots.nth(1).locator(".anb-row").first).to_be_visible(timeout=T)  # rows: the kernel answered
+    except AssertionError:
+        heads = [roots.nth(i).inner_text()[:300] for i in range(roots.count())]
+        log = Path(page.agentnb_log).read_text(encoding="utf-8", errors="replace")[-4000:]
+        raise AssertionError("no rows in the paused debugger's widget\nroots: " + repr(heads) + "\nconsole: "
+                             + " | ".join(page.agentnb_console[-30:]) + "\nserver log: " + log) from None
     expect(roots.nth(1).locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL")
     statics = page.locator(".agentnb-static-view")
     expect(statics).to_have_count(3)
