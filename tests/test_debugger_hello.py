@@ -68,3 +68,17 @@ def test_a_page_whose_answer_was_lost_is_answered_again_after_a_while() -> None:
     now[0] += 1.0
     assert hellos.wanted({"page": "p", "retry": True})
     assert not hellos.wanted({"page": "p", "retry": True})  # answered just now: quiet again
+
+
+def test_the_quiet_time_starts_when_the_answer_was_sent() -> None:
+    """Sending a long run's rows took longer than ``AGAIN_AFTER``: the hellos queued meanwhile, read just
+    after, are repeats of an answered page and send nothing again."""
+    from agentnb.debugger.hello import Hellos
+
+    now = [0.0]
+    hellos = Hellos(clock=lambda: now[0])
+    assert hellos.wanted({"page": "p", "retry": False})
+    now[0] += Hellos.AGAIN_AFTER * 3  # the rows took this long to send
+    hellos.sent({"page": "p"})
+    now[0] += 0.01
+    assert not any(hellos.wanted({"page": "p", "retry": True}) for _ in range(40))

@@ -34,8 +34,9 @@ class Hellos:
     """Pages remembered: a notebook reopened many times must not grow the set without end."""
 
     AGAIN_AFTER = 5.0
-    """Seconds after which a page that still says hello is answered again: its answer was lost (a page says
-    hello every 1.5 s; queued hellos arrive together, well within this)."""
+    """Seconds after an answer was sent (:meth:`sent`) within which a repeat from its page is not answered;
+    later, the page's answer was lost (a page says hello every 1.5 s; hellos queued behind a busy cell are
+    read together just after the answer, however long sending its rows took)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._answered: OrderedDict[str, float] = OrderedDict()
@@ -55,6 +56,15 @@ class Hellos:
         while len(self._answered) > self.KEPT:
             self._answered.popitem(last=False)
         return True
+
+    def sent(self, content: dict[str, Any]) -> None:
+        """The answer to this hello has been sent: its page's quiet time starts now.
+
+        A long run's rows take a while to send, and the hellos queued meanwhile must not each send them again.
+        """
+        page = content.get("page")
+        if isinstance(page, str) and page in self._answered:
+            self._answered[page] = self._clock()
 
 
 def welcome(content: dict[str, Any]) -> dict[str, Any]:

@@ -141,6 +141,7 @@ class Debugger(Labelling, intervene.Intervening):
                 self._reset_rows()
                 self._send_rows()
                 self.view.send(hello.welcome(content))
+                self._hellos.sent(content)
             return
         if kind == "call":
             method = self._CALLS.get(str(content.get("method")))
