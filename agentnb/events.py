@@ -141,6 +141,9 @@ class ModelRetried(BaseEvent):
     status: int | None = None
     error: str
     delay_s: float
+    wire: dict[str, Any] | None = None
+    """The failed request's HTTP exchange, masked, when an SDK model captured it (the keys of
+    ``ModelTurn.wire`` plus ``provider``)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -392,6 +395,8 @@ class RunFinished(BaseEvent):
     final: LoopState
     reason: str
     output: str | None = None
+    wire: dict[str, Any] | None = None
+    """When a failed or broken model request ended the run: its HTTP exchange, masked, as on ``ModelRetried``."""
 
 
 Event = Annotated[

@@ -196,10 +196,14 @@ class ModelError(AgentnbError):
     Attributes:
         status: the HTTP status, when there is one (429, 500, ...).
         retryable: whether another attempt may help (rate limits, server errors, connection errors).
+        wire: the HTTP exchange of the failed request when an SDK model captured it (the keys of a turn's
+            ``wire``, see :mod:`agentnb.providers._capture`, plus ``provider``), else None. The loop keeps it,
+            masked, on the ``ModelRetried`` or ``RunFinished`` event the failure led to.
     """
 
     def __init__(self, message: str, *, status: int | None = None, retryable: bool | None = None) -> None:
         self.status = status
+        self.wire: dict[str, Any] | None = None
         self.retryable = retryable if retryable is not None else (status in (408, 409, 429) or (status or 0) >= 500)
         super().__init__(message)
 

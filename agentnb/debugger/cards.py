@@ -269,7 +269,16 @@ def _muted(text: str) -> str:
 
 def _b_model_retried(ev: Any, ctx: CardContext) -> str:
     rows = [("attempt", esc(ev.attempt)), ("status", esc(ev.status)), ("waits", f"{ev.delay_s:g} s")]
-    return kv(rows) + pre(ev.error)
+    return kv(rows + _wire_row(ev.wire)) + pre(ev.error)
+
+
+def _wire_row(wire: Any) -> list[tuple[str, str]]:
+    """A failed request's capture, named in its card: the exchange itself is on the Wire tab."""
+    if not isinstance(wire, dict):
+        return []
+    what = f"{wire.get('method', '')} {wire.get('url', '')} → {wire.get('status') or 'no status'}"
+    frames = f", {int(wire.get('frames_total') or 0)} frames before the break" if wire.get("stream") else ""
+    return [("wire", f"{esc(what)}{esc(frames)} · the Wire tab shows the exchange")]
 
 
 def _b_turn_completed(ev: Any, ctx: CardContext) -> str:
@@ -435,7 +444,7 @@ def _b_run_finished(ev: Any, ctx: CardContext) -> str:
     cls = "agentnb-badge-done" if ev.final.value == "COMPLETED" else "agentnb-badge-bad"
     out = pre(ev.output) if ev.output else '<span class="agentnb-muted">(no output)</span>'
     return kv([("final state", f'<span class="agentnb-badge {cls}">{esc(ev.final.value)}</span>'),
-               ("why", esc(ev.reason))]) + out
+               ("why", esc(ev.reason)), *_wire_row(ev.wire)]) + out
 
 
 def _b_generic(ev: Any, ctx: CardContext) -> str:

@@ -30,7 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..engine.prices import cost
-from ..events import BaseEvent, TurnCompleted
+from ..events import BaseEvent, ModelRetried, RunFinished, TurnCompleted
 from ..providers.prices import recorded_table
 from ..states import TERMINAL, LoopState
 from ..visible import visible
@@ -310,11 +310,25 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
         out["response_from"] = response.provider
         if response.provider == getattr(adapter, "PROVIDER", None):
             out["response"] = _pretty(cards.jsonable(response.raw))
-    sent = wire.sent(response, in_flight=turn is None and tl.events[-1].state not in TERMINAL)
+    failed = _failed_at(tl, seq, req, answered=turn is not None)
+    sent = (wire.sent_failed(failed) if failed is not None
+            else wire.sent(response, in_flight=turn is None and tl.events[-1].state not in TERMINAL))
     if sent["api"] and sent["api"] != adapter.PROVIDER:
         sent = {**dict.fromkeys(sent, ""), "note": f"{sent['title'].split(':')[0]} (see its tab)"}
     out["sent"] = sent
     return out
+
+
+def _failed_at(tl: Timeline, seq: int, asked: BaseEvent, *, answered: bool) -> ModelRetried | RunFinished | None:
+    """The failed request to show at ``seq``: the one selected, else the last one of a turn that got no answer."""
+    events = tl.events
+    selected = events[seq] if 0 <= seq < len(events) else None
+    if isinstance(selected, ModelRetried | RunFinished) and selected.wire is not None:
+        return selected
+    if answered:
+        return None
+    return next((e for e in reversed(events[asked.seq:]) if isinstance(e, ModelRetried | RunFinished)
+                 and e.wire is not None and e.turn == asked.turn), None)
 
 
 def _pretty(value: Any) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from ..events import BaseEvent, ToolInfo
+from ..events import BaseEvent, ModelRetried, RunFinished, ToolInfo
 from ..messages import ModelTurn
 from ..providers.registry import WIRE_APIS
 from ..redact import MASK
@@ -160,6 +160,28 @@ def sent(response: ModelTurn | None, *, in_flight: bool = False) -> dict[str, An
                        else f"as sent: no HTTP exchange was kept for this turn ({response.provider}; the model's "
                             "capture_wire was off, or it does not capture)")
         return out
+    out.update(_exchange(wire, response.provider))
+    return out
+
+
+def sent_failed(event: ModelRetried | RunFinished) -> dict[str, Any]:
+    """What went over HTTP for a request that failed or broke (the capture its event keeps), as :func:`sent`."""
+    wire = event.wire
+    if not isinstance(wire, dict):
+        return sent(None)
+    provider = str(wire.get("provider") or "")
+    out = _exchange(wire, provider)
+    what = (f"broke mid-stream after {int(wire.get('frames_total') or 0)} frames"
+            if isinstance(event, RunFinished) and wire.get("stream") else
+            f"failed: {wire.get('method', '')} {wire.get('url', '')} → {wire.get('status') or 'no answer'}")
+    out["title"] = f"as sent through {_title(provider)}, {what}"
+    out["note"] = (f"attempt {event.attempt} failed; the loop asked again after {event.delay_s:g} s"
+                   if isinstance(event, ModelRetried) else "this request ended the run")
+    return out
+
+
+def _exchange(wire: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A captured exchange as the wire view shows it: title, request, response, curl, truncation."""
     status = wire.get("status")
     headers = "\n".join(f"{k}: {v}" for k, v in (wire.get("request_headers") or {}).items())
     body_text = _pretty_text(str(wire.get("request_body") or ""))
@@ -174,14 +196,14 @@ def sent(response: ModelTurn | None, *, in_flight: bool = False) -> dict[str, An
         body = _pretty_text(str(wire.get("response_body") or ""))
     response_headers = "\n".join(f"{k}: {v}" for k, v in (wire.get("response_headers") or {}).items())
     attempts = int(wire.get("attempts") or 1)
-    out.update(
-        api=response.provider,
-        title=(f"as sent through {_title(response.provider)}: {wire.get('method', '')} {wire.get('url', '')} "
-               f"→ {status} in {float(wire.get('elapsed_ms') or 0):.1f} ms"
-               + (f" (the last of {attempts} HTTP attempts)" if attempts > 1 else "")),
-        request=visible(request, json=True)[0],
-        response=visible(f"HTTP {status}\n{response_headers}\n\n{body}", json=True)[0],
-        curl=visible(curl(wire, response.provider))[0],
-        truncated=str(wire.get("truncated") or ""),
-    )
-    return out
+    return {
+        "api": provider,
+        "title": (f"as sent through {_title(provider)}: {wire.get('method', '')} {wire.get('url', '')} "
+                  f"→ {status} in {float(wire.get('elapsed_ms') or 0):.1f} ms"
+                  + (f" (the last of {attempts} HTTP attempts)" if attempts > 1 else "")),
+        "request": visible(request, json=True)[0],
+        "response": visible(f"HTTP {status}\n{response_headers}\n\n{body}", json=True)[0],
+        "curl": visible(curl(wire, provider))[0],
+        "truncated": str(wire.get("truncated") or ""),
+        "note": "",
+    }

@@ -112,13 +112,13 @@ class ModelPort:
             return StreamEnded()
         except StreamInterrupted as exc:
             self.close()
-            return StreamBroke(str(exc))
+            return StreamBroke(str(exc), exc.wire)
         except ModelError as exc:
             self.close()
             retry_after = getattr(exc, "retry_after", None)
             return ModelFailed(str(exc), exc.status, exc.retryable,
                                retry_after if isinstance(retry_after, int | float) else None,
-                               time.monotonic() - self.first_attempt, 0.5 + random.random() / 2)
+                               time.monotonic() - self.first_attempt, 0.5 + random.random() / 2, exc.wire)
         except Exception as exc:  # a bug in a model or a script turn: keep the run consistent, keep the cause
             self.close()
             return ModelRaised(traceback.format_exception_only(type(exc), exc)[-1].strip())

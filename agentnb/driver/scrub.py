@@ -55,8 +55,12 @@ def scrub(event: BaseEvent, secrets: RunSecrets, settings: dict[str, Any], event
         secrets.restart_streams()
         event.settings = event_settings if event.settings is settings else redact(event.settings)
         return
-    if cls is ModelRetried:
-        secrets.restart_streams()
+    if cls is ModelRetried or cls is RunFinished:
+        assert isinstance(event, ModelRetried | RunFinished)
+        if cls is ModelRetried:
+            secrets.restart_streams()
+        if event.wire is not None:  # a failed or broken request's exchange: rare, so every piece is masked
+            event.wire = redact_wire(event.wire, secrets.names(None), split=True)
     elif cls is RunStarted:
         assert isinstance(event, RunStarted)
         event.settings = redact(event.settings)

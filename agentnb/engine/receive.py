@@ -162,12 +162,18 @@ def model_failed(rs: RunState, policy: RetryPolicy, r: ModelFailed) -> ModelRetr
     shown = f"HTTP {r.status}: {r.error}" if r.status else r.error
     if r.retryable and rs.retries < policy.max_retries:
         if policy.max_time is not None and r.spent_s + delay > policy.max_time:
-            return finished(S.FAILED, f"the model call failed and retrying would pass max_retry_time="
-                                      f"{policy.max_time:g} s: {shown}")
+            return _with_wire(finished(S.FAILED, f"the model call failed and retrying would pass "
+                                                 f"max_retry_time={policy.max_time:g} s: {shown}"), r.wire)
         return ModelRetried(seq=-1, ts=UNSTAMPED, run_id="", turn=0, state=S.MODEL_REQUESTED, attempt=attempt,
-                            status=r.status, error=r.error, delay_s=round(delay, 3))
+                            status=r.status, error=r.error, delay_s=round(delay, 3), wire=r.wire)
     tries = f" after {rs.retries + 1} attempts" if rs.retries else ""
-    return finished(S.FAILED, f"the model call failed{tries}: {shown}")
+    return _with_wire(finished(S.FAILED, f"the model call failed{tries}: {shown}"), r.wire)
+
+
+def _with_wire(event: RunFinished, wire: dict[str, Any] | None) -> RunFinished:
+    """The run's last event keeps the exchange of the request that ended it."""
+    event.wire = wire
+    return event
 
 
 def _failed(rs: RunState, cfg: EngineConfig, r: ModelFailed) -> Emit:
@@ -184,7 +190,8 @@ def _ended(rs: RunState, cfg: EngineConfig, r: StreamEnded) -> Emit:
 
 
 def _broke(rs: RunState, cfg: EngineConfig, r: StreamBroke) -> Emit:
-    return Emit(finished(S.INCOMPLETE, f"the response stream broke: {r.error}; nothing in it was executed"))
+    return Emit(_with_wire(finished(S.INCOMPLETE, f"the response stream broke: {r.error}; nothing in it was "
+                                                  "executed"), r.wire))
 
 
 def _raised(rs: RunState, cfg: EngineConfig, r: ModelRaised) -> Emit:

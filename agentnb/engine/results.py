@@ -59,6 +59,8 @@ class ModelFailed:
     """Seconds since the request's first attempt."""
     jitter: float = 1.0
     """A draw in [0.5, 1) that scales the backoff (the port draws it: the engine draws no random number)."""
+    wire: dict[str, Any] | None = None
+    """The failed request's HTTP exchange when the model captured it (the event it leads to keeps it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,8 @@ class StreamBroke:
     """The answer's stream broke before its done signal."""
 
     error: str
+    wire: dict[str, Any] | None = None
+    """What went over HTTP until the break, when the model captured it (the run's last event keeps it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,8 +99,8 @@ class Frames:
 
         Args:
             payload: add ``payload``, each event's own fields as JSON text (slower: it serializes every event).
-                A turn's HTTP capture (``response.wire``) is left out; ``events_with_payload(runs, wire=True)``
-                keeps it.
+                HTTP captures (a turn's ``response.wire``, a failed request's ``wire`` on ``ModelRetried`` and
+                ``RunFinished``) are left out; ``events_with_payload(runs, wire=True)`` keeps them.
         """
         return self._get("events", payload)
 

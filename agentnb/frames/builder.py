@@ -196,22 +196,27 @@ _COMMON = {"seq", "ts", "run_id", "turn", "state", "type"}
 
 _NO_WIRE: dict[str, Any] = {**dict.fromkeys(_COMMON, True), "response": {"wire": True}}
 """What a turn's payload leaves out besides the common fields: its HTTP capture (large; asked for with wire=)."""
+_NO_FAILED_WIRE: dict[str, Any] = {**dict.fromkeys(_COMMON, True), "wire": True}
+"""The same for a failed or broken request's capture, on ``ModelRetried`` and ``RunFinished``."""
 
 
 def payloads(events: list[Any], *, wire: bool = False) -> list[str]:
-    """Each event's own fields (all but the common ones) as compact JSON text; a turn's ``wire`` only if asked."""
-    from ..events import TurnCompleted, json_text
+    """Each event's own fields (all but the common ones) as compact JSON text; HTTP captures only if asked."""
+    from ..events import ModelRetried, RunFinished, TurnCompleted, json_text
 
-    # the log's encoding: NaN kept, surrogates escaped
-    return [json_text(ev, exclude=_NO_WIRE if not wire and type(ev) is TurnCompleted else _COMMON) for ev in events]
+    if wire:
+        return [json_text(ev, exclude=_COMMON) for ev in events]  # the log's encoding: NaN kept, surrogates escaped
+    failed = (ModelRetried, RunFinished)
+    return [json_text(ev, exclude=_NO_WIRE if type(ev) is TurnCompleted
+                      else _NO_FAILED_WIRE if type(ev) in failed else _COMMON) for ev in events]
 
 
 def events_with_payload(runs: Sequence[Run], run_ids: Sequence[str] | None = None, *,
                         wire: bool = False) -> pd.DataFrame:
     """The events frame plus the ``payload`` column (each event's own fields as JSON).
 
-    ``wire=True`` keeps the turns' HTTP captures (``response.wire``) in their payloads; they are left out
-    otherwise.
+    ``wire=True`` keeps the HTTP captures (a turn's ``response.wire``, a failed request's ``wire``) in their
+    payloads; they are left out otherwise.
     """
     df = build("events", runs, run_ids=run_ids)
     flat = [e for r in runs for e in r]

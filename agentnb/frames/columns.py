@@ -117,7 +117,8 @@ EVENTS: tuple[Column, ...] = (
 )
 
 EVENTS_PAYLOAD: Column = Column(
-    "payload", "string", "payload", "the event's own fields as JSON text (only with ``payload=True``)"
+    "payload", "string", "payload", "the event's own fields as JSON text (only with ``payload=True``; HTTP captures, "
+    "``wire``, only with ``events_with_payload(runs, wire=True)``)"
 )
 
 TURNS: tuple[Column, ...] = (

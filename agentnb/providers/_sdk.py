@@ -46,7 +46,7 @@ from typing import Any
 
 from .._aio import run_coroutine
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, ModelError, ProviderError
+from ..exceptions import AgentnbError, ModelError, ProviderError, WireFormatError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ..request import ModelRequest, StreamItem, split_options
@@ -365,14 +365,14 @@ class SdkModel:
             if inspect.isawaitable(result):
                 result = run_coroutine(_awaited(result))
         except Exception as exc:
-            raise self._error(exc) from exc
+            raise self._failed(exc, capture) from exc
         if self._wire and not self.stream:
             self._tell("response", result)
         if not self.stream:
             try:
                 turn = self.adapter.parse_response(result)
-            except ModelError:
-                raise
+            except Exception as exc:
+                raise self._unreadable(exc, capture) from exc
             return iter((self._tag(turn, capture),))
         events: Iterator[Any] = iter(_drain_async(result) if self.is_async else result)
         if self._wire:
@@ -385,14 +385,17 @@ class SdkModel:
         except StopIteration:
             return self._stream(iter(()), capture)
         except Exception as exc:
-            raise self._error(exc) from exc
+            raise self._failed(exc, capture) from exc
         return self._stream(itertools.chain((first,), events), capture)
 
     def _stream(self, events: Iterable[Any], capture: Capture | None) -> Iterator[StreamItem]:
-        for item in self.adapter.parse_stream(events, max_argument_bytes=self.max_argument_bytes):
-            if isinstance(item, ModelTurn):
-                item = self._tag(item, capture)
-            yield item
+        try:
+            for item in self.adapter.parse_stream(events, max_argument_bytes=self.max_argument_bytes):
+                if isinstance(item, ModelTurn):
+                    item = self._tag(item, capture)
+                yield item
+        except Exception as exc:  # broke mid-way, or an event it cannot read: the frames so far are its wire
+            raise self._unreadable(exc, capture) from exc
 
     def _tag(self, turn: ModelTurn, capture: Capture | None = None) -> ModelTurn:
         if not turn.model:
@@ -406,6 +409,24 @@ class SdkModel:
         raise NotImplementedError
 
     # -- errors and retry-after ---------------------------------------------------------------------------
+
+    def _failed(self, exc: Exception, capture: Capture | None) -> ModelError:
+        """The model error for a failed request, carrying what went over HTTP when it was captured."""
+        err = self._error(exc)
+        err.wire = self._failed_wire(capture)
+        return err
+
+    def _unreadable(self, exc: Exception, capture: Capture | None) -> ModelError:
+        """An answer the adapter could not read: its own error, or a wire format error naming what failed."""
+        err = exc if isinstance(exc, ModelError) else WireFormatError(
+            f"{self.provider}: an answer of an unexpected shape ({type(exc).__name__}: {exc})")
+        if err.wire is None:
+            err.wire = self._failed_wire(capture)
+        return err
+
+    def _failed_wire(self, capture: Capture | None) -> dict[str, Any] | None:
+        record = capture.record() if capture is not None else None  # None: the request never left
+        return None if record is None else {**record, "provider": self.provider}
 
     def _error(self, exc: Exception) -> ModelError:
         mapped = map_error(exc, self.provider)
