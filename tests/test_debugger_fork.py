@@ -94,3 +94,34 @@ def test_the_fork_button_forks_at_the_selected_event_and_bad_picks_are_clear_err
     assert "no run 'nope'" in dbg.message
     replay = anb.Debugger(parent.transcript)
     assert replay.view.fork_edit == {}  # a replay has nothing to fork from
+
+
+def test_an_edit_too_large_for_the_page_is_not_sent_and_the_page_says_how_to_fork_from_code() -> None:
+    from agentnb.debugger.replay_edit import EDIT_CAP
+
+    big = "x" * (EDIT_CAP + 1)
+
+    @anb.tool
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text + text
+
+    script = [{"tool_calls": [{"name": "echo", "arguments": {"text": big}}]}, {"text": "done"}]
+    dbg = anb.Debugger(anb.Loop(model=anb.ScriptedModel(script), tools=[echo]).start("short"))
+    dbg.cont()
+    events = dbg.events
+    done = next(e for e in events if isinstance(e, ToolFinished))
+    parsed = next(e for e in events if e.type == "CallParsed")
+    for ev, kind in ((done, "result"), (parsed, "arguments")):
+        dbg.select(ev.seq)
+        offer = dbg.view.fork_edit
+        assert offer["kind"] == kind and offer["value"] == "", kind
+        assert f"too large to edit here (at most {EDIT_CAP:,})" in offer["too_large"]
+        assert f"run.fork({ev.seq}, " in offer["too_large"] and repr(ev.call_id) in offer["too_large"]
+    first_turn = next(e for e in events if e.type == "TurnCompleted")
+    dbg.select(first_turn.seq)
+    assert dbg.view.fork_edit["kind"] == "request" and "too_large" not in dbg.view.fork_edit  # a short request
+    long = anb.Debugger(anb.Loop(model=anb.ScriptedModel([{"text": "ok"}])).start(big))
+    long.cont()
+    long.select(next(e.seq for e in long.events if e.type == "TurnCompleted"))
+    assert long.view.fork_edit["value"] == "" and "request={...}" in long.view.fork_edit["too_large"]

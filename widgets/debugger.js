@@ -496,6 +496,11 @@ class DebuggerView {
     if (!show || box.dataset.key === key) return;
     box.dataset.key = key;
     box.innerHTML = "";
+    if (fe.too_large) { // the kernel did not send a text this large to edit (debugger/replay_edit.py EDIT_CAP)
+      const what = fe.kind === "request" ? `the request of ${fe.name}` : `the ${fe.kind} of ${fe.name}`;
+      box.append(h("div", { class: "agentnb-muted agentnb-edit-too-large" }, `To edit ${what}: ${fe.too_large}`));
+      return;
+    }
     if (fe.kind === "request") { drawReplayEdit(this, fe, box); return; } // a model turn: replay it with edits
     const what = fe.kind === "result" ? "result" : "arguments";
     const edit = h("textarea", { class: `anb-input agentnb-fork-${what}`, rows: String(Math.min(10, Math.max(2, String(fe.value).split("\n").length))),

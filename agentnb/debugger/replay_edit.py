@@ -23,6 +23,19 @@ from .timeline import Timeline
 TURN_EVENTS = (ModelRequested, TextMerged, ArgumentsMerged, TurnCompleted)
 """The events whose card offers their turn's request to edit and replay."""
 
+EDIT_CAP = 100_000
+"""Characters of text the page is offered to edit at most (a result, arguments, a request); a larger edit is
+made from code, and the page says how (the text would ride in a synced trait on every selection)."""
+
+
+def capped(edit: dict[str, Any], code: str) -> dict[str, Any]:
+    """``edit`` as it is, or, when its text is over :data:`EDIT_CAP`, without it and with ``too_large`` saying why."""
+    size = len(edit["value"])
+    if size <= EDIT_CAP:
+        return edit
+    return {**edit, "value": "", "too_large": f"{size:,} characters: too large to edit here (at most "
+                                              f"{EDIT_CAP:,}); fork from code: {code}"}
+
 
 def _request_seq(tl: Timeline, seq: int) -> int | None:
     for ev in reversed(tl.events[: seq + 1]):
@@ -68,8 +81,8 @@ def request_edit(tl: Timeline, seq: int) -> dict[str, Any]:
     if req is None:
         return {}
     text = json.dumps(_original(tl, req), indent=2, ensure_ascii=False)
-    return {"seq": req, "kind": "request", "name": f"turn {tl.events[req].turn}",
-            "value": visible(text, json=True)[0]}
+    return capped({"seq": req, "kind": "request", "name": f"turn {tl.events[req].turn}",
+                   "value": visible(text, json=True)[0]}, f"run.fork({req}, request={{...}})")
 
 
 def page_request(tl: Timeline, seq: int, text: str) -> dict[str, Any]:

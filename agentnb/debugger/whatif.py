@@ -16,7 +16,7 @@ from typing import Any
 from ..events import ApprovalRequested, CallParsed, CallValidated, ToolFinished
 from ..visible import visible
 from .render import jsonable
-from .replay_edit import request_edit
+from .replay_edit import capped, request_edit
 from .timeline import Timeline
 
 
@@ -39,8 +39,9 @@ def fork_edit(tl: Timeline, seq: int) -> dict[str, Any]:
     if isinstance(ev, ToolFinished):
         value = ev.value if ev.value is not None else ev.content
         text = value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
-        return {"seq": seq, "call_id": ev.call_id, "kind": "result", "name": visible(ev.name)[0],
-                "value": visible(text, json=not isinstance(value, str))[0]}
+        return capped({"seq": seq, "call_id": ev.call_id, "kind": "result", "name": visible(ev.name)[0],
+                       "value": visible(text, json=not isinstance(value, str))[0]},
+                      f"run.fork({seq}, results={{{ev.call_id!r}: ...}})")
     if isinstance(ev, CallParsed | CallValidated | ApprovalRequested):
         args = tl.call_arguments(seq, ev.call_id)
         if args is None:
@@ -48,8 +49,8 @@ def fork_edit(tl: Timeline, seq: int) -> dict[str, Any]:
         if args is None:
             return {}
         text = json.dumps(jsonable(args), indent=2, ensure_ascii=False)
-        return {"seq": seq, "call_id": ev.call_id, "kind": "arguments", "name": visible(ev.name)[0],
-                "value": visible(text, json=True)[0]}
+        return capped({"seq": seq, "call_id": ev.call_id, "kind": "arguments", "name": visible(ev.name)[0],
+                       "value": visible(text, json=True)[0]}, f"run.fork({seq}, arguments={{{ev.call_id!r}: {{...}}}})")
     return request_edit(tl, seq)  # a model turn's event: its request, to replay with edits
 
 
