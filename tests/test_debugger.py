@@ -642,3 +642,4 @@ def test_the_saved_snapshot_catches_up_with_the_last_of_quick_steps() -> None:
     while 'data-events="2"' not in dbg.view.snapshot:
         assert time.monotonic() < deadline, "the last steps never reached the snapshot"
         time.sleep(0.05)
+

@@ -300,7 +300,7 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     column = titles.index(provider) + 1
     out["where"] = wire.where_rows(column, messages)
     body = wire.render_one(tl, seq, provider)
-    request = visible(body, json=True)[0] if isinstance(body, str) else _pretty(body)
+    request = _pretty(body)
     out.update(seq=req.seq, turn=req.turn, request=request,
                note=f"the request of turn {req.turn} (event {req.seq}): {len(messages)} messages, {len(tools)} tools")
     adapter = dict(wire.ADAPTERS)[provider]
@@ -331,8 +331,21 @@ def _failed_at(tl: Timeline, seq: int, asked: BaseEvent, *, answered: bool) -> M
                  and e.wire is not None and e.turn == asked.turn), None)
 
 
-def _pretty(value: Any) -> str:
-    return visible(json.dumps(value, indent=2, ensure_ascii=False), json=True)[0]  # the same JSON, every character seen
+WIRE_TEXT_CAP = 200_000
+"""Characters of a rendered request or response the wire view shows: a long run's last request holds its whole
+conversation (megabytes at a few thousand turns), which would ride in a synced trait on every click."""
+
+
+def _pretty(value: Any, cap: int = WIRE_TEXT_CAP) -> str:
+    """The same JSON, every character seen; past ``cap`` characters its start and its end, and what was left out."""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+    if len(text) > cap:
+        head, tail = cap // 4, cap - cap // 4
+        cut = text.rfind("\n", 0, head) + 1 or head  # whole lines on both sides of the gap
+        end = text.find("\n", len(text) - tail) + 1 or len(text) - tail
+        text = (f"{text[:cut]}\n… {end - cut:,} characters left out here (the first {cut:,} and the last "
+                f"{len(text) - end:,} of {len(text):,} are shown; the transcript holds all of it) …\n\n{text[end:]}")
+    return visible(text, json=True)[0]
 
 
 # -- kernel-less views --------------------------------------------------------------------------------
