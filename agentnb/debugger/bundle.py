@@ -15,6 +15,7 @@ shape, with two bounds that keep a long run's export quick to write, small and l
   a request is given up as soon as the providers rendered so far pass the budget, instead of rendering all
   five first, and not rendered at all when its message count alone says it cannot fit (on a long run the
   latest request alone is over the budget, and rendering it five times was the slowest part of the export).
+  A request the wire view would cut (over :data:`.viewdata.WIRE_TEXT_CAP` characters) stops it the same way.
 
 Rows, the tree, the conversation's messages, the meters and the state diagrams are those of
 :func:`.viewdata.static_bundle`, from the same functions; a meter line is drawn once per distinct budget use
@@ -31,6 +32,7 @@ from ..visible import visible
 from .diagram import state_diagram
 from .timeline import Timeline
 from .viewdata import (
+    CUT,
     WIRE_BUDGET,
     RowEncoder,
     conversation_versions,
@@ -92,8 +94,8 @@ def _wire(tl: Timeline) -> dict[str, dict[str, Any]]:
         for title in titles:
             v = views[title] = wire_view(tl, seq, title)
             spent += len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
-            if spent > WIRE_BUDGET:
-                return kept
+            if spent > WIRE_BUDGET or CUT in v["request"]:
+                return kept  # a request the view cuts is too long to keep whole, like one over the budget
         kept[str(seq)] = views
     return kept
 

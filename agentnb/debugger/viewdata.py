@@ -336,6 +336,10 @@ WIRE_TEXT_CAP = 200_000
 conversation (megabytes at a few thousand turns), which would ride in a synced trait on every click."""
 
 
+CUT = "characters left out here"
+"""What the wire view writes where it cut a long text."""
+
+
 def _pretty(value: Any, cap: int = WIRE_TEXT_CAP) -> str:
     """The same JSON, every character seen; past ``cap`` characters its start and its end, and what was left out."""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
@@ -343,7 +347,7 @@ def _pretty(value: Any, cap: int = WIRE_TEXT_CAP) -> str:
         head, tail = cap // 4, cap - cap // 4
         cut = text.rfind("\n", 0, head) + 1 or head  # whole lines on both sides of the gap
         end = text.find("\n", len(text) - tail) + 1 or len(text) - tail
-        text = (f"{text[:cut]}\n… {end - cut:,} characters left out here (the first {cut:,} and the last "
+        text = (f"{text[:cut]}\n… {end - cut:,} {CUT} (the first {cut:,} and the last "
                 f"{len(text) - end:,} of {len(text):,} are shown; the transcript holds all of it) …\n\n{text[end:]}")
     return visible(text, json=True)[0]
 
