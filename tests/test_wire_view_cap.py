@@ -7,6 +7,7 @@ import re
 
 import agentnb as anb
 from agentnb.debugger import viewdata
+from agentnb.debugger.bundle import export_bundle
 from agentnb.debugger.timeline import Timeline
 from agentnb.debugger.viewdata import WIRE_TEXT_CAP
 from tests.conftest import add
@@ -31,3 +32,22 @@ def test_the_wire_view_of_a_long_request_shows_its_start_and_end_and_says_what_i
     short = anb.Loop(model=anb.ScriptedModel([{"text": "x"}])).start("hi").run()
     small = viewdata.wire_view(Timeline(short.events), 2, "OpenAI Chat Completions")["request"]
     assert "left out here" not in small and json.loads(small)["messages"][-1]["content"] == "hi"
+
+
+def test_an_export_keeps_no_request_the_view_would_cut() -> None:
+    def run_of(trips: int) -> Timeline:
+        turns = [{"text": "lorem ipsum " * 80, "tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
+                 for i in range(trips)]
+        loop = anb.Loop(model=anb.ScriptedModel([*turns, {"text": "done"}]), tools=[add], max_turns=trips + 5)
+        return Timeline(loop.start("go").run().events)
+
+    for trips in (20, 250):
+        tl = run_of(trips)
+        kept = export_bundle(tl, title="t")["wire"]
+        assert kept == viewdata.static_bundle(tl, title="t")["wire"]
+        assert not any(viewdata.CUT in v["request"] for views in kept.values() for v in views.values())
+        if trips == 20:  # short requests: the latest are kept
+            assert str(tl.turn_starts()[-1]) in kept
+        else:  # the latest requests are over the cap: the export keeps none of them
+            assert str(tl.turn_starts()[-1]) not in kept
+            assert viewdata.CUT in viewdata.wire_view(tl, tl.turn_starts()[-1], "OpenAI Chat Completions")["request"]

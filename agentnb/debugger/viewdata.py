@@ -440,7 +440,7 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     Per event: its row, its card (light: no full histories, which the conversation pane shows), a pointer
     into the shared conversation (message ``i`` of history version ``v`` is drawn once, however many events
     show it), its meters (distinct lines stored once) and its state. The wire view keeps the latest requests
-    up to :data:`WIRE_BUDGET`.
+    up to :data:`WIRE_BUDGET`, and none the view would cut (:data:`WIRE_TEXT_CAP`).
     """
     from . import wire
 
@@ -463,8 +463,8 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
     for seq in reversed(requests):
         views = {t: wire_view(tl, seq, t) for t in titles}
         size = sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values())) for v in views.values())
-        if spent + size > WIRE_BUDGET:
-            break
+        if spent + size > WIRE_BUDGET or any(CUT in v["request"] for v in views.values()):
+            break  # a request the view cuts is too long to keep, like one over the budget
         spent += size
         wire_data[str(seq)] = views
     return {
