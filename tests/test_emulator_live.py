@@ -111,6 +111,10 @@ def test_the_openai_sdk_yields_the_first_chunk_before_the_last_frame_is_written(
             if content:
                 yielded.append(time.perf_counter())
                 pieces.append(content)
+        # the server notes the time once its last write returned, which can be just after the client read it
+        deadline = time.monotonic() + 10
+        while emu.requests[-1].finished_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         finished_at = emu.requests[-1].finished_at
     assert "".join(pieces) == TEXT and len(pieces) == 7
     first_at = yielded[0]
