@@ -451,7 +451,7 @@ def test_wire_view_shows_one_provider_at_a_time() -> None:
     assert "systemInstruction" in dbg.view.wire["request"]
     assert [row[0] for row in dbg.view.wire["where"]] == ["system prompt", "a tool call", "its result"]
     dbg.select(1)
-    assert dbg.view.wire["seq"] == 1 and "2 messages, 1 tools" in dbg.view.wire["note"]  # system + user
+    assert dbg.view.wire["seq"] == 1 and "2 messages, 1 tool" in dbg.view.wire["note"]  # system + user
     dbg.select(0)
     assert dbg.view.wire["seq"] == -1 and "no model request" in dbg.view.wire["note"]
 

@@ -176,6 +176,9 @@ def test_a_scripted_run_says_nothing_went_over_the_wire_and_the_where_table_fits
     run = anb.Loop(model=anb.ScriptedModel([{"text": "x"}])).start("hi").run()
     view = viewdata.wire_view(Timeline(run.events), 2, wire.ADAPTERS[0][0])
     assert "played by a ScriptedModel" in view["sent"]["note"] and not view["sent"]["request"]
-    assert [row[0] for row in view["where"]] == ["a tool call", "its result"]
+    assert view["where"] == [] and view["note"].endswith(": 1 message, 0 tools")  # no system prompt, no tools
+    tooled = anb.Loop(model=anb.ScriptedModel([{"text": "x"}]), tools=[add]).start("hi").run()
+    tooled_view = viewdata.wire_view(Timeline(tooled.events), 2, wire.ADAPTERS[0][0])
+    assert [row[0] for row in tooled_view["where"]] == ["a tool call", "its result"]
     told = anb.Loop(model=anb.ScriptedModel([{"text": "x"}]), system="Be brief.").start("hi").run()
     assert viewdata.wire_view(Timeline(told.events), 2, wire.ADAPTERS[0][0])["where"][0][0] == "system prompt"

@@ -298,11 +298,12 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     if req is None:
         return out
     column = titles.index(provider) + 1
-    out["where"] = wire.where_rows(column, messages)
+    out["where"] = wire.where_rows(column, messages, tools)
     body = wire.render_one(tl, seq, provider)
     request = _pretty(body)
     out.update(seq=req.seq, turn=req.turn, request=request,
-               note=f"the request of turn {req.turn} (event {req.seq}): {len(messages)} messages, {len(tools)} tools")
+               note=f"the request of turn {req.turn} (event {req.seq}): {_count(len(messages), 'message')}, "
+                    f"{_count(len(tools), 'tool')}")
     adapter = dict(wire.ADAPTERS)[provider]
     turn = next((e for e in tl.events[req.seq:] if isinstance(e, TurnCompleted) and e.turn == req.turn), None)
     response = turn.response if turn is not None else None
@@ -334,6 +335,10 @@ def _failed_at(tl: Timeline, seq: int, asked: BaseEvent, *, answered: bool) -> M
 WIRE_TEXT_CAP = 200_000
 """Characters of a rendered request or response the wire view shows: a long run's last request holds its whole
 conversation (megabytes at a few thousand turns), which would ride in a synced trait on every click."""
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 CUT = "characters left out here"

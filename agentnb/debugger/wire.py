@@ -13,6 +13,7 @@ what really went over HTTP when an SDK model captured it (``turn.wire``, see
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..events import BaseEvent, ModelRetried, RunFinished, ToolInfo
@@ -77,13 +78,16 @@ def render_one(timeline: Timeline, seq: int, title: str) -> Any:
         return f"cannot render for this provider: {type(exc).__name__}: {exc}"
 
 
-def where_rows(column: int, messages: list[Any]) -> list[list[str]]:
+def where_rows(column: int, messages: list[Any], tools: Sequence[Any] = ()) -> list[list[str]]:
     """The "where does it go" rows of one API (``column``: 1-based in :data:`WHERE`), for this request only.
 
-    The system prompt's row is left out when the request has no system message.
+    The system prompt's row is left out when the request has no system message, and the rows of a tool call and
+    its result when it offers no tool and its conversation holds no call.
     """
     has_system = any(getattr(m, "role", None) == "system" for m in messages)
-    return [[row[0], row[column]] for row in WHERE if has_system or row[0] != "system prompt"]
+    has_calls = bool(tools) or any(getattr(m, "tool_calls", None) for m in messages)
+    return [[row[0], row[column]] for row in WHERE
+            if (has_system or row[0] != "system prompt") and (has_calls or row[0] == "system prompt")]
 
 
 _HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
