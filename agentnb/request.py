@@ -307,7 +307,7 @@ class HistoryView(Sequence[Message]):
         >>> view = HistoryView(msgs)
         >>> msgs.append(Message.user("b"))
         >>> len(view), view
-        (1, HistoryView(1 messages))
+        (1, HistoryView(1 message))
     """
 
     __slots__ = ("_items", "_n")
@@ -339,7 +339,7 @@ class HistoryView(Sequence[Message]):
         return self._items
 
     def __repr__(self) -> str:
-        return f"HistoryView({self._n} messages)"
+        return f"HistoryView({self._n} message{'' if self._n == 1 else 's'})"
 
 
 __all__ = ["NO_OPTIONS", "OPTION_SETTINGS", "TOOL_MODES", "ArgumentsDelta", "HistoryView", "ModelRequest",

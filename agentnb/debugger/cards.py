@@ -514,12 +514,13 @@ def _b_interjected(ev: Any, ctx: CardContext) -> str:
 CARDS: dict[type[BaseEvent], CardSpec] = {
     Interjected: CardSpec("agentnb-k-warn", lambda ev: f"a person said: {short(ev.text, 60)}", _b_interjected),
     RunStarted: CardSpec(
-        "agentnb-k-model", lambda ev: f"{ev.model} · {len(ev.tools)} tools · {len(ev.messages)} messages"
+        "agentnb-k-model",
+        lambda ev: f"{ev.model} · {_plural(len(ev.tools), 'tool')} · {_plural(len(ev.messages), 'message')}"
         + (f" · fork of {ev.settings['fork'].get('parent')}" if isinstance(ev.settings.get("fork"), dict) else ""),
         _b_run_started),
     ModelRequested: CardSpec(
-        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {ev.message_count} messages"
-        + (" · finalize (no tools)" if ev.finalize else f" · {len(ev.tools)} tools") + _choice_label(ev),
+        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {_plural(ev.message_count, 'message')}"
+        + (" · finalize (no tools)" if ev.finalize else f" · {_plural(len(ev.tools), 'tool')}") + _choice_label(ev),
         _b_model_requested),
     TextMerged: CardSpec("agentnb-k-stream", lambda ev: f"+{ev.fragment!r} ({ev.length} chars)", _b_text_merged),
     ArgumentsMerged: CardSpec(
