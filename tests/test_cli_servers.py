@@ -198,3 +198,24 @@ def test_view_refuses_a_missing_path_and_warns_off_loopback(sources: Path) -> No
     with server(["view", "transcripts", "--no-browser", "--host", "0.0.0.0"], sources, "token=") as (proc, _):
         err = stop(proc, signal.SIGTERM)
     assert "warning: serving on 0.0.0.0, not loopback" in err
+
+
+def test_a_browser_that_leaves_before_its_answer_leaves_no_traceback(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from agentnb._cli.view import Catalog, ViewServer
+
+    server = ViewServer(("127.0.0.1", 0), Catalog((str(tmp_path),), key_file=None), "t", None)
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer")):
+            try:
+                raise gone
+            except OSError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""  # a reload or a refreshing page, not an error
+        try:
+            raise ValueError("a real fault")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a real fault" in capsys.readouterr().err  # the rest is still reported
+    finally:
+        server.server_close()

@@ -259,6 +259,12 @@ class ViewServer(ThreadingHTTPServer):
         self.pages: dict[str, tuple[int, bytes]] = {}
         self.pages_lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet when the browser left before its answer was written (a reload, a followed page refreshing)."""
+        if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+            return
+        super().handle_error(request, client_address)
+
     def run_page(self, entry: Entry) -> bytes:
         """The one-file export of a run, rendered once per version of it."""
         with self.pages_lock:
