@@ -308,3 +308,36 @@ def test_errors_of_the_source_are_raised_on_the_call_and_a_bad_byte_when_it_is_r
             got.append(t)
     # the runs before were yielded: all but the last (the next line is read before a run is judged)
     assert str(streamed.value) == str(whole.value) and len(got) == 2
+
+
+# -- a file is read as its text is ------------------------------------------------------------------------------
+
+
+def _texts() -> list[tuple[str, bool]]:
+    """Texts, each with whether it is JSON Lines (read a line at a time from a file)."""
+    doc = json.dumps(_VALID)
+    lines = as_lines(copy.deepcopy(_VALID), 2)
+    return [(lines, True), ("\n\n  \n" + lines, True), (lines.replace("\n", "\r\n"), True), (lines.rstrip("\n"), True),
+            (lines + "\n \n\n", True), (lines.replace("\n", "\n\n", 1), True), (doc, False), (doc + "\n", False),
+            ("\n" + doc + "\n\n", False), (json.dumps(_VALID, indent=1), False), ("\ufeff" + lines, False),
+            ("[1]\n" + doc, True), ("{\n" + lines, False), (lines + "{not json", True), ("\u00a0\n" + lines, False),
+            (lines.replace("\n", "\n\u00a0\n", 1), True), ("", False)]
+
+
+@pytest.mark.parametrize("text, is_lines", _texts(), ids=lambda t: repr(t[:12]) + f"..{len(t)}" if isinstance(t, str)
+                         else str(t))
+def test_a_file_is_read_line_by_line_as_its_text_is_read(text: str, is_lines: bool, tmp_path: Path) -> None:
+    from agentnb.otel.spans import read
+
+    path = tmp_path / "t.json"
+    path.write_text(text, encoding="utf-8", newline="")
+    try:
+        as_text = read(text.encode())  # bytes: always a document, never a path
+    except anb.TranscriptError as exc:
+        with pytest.raises(anb.TranscriptError) as raised:
+            read(path)
+        assert str(raised.value) == str(exc)
+        return
+    as_file = read(path)
+    assert as_file.spans == as_text.spans and as_file.notes.items == as_text.notes.items
+    assert (len(list(chunks(path, anb.otel.spans.Notes()))) > 1) is is_lines

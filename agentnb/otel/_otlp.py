@@ -37,6 +37,7 @@ NOTES_KEPT = 1000
 
 _WS = re.compile(r"[ \t\n\r]*")
 """JSON's white space (RFC 8259, section 2)."""
+_WS_BYTES = re.compile(rb"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _RESOURCE_KEYS = ("resourceSpans", "resource_spans")
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans", "scope_spans")
@@ -185,26 +186,21 @@ def file_lines(path: Path) -> Iterator[tuple[int, str]] | None:
     """
     try:
         with path.open("rb") as f:
-            first: str | None = None
-            offset = 0
+            first: bytes | None = None  # kept as bytes, and tested last: a document may be one line of a GB
             for raw in f:
-                line = _decoded(raw, "", offset)
-                offset += len(raw)
                 if first is None:
-                    start = _ws(line, 0)
-                    if start == len(line):
+                    if _WS_BYTES.fullmatch(raw):
                         continue
-                    if not line.endswith("\n"):
+                    if not raw.endswith(b"\n"):
                         return None
-                    first = line[start:-1]
-                elif line.strip():
+                    first = raw
+                elif raw.decode("utf-8").strip():
                     break
             else:
                 return None
-    except (OSError, ValueError, TranscriptError):
+        return _lines_of(path) if _is_json(first.decode("utf-8")) else None
+    except (OSError, ValueError):  # a decoding error is a ValueError
         return None
-    assert first is not None  # the loop breaks only once the first line is read
-    return _lines_of(path) if _is_json(first) else None
 
 
 def _lines_of(path: Path) -> Iterator[tuple[int, str]]:
