@@ -214,6 +214,24 @@ def test_invocations_are_yielded_before_the_end_and_the_spans_held_stay_few(tmp_
     assert all(any(broken in x for x in lacks(t)) for t in whole)
 
 
+def test_runs_written_at_once_interleaved_are_done_each_at_its_agent_span(tmp_path: Path) -> None:
+    """Concurrent runs of one process, one starting every two spans: their spans interleave, each run's own in
+    the order they ended; with window 0 what is held is the runs going on (about two), not the file."""
+    doc = many_runs(30)
+    by_trace: dict[str, list[Any]] = {}
+    for item in spans_of(doc):
+        by_trace.setdefault(item[2]["traceId"], []).append(item)
+    timed = [(2 * k + j, k, item) for k, run in enumerate(by_trace.values()) for j, item in enumerate(run)]
+    mixed = [item for _, _, item in sorted(timed, key=lambda t: t[:2])]
+    doc["resourceSpans"] = [{**rs, "scopeSpans": [{**ss, "spans": [s]}]} for rs, ss, s in mixed]
+    path = write(tmp_path, as_lines(doc, 3))
+    assert len(same(path)) == 30
+    stream = _Stream(0)
+    held = [len(stream.live) for _ in stream.run(chunks(path, stream.read))]
+    per_run = len(mixed) // 30
+    assert len(held) == 30 and max(held) <= 3 * per_run + 2 * 3, held  # three runs going on, two lines
+
+
 def test_a_span_inside_the_window_joins_its_invocation_and_one_past_it_does_not(tmp_path: Path) -> None:
     doc = many_runs(6)
     items = spans_of(doc)

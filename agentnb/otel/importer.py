@@ -91,7 +91,9 @@ def import_trace(source: Any) -> list[Transcript]:
     """Transcripts from GenAI-convention spans, one per agent invocation, in the order they started.
 
     What a trace does not hold, and what it holds that cannot be read (a span whose start is not a time, an
-    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``.
+    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``. A file of
+    JSON Lines is read a line at a time; for one too large to hold with its transcripts,
+    :func:`~agentnb.iter_trace` yields the same transcripts as each invocation is done.
 
     Args:
         source: finished SDK spans (or the ``InMemorySpanExporter`` holding them), an OTLP/JSON document or

@@ -35,10 +35,11 @@ them); a span id repeating that of a span let go is not known as a repeat; and a
 line that is not JSON, say) read after a transcript was yielded is not in that transcript's ``lacks``.
 
 Memory: the spans held are those of the groups not done yet, which is those read within the last ``window``
-spans, and those of the invocations still going on (a single long run is held whole until its agent span comes),
-plus two chunks (the next line is read before the groups are judged, so that its notes are known). A source
-that is not JSON Lines (one document, SDK spans) is one chunk: it is read whole and rebuilt at its end, exactly
-as ``import_trace`` does.
+spans, those of the invocations still going on (a single long run is held whole until its agent span comes),
+and chat and tool spans waiting for a parent that never comes (held to the end, with their trace's spans that
+have no agent above them), plus two chunks (the next line is read before the groups are judged, so that its
+notes are known). A source that is not JSON Lines (one document, SDK spans) is one chunk: it is read whole and
+rebuilt at its end, exactly as ``import_trace`` does.
 """
 
 from __future__ import annotations
