@@ -18,7 +18,8 @@ Two walks give the same spans:
 
 What cannot be read at all is a :class:`~agentnb.TranscriptError` naming why: empty text, text that is not
 UTF-8 or not JSON, JSON nested too deeply for the parser, a path that is not a readable file. In a file of
-several documents (JSON Lines) a line that is not JSON is a note and the other lines are read.
+several documents (JSON Lines) a line that is not JSON is a note and the other lines are read; such a file is
+read a line at a time (:func:`file_lines`), so its text is never held whole.
 """
 
 from __future__ import annotations
