@@ -27,6 +27,7 @@ every document kept (the floor for a reader that holds what it parsed), and with
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,43 +63,48 @@ def _export(script: list[dict[str, Any]], *, content: bool) -> dict[str, Any]:
     return anb.otel.to_otlp_json(spans.get_finished_spans())
 
 
-def many_runs(n_spans: int) -> dict[str, Any]:
-    """``n_spans`` spans: copies of one exported run, each with its own trace id and span ids."""
+def many_runs(n_spans: int) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """``n_spans`` spans: copies of one exported run, each with its own trace id and span ids (made as written)."""
     template = _export([{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "3"}],
                        content=True)
     spans = template["resourceSpans"][0]["scopeSpans"][0]["spans"]
     text = json.dumps(spans)
     ids = sorted({s["spanId"] for s in spans} | {s["traceId"] for s in spans})
-    out: list[Any] = []
-    for k in range(n_spans // len(spans)):
-        copy = text
-        for j, old in enumerate(ids):
-            copy = copy.replace(old, f"{k:0{len(old) - 4}x}{j:04x}")
-        out += json.loads(copy)
-    template["resourceSpans"][0]["scopeSpans"][0]["spans"] = out
-    return template
+
+    def copies() -> Iterator[dict[str, Any]]:
+        for k in range(n_spans // len(spans)):
+            copy = text
+            for j, old in enumerate(ids):
+                copy = copy.replace(old, f"{k:0{len(old) - 4}x}{j:04x}")
+            yield from json.loads(copy)
+
+    return template, copies()
 
 
-def one_long_run(n_spans: int) -> dict[str, Any]:
+def one_long_run(n_spans: int) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
     """One run of about ``n_spans / 2`` turns, one call each (content off)."""
     turns = max(1, n_spans // 2 - 1)
     script: list[dict[str, Any]] = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
                                     for i in range(turns)]
     script.append({"text": "done"})
-    return _export(script, content=False)
+    doc = _export(script, content=False)
+    return doc, iter(doc["resourceSpans"][0]["scopeSpans"][0].pop("spans"))
 
 
-def write(doc: dict[str, Any], path: str, per_line: int | None) -> None:
-    """The document as one (``per_line`` None), or as JSON Lines of ``per_line`` spans a document."""
+def write(workload: tuple[dict[str, Any], Iterator[dict[str, Any]]], path: str, per_line: int | None) -> None:
+    """A workload's spans as one document (``per_line`` None), or as JSON Lines of ``per_line`` spans a line."""
+    doc, spans = workload
+    resource = doc["resourceSpans"][0]
+
+    def document(part: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"resourceSpans": [{**resource, "scopeSpans": [{**resource["scopeSpans"][0], "spans": part}]}]}
+
     with open(path, "w", encoding="utf-8") as f:
         if per_line is None:
-            json.dump(doc, f)
+            json.dump(document(list(spans)), f)
             return
-        resource = doc["resourceSpans"][0]
-        spans = resource["scopeSpans"][0]["spans"]
-        for i in range(0, len(spans), per_line):
-            f.write(json.dumps({"resourceSpans": [{**resource, "scopeSpans": [
-                {**resource["scopeSpans"][0], "spans": spans[i:i + per_line]}]}]}) + "\n")
+        while part := list(itertools.islice(spans, per_line)):
+            f.write(json.dumps(document(part)) + "\n")
 
 
 WORKLOADS = {"many runs": many_runs, "one long run": one_long_run}
