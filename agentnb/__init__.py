@@ -80,11 +80,11 @@ from .transcript import Transcript
 if TYPE_CHECKING:
     from . import emulator, otel, workshop
     from .debugger import Debugger
-    from .otel import import_trace
+    from .otel import import_trace, iter_trace
 
 
 _LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
-         "import_trace": ".otel"}
+         "import_trace": ".otel", "iter_trace": ".otel"}
 
 
 def __getattr__(name: str) -> object:
@@ -94,7 +94,7 @@ def __getattr__(name: str) -> object:
         import importlib
 
         module = importlib.import_module(_LAZY[name], __name__)
-        return getattr(module, name) if name in ("Debugger", "import_trace") else module
+        return getattr(module, name) if name in ("Debugger", "import_trace", "iter_trace") else module
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
@@ -169,6 +169,7 @@ __all__ = [
     "evaluate",
     "import_history",
     "import_trace",
+    "iter_trace",
     "label",
     "lint",
     "load_transcripts",

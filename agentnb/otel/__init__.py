@@ -2,7 +2,8 @@
 
 Export a run as spans that follow the OpenTelemetry semantic conventions for generative AI (live with
 ``Loop(tracer_provider=...)``, or after the fact with :func:`export`), and read such spans back -- from
-agentnb, PydanticAI, or anything else that writes them -- as transcripts with :func:`import_trace`.
+agentnb, PydanticAI, or anything else that writes them -- as transcripts with :func:`import_trace`, or, for a
+file too large to hold (the Collector's JSON Lines), one invocation at a time with :func:`iter_trace`.
 
 Spans written (see :mod:`agentnb.otel.export`): ``invoke_agent {agent}`` for the run, ``chat {model}`` per
 model request, ``execute_tool {tool}`` per call. Attributes written and read:
@@ -51,5 +52,7 @@ from __future__ import annotations
 from .export import SpanWriter, Tracing, export
 from .importer import import_trace
 from .spans import SpanRecord, read_spans, to_otlp_json
+from .stream import iter_trace
 
-__all__ = ["SpanRecord", "SpanWriter", "Tracing", "export", "import_trace", "read_spans", "to_otlp_json"]
+__all__ = ["SpanRecord", "SpanWriter", "Tracing", "export", "import_trace", "iter_trace", "read_spans",
+           "to_otlp_json"]

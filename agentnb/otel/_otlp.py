@@ -18,14 +18,15 @@ Two walks give the same spans:
 
 What cannot be read at all is a :class:`~agentnb.TranscriptError` naming why: empty text, text that is not
 UTF-8 or not JSON, JSON nested too deeply for the parser, a path that is not a readable file. In a file of
-several documents (JSON Lines) a line that is not JSON is a note and the other lines are read.
+several documents (JSON Lines) a line that is not JSON is a note and the other lines are read; such a file is
+read a line at a time (:func:`file_lines`), so its text is never held whole.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, but not in typeshed's __all__
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ NOTES_KEPT = 1000
 
 _WS = re.compile(r"[ \t\n\r]*")
 """JSON's white space (RFC 8259, section 2)."""
+_WS_BYTES = re.compile(rb"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _RESOURCE_KEYS = ("resourceSpans", "resource_spans")
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans", "scope_spans")
@@ -100,21 +102,34 @@ def text_of(source: str | bytes | Path) -> str:
     """
     if isinstance(source, bytes):
         return _decoded(source, "the trace document")
-    if isinstance(source, str):
-        text = source.strip()
-        if not text:
-            raise TranscriptError("the trace document is empty (no text)")
-        if text.startswith(("{", "[")) or _is_json(text):
-            return source
-        source = Path(source)
+    path = path_of(source)
+    if path is None:
+        assert isinstance(source, str)
+        return source
     try:
-        data = source.read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError:
-        raise TranscriptError(f"no such file: {str(source)!r} (a string is read as OTLP/JSON when it starts "
+        raise TranscriptError(f"no such file: {str(path)!r} (a string is read as OTLP/JSON when it starts "
                               "with '{' or '[', and as the path of a file otherwise)") from None
     except (OSError, ValueError) as exc:  # a directory, no permission, a name too long or holding a NUL
-        raise TranscriptError(f"cannot read the trace file {str(source)!r}: {exc}") from None
-    return _decoded(data, f"the trace file {str(source)!r}")
+        raise TranscriptError(f"cannot read the trace file {str(path)!r}: {exc}") from None
+    return _decoded(data, f"the trace file {str(path)!r}")
+
+
+def path_of(source: str | Path) -> Path | None:
+    """The file ``source`` names, or None when it is the text of a document (see :func:`text_of`).
+
+    Raises:
+        TranscriptError: ``source`` is a string of white space only.
+    """
+    if isinstance(source, Path):
+        return source
+    text = source.strip()
+    if not text:
+        raise TranscriptError("the trace document is empty (no text)")
+    if text.startswith(("{", "[")) or _is_json(text):
+        return None
+    return Path(source)
 
 
 def _is_json(text: str) -> bool:
@@ -125,35 +140,78 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def _decoded(data: bytes, what: str) -> str:
+def _decoded(data: bytes, what: str, offset: int = 0) -> str:
+    """``data`` as text; ``offset``: where it starts in the file (for the message)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TranscriptError(f"{what} is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); OTLP/JSON "
-                              "is UTF-8 text") from None
+        raise TranscriptError(f"{what} is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {offset + exc.start}); "
+                              "OTLP/JSON is UTF-8 text") from None
 
 
-def walk_text(text: str, convert: Convert, notes: Notes) -> list[Any]:
-    """What ``convert`` makes of every span of the document(s) in ``text`` (see the module docstring).
+def text_chunks(text: str, convert: Convert, notes: Notes) -> Iterator[list[Any]]:
+    """What ``convert`` makes of the spans in ``text``, a line at a time for JSON Lines (else all at once).
 
     Raises:
-        TranscriptError: the text is empty, not JSON, or nested too deeply.
+        TranscriptError: the text is empty, not JSON, or nested too deeply (raised before anything is given).
     """
     if not text.strip():
         raise TranscriptError("the trace document is empty (no text)")
     lines = _json_lines(text)
-    if lines is None:
-        try:
-            return _unit(text, "", convert, notes)
-        except (ValueError, RecursionError) as exc:
-            raise TranscriptError(f"the trace document {_why_not_json(exc)}") from None
-    out: list[Any] = []
+    if lines is not None:
+        return walk_lines(lines, convert, notes)
+    try:
+        return iter([_unit(text, "", convert, notes)])
+    except (ValueError, RecursionError) as exc:
+        raise TranscriptError(f"the trace document {_why_not_json(exc)}") from None
+
+
+def walk_lines(lines: Iterable[tuple[int, str]], convert: Convert, notes: Notes) -> Iterator[list[Any]]:
+    """What ``convert`` makes of each line's spans, line by line; a line that is not JSON is a note."""
     for n, line in lines:
         try:
-            out += _unit(line, f"line {n}: ", convert, notes)
+            yield _unit(line, f"line {n}: ", convert, notes)
         except (ValueError, RecursionError) as exc:
             notes.add(f"line {n} {_why_not_json(exc)}: left out")
-    return out
+            yield []
+
+
+def file_lines(path: Path) -> Iterator[tuple[int, str]] | None:
+    """The non-empty lines of a file of JSON Lines, read as they are needed; None when it is not one.
+
+    The test is that of :func:`_json_lines`, made on the first lines only. None too when the file cannot be
+    opened or its first lines are not UTF-8: :func:`text_of` then reads it whole, and says what is wrong.
+
+    Raises:
+        TranscriptError: (while the lines are read) a line that is not UTF-8.
+    """
+    try:
+        with path.open("rb") as f:
+            first: bytes | None = None  # kept as bytes, and tested last: a document may be one line of a GB
+            for raw in f:
+                if first is None:
+                    if _WS_BYTES.fullmatch(raw):
+                        continue
+                    if not raw.endswith(b"\n"):
+                        return None
+                    first = raw
+                elif raw.decode("utf-8").strip():
+                    break
+            else:
+                return None
+        return _lines_of(path) if _is_json(first.decode("utf-8")) else None
+    except (OSError, ValueError):  # a decoding error is a ValueError
+        return None
+
+
+def _lines_of(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as f:
+        offset = 0
+        for n, raw in enumerate(f, 1):
+            line = _decoded(raw, f"the trace file {str(path)!r}", offset).removesuffix("\n")
+            offset += len(raw)
+            if line.strip():
+                yield n, line
 
 
 def _why_not_json(exc: ValueError | RecursionError) -> str:

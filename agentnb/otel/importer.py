@@ -68,7 +68,7 @@ from ..tools import as_registry
 from ..transcript import Transcript
 from . import _conv as c
 from ._otlp import Notes
-from .spans import SpanRecord, read
+from .spans import Reading, SpanRecord, read
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONFIG = EngineConfig(registry=as_registry([]))
@@ -91,7 +91,9 @@ def import_trace(source: Any) -> list[Transcript]:
     """Transcripts from GenAI-convention spans, one per agent invocation, in the order they started.
 
     What a trace does not hold, and what it holds that cannot be read (a span whose start is not a time, an
-    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``.
+    attribute of the wrong type, ...), is listed in each transcript's ``events[0].settings["lacks"]``. A file of
+    JSON Lines is read a line at a time; for one too large to hold with its transcripts,
+    :func:`~agentnb.iter_trace` yields the same transcripts as each invocation is done.
 
     Args:
         source: finished SDK spans (or the ``InMemorySpanExporter`` holding them), an OTLP/JSON document or
@@ -116,27 +118,48 @@ def import_trace(source: Any) -> list[Transcript]:
         (<LoopState.COMPLETED: 'COMPLETED'>, ['get_weather'])
     """
     with gc_paused():
-        reading = read(source)
-        spans, notes = reading.spans, reading.notes
-        del reading
-        owners = _Owners(spans, notes)
-        groups: dict[str, tuple[SpanRecord | None, list[SpanRecord]]] = {}
-        for s in sorted(spans, key=lambda s: s.start_ns):
-            if s.operation == "invoke_agent":
-                groups.setdefault(s.span_id, (s, []))
-        for s in spans:
-            op = s.operation
-            if op not in c.CHAT_OPERATIONS and op != "execute_tool":
-                continue
-            owner = owners.of(s)
-            key = owner.span_id if owner is not None else f"trace:{s.trace_id}"
-            groups.setdefault(key, (owner, []))[1].append(s)
-        del spans, owners
-        out = []
-        for key in list(groups):  # each group's records are let go once its transcript is made
-            agent, members = groups.pop(key)
-            out.append(_Rebuild(agent, members, notes).run())
+        return transcripts_of(read(source))
+
+
+def transcripts_of(reading: Reading) -> list[Transcript]:
+    """The transcripts of the spans read, in the order they started (the work of :func:`import_trace`).
+
+    ``reading.spans`` is emptied: each group's records are let go once its transcript is made.
+    """
+    spans, notes = reading.spans, reading.notes
+    reading.spans = []
+    owners = _Owners(spans, notes)
+    groups: dict[str, tuple[SpanRecord | None, list[SpanRecord]]] = {}
+    for s in sorted(spans, key=lambda s: s.start_ns):
+        if s.operation == "invoke_agent":
+            groups.setdefault(s.span_id, (s, []))
+    for s in spans:
+        if not is_member(s):
+            continue
+        owner = owners.of(s)
+        key = owner.span_id if owner is not None else f"trace:{s.trace_id}"
+        groups.setdefault(key, (owner, []))[1].append(s)
+    del spans, owners
+    out = []
+    for key in list(groups):  # each group's records are let go once its transcript is made
+        agent, members = groups.pop(key)
+        out.append(rebuild(agent, members, notes))
     return sorted(out, key=lambda t: t.events[0].ts if t.events else _EPOCH)
+
+
+def is_member(span: SpanRecord) -> bool:
+    """Whether a span is part of the invocation it descends from (a chat or a tool span)."""
+    op = span.operation
+    return op in c.CHAT_OPERATIONS or op == "execute_tool"
+
+
+def rebuild(agent: SpanRecord | None, members: list[SpanRecord], notes: Notes) -> Transcript:
+    """The transcript of one invocation.
+
+    Its agent span (None: a trace's spans with no agent above them), its chat and tool spans in the order they
+    were read, and the notes of the reading.
+    """
+    return _Rebuild(agent, members, notes).run()
 
 
 class _Owners:

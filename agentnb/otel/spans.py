@@ -21,14 +21,14 @@ import math
 import re
 import reprlib
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import TranscriptError
 from ..redact import redact
-from ._otlp import Notes, kind_of, text_of, walk_objects, walk_text
+from ._otlp import Notes, file_lines, kind_of, path_of, text_chunks, text_of, walk_lines, walk_objects
 
 _KINDS = ["UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"]
 _STATUS = ["UNSET", "OK", "ERROR"]
@@ -86,12 +86,35 @@ def read_spans(source: Any) -> list[SpanRecord]:
 def read(source: Any) -> Reading:
     """The spans in ``source`` and the notes of what was left out (see :func:`read_spans`)."""
     notes = Notes()
+    spans = _unique([s for chunk in chunks(source, notes) for s in chunk], notes)
+    if not spans and len(notes):
+        raise TranscriptError(f"no span could be read: {notes.summary()}")
+    return Reading(spans, notes)
+
+
+def chunks(source: Any, notes: Notes) -> Iterator[list[SpanRecord]]:
+    """The spans of ``source`` as they are read, a list at a time.
+
+    A line at a time from JSON Lines (a file's lines are read as they are needed), all at once from anything
+    else. Repeated span ids are not yet left out (see :func:`read`).
+
+    Raises:
+        TranscriptError: on the call, when ``source`` is no source of spans, a file that cannot be read, or text
+            that is empty or not JSON; while the chunks are read, when a line of the file is not UTF-8.
+    """
     if hasattr(source, "get_finished_spans"):
         source = source.get_finished_spans()
+    if isinstance(source, str | Path):
+        path = path_of(source)
+        if path is None:
+            return text_chunks(str(source), _otlp_span, notes)
+        lines = file_lines(path)
+        return walk_lines(lines, _otlp_span, notes) if lines is not None else text_chunks(
+            text_of(path), _otlp_span, notes)
+    if isinstance(source, bytes):
+        return text_chunks(text_of(source), _otlp_span, notes)
     spans: list[SpanRecord] = []
-    if isinstance(source, str | bytes | Path):
-        spans = walk_text(text_of(source), _otlp_span, notes)
-    elif isinstance(source, Mapping):
+    if isinstance(source, Mapping):
         walk_objects(source, "", _otlp_span, notes, spans)
     elif isinstance(source, Iterable):
         for n, item in enumerate(source):
@@ -99,10 +122,7 @@ def read(source: Any) -> Reading:
     else:
         raise TranscriptError(f"cannot read spans from a {type(source).__name__}: give SDK spans, an OTLP/JSON "
                               "document (an object, its text or bytes) or the path of a file")
-    spans = _unique(spans, notes)
-    if not spans and len(notes):
-        raise TranscriptError(f"no span could be read: {notes.summary()}")
-    return Reading(spans, notes)
+    return iter([spans])
 
 
 def _item(item: Any, n: int, notes: Notes, out: list[SpanRecord]) -> None:
