@@ -229,6 +229,8 @@ function storeOf(model) {
     let asked = 0;
     model.on("msg:custom", (msg, buffers) => {
       store.heard = true; // a kernel answers
+      const at = `${msg.kind}At`; // when each kind of message first came (bench/debugger_browser.py)
+      if (!metrics.marks[at]) metrics.marks[at] = performance.now();
       if (msg.kind === "rows") {
         if (Array.isArray(msg.cols)) msg.cols = columnsOf(msg.cols, buffers);
         if (store.apply(msg) === false && performance.now() - asked > 1000) {
@@ -1453,6 +1455,7 @@ function sayHello(model) {
   store.page = store.page || `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   let tries = 0;
   const hello = () => model.send({ kind: "hello", page: store.page, retry: tries > 0 });
+  if (!metrics.marks.helloAt) metrics.marks.helloAt = performance.now();
   hello();
   store.helloTimer = setInterval(() => {
     if (store.welcomed || ++tries > HELLO_TRIES) { clearInterval(store.helloTimer); return; }

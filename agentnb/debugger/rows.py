@@ -42,6 +42,10 @@ TEXTS_WITH_ROWS = 2_000
 PER_MESSAGE = 250_000
 """Rows' codes per message (a few bytes each: a million rows go in four messages)."""
 
+NEAR = 400
+"""Rows before the selected event whose texts go with a long send (the tree's nodes: half as many), unasked:
+what the page shows first (a quarter as many after it)."""
+
 MAX_TEXTS = 20_000
 """Texts answered for one request at most (a page asks for what is in sight, and a margin)."""
 

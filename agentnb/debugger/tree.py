@@ -119,6 +119,8 @@ class TreeEncoder:
     _t0: float = 0.0
     _prices: Any = None
     _table: Any = None
+    _fresh: set[int] = field(default_factory=set)
+    """Nodes whose last seq or end moved since :meth:`_settle` carried them to their ancestors."""
     _vocab: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per string field of the binary form: its values met so far, in the order of their codes."""
 
@@ -175,22 +177,30 @@ class TreeEncoder:
         node.last = seq
         if node.end_ms < at:
             node.end_ms = at
-        self._dirty.add(i)
+        self._fresh.add(i)
 
     def _settle(self) -> None:
-        """Carry the changed nodes' last seq and end up to their ancestors (which change with them)."""
-        nodes, dirty = self.nodes, self._dirty
-        for i in list(dirty):
-            node = nodes[i]
-            j = node.parent
-            while j >= 0:
-                up = nodes[j]
-                if up.last < node.last:
-                    up.last = node.last
-                if up.end_ms < node.end_ms:
-                    up.end_ms = node.end_ms
-                dirty.add(j)
-                j = up.parent
+        """Carry the moved nodes' last seq and end up to their ancestors, which change with them.
+
+        A level at a time: each parent from every moved child, then the parents' parents.
+        """
+        nodes = self.nodes
+        level = self._fresh
+        self._fresh = set()
+        while level:
+            self._dirty |= level
+            up: set[int] = set()
+            for i in level:
+                node = nodes[i]
+                j = node.parent
+                if j >= 0:
+                    parent = nodes[j]
+                    if parent.last < node.last:
+                        parent.last = node.last
+                    if parent.end_ms < node.end_ms:
+                        parent.end_ms = node.end_ms
+                    up.add(j)
+            level = up
 
     def _add_usage(self, i: int, tokens: int, spent: float | None) -> None:
         while i >= 0:
@@ -205,21 +215,36 @@ class TreeEncoder:
         return cost([((turn.response.provider, turn.response.model), (u.input_tokens, u.output_tokens))],
                     self._prices or {}, self._table)
 
+    def _start(self, ev: BaseEvent, at: float) -> None:
+        """The root, from the log's first event: the run, its model, its prices, the fork it is."""
+        self._t0 = at
+        settings = getattr(ev, "settings", {}) or {}
+        budget = settings.get("budget") or {}
+        self._prices = budget.get("prices") or {}
+        self._table = recorded_table(budget.get("price_table", ""))
+        model = visible(str(getattr(ev, "model", "") or ""))[0]
+        fork = settings.get("fork") if isinstance(ev, RunStarted) else None
+        label = f"run {visible(ev.run_id)[0]}" + (f" · {model}" if model else "")
+        if isinstance(fork, dict):
+            label += f" · fork of {visible(str(fork.get('parent')))[0]} at event {fork.get('at')}"
+        self._node(-1, "run", label, ev, 0.0)
+
     def add(self, ev: BaseEvent) -> None:
         """Place one more event in the tree."""
         at = ev.ts.timestamp() * 1000
+        i = self._model.get(ev.turn) if type(ev) in _FRAGMENT_CLASSES else None
+        if i is not None:  # a fragment of the model call that is streaming (half a streamed run): the shortest way
+            at -= self._t0
+            self.groups.append(i)
+            node = self.nodes[i]
+            node.last = ev.seq
+            if node.end_ms < at:
+                node.end_ms = at
+            node.fragments += 1
+            self._fresh.add(i)
+            return
         if not self.nodes:
-            self._t0 = at
-            settings = getattr(ev, "settings", {}) or {}
-            budget = settings.get("budget") or {}
-            self._prices = budget.get("prices") or {}
-            self._table = recorded_table(budget.get("price_table", ""))
-            model = visible(str(getattr(ev, "model", "") or ""))[0]
-            fork = settings.get("fork") if isinstance(ev, RunStarted) else None
-            label = f"run {visible(ev.run_id)[0]}" + (f" · {model}" if model else "")
-            if isinstance(fork, dict):
-                label += f" · fork of {visible(str(fork.get('parent')))[0]} at event {fork.get('at')}"
-            self._node(-1, "run", label, ev, 0.0)
+            self._start(ev, at)
         at -= self._t0
         i = self._group(ev, at)
         self.groups.append(i)
@@ -327,7 +352,10 @@ def columns(nodes: list[Node], vocab: dict[str, dict[str, int]]) -> tuple[dict[s
     codes: list[array[int]] = []
     for name, attr in zip(CODE_FIELDS, ("kind", "status", "tool", "effect"), strict=True):
         known = vocab.setdefault(name, {})
-        codes.append(array("i", [known.setdefault(getattr(n, attr), len(known)) for n in nodes]))
+        values = [getattr(n, attr) for n in nodes]
+        for v in dict.fromkeys(values):
+            known.setdefault(v, len(known))
+        codes.append(array("i", map(known.__getitem__, values)))
     header = {"ints": INT_FIELDS, "floats": FLOAT_FIELDS, "codes": CODE_FIELDS,
               "vocab": {name: list(vocab.get(name, {})) for name in CODE_FIELDS}}
     return header, [a.tobytes() for a in ints] + [a.tobytes() for a in floats] + [a.tobytes() for a in codes]

@@ -37,15 +37,16 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from ..events import ApprovalRequested, BaseEvent
+from ..events import ApprovalRequested
 from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, hello, intervene, replay_edit, viewdata, whatif
+from . import assets, hello, intervene, replay_edit, viewdata, whatif
 from . import rows as rows_mod
 from .controller import Breakpoint, BreakpointKind
 from .labelling import Labelling
+from .plots_tab import plots_html
 from .timeline import Timeline
 from .tree import TreeEncoder
 
@@ -275,6 +276,12 @@ class Debugger(Labelling, intervene.Intervening):
             self._rows_sent = end
         if n > start:  # the tree after the rows (the page shows the list until the tree has come)
             self.view.send(*self._tree.binary(events, start, n))
+        if not texts:  # the texts the page will show first, those around the selected event, without its asking
+            sel = max(0, min(self.selected, n - 1))
+            group = self._tree.groups[sel] if sel < len(self._tree.groups) else 0
+            near = rows_mod.NEAR
+            self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]]),
+                            **self._tree.labels([[0, 1], [group - near // 2, group + near // 8]])})
 
     def _encode_rows(self) -> None:
         with self._lock:
@@ -571,29 +578,3 @@ class DebuggerView(anywidget.AnyWidget):
     """The run's labels and what the Label and Add-to-dataset forms offer (see :mod:`.labelling`)."""
     intervene = t.Dict().tag(sync=True)
     """The box to step into a paused run: may one now, the calls to cancel, who, the last outcome."""
-
-
-
-def plots_html(events: list[BaseEvent]) -> str:
-    """The run's timeline, tokens per turn, tool latency and status per tool, as inline PNG images."""
-    try:
-        from matplotlib.figure import Figure  # a figure outside pyplot: nothing shows up in the cell
-    except ImportError:
-        return '<span class="agentnb-muted">plots need matplotlib: pip install "agentnb[analysis]"</span>'
-    import base64
-
-    from .. import plots
-
-    frames = Transcript(list(events)).frames
-    images = []
-    for name, size in (("timeline", (7.0, 2.8)), ("tokens", (7.0, 2.4)), ("latency", (7.0, 2.4)),
-                       ("status", (7.0, 2.4))):
-        fig = Figure(figsize=size, layout="constrained")
-        try:
-            getattr(plots, name)(frames, ax=fig.subplots())
-            data = base64.b64encode(plots.to_png(fig, dpi=80)).decode()
-            images.append(f'<img alt="{name}" src="data:image/png;base64,{data}" style="max-width:100%">')
-        except Exception as exc:  # a plot that has nothing to show must not break the debugger
-            images.append(f'<div class="agentnb-muted">{name}: {cards.esc(exc)}</div>')
-    return "".join(images)
-
