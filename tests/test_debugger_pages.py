@@ -49,7 +49,7 @@ def test_the_answer_to_a_hello_does_not_grow_with_the_run_but_by_its_codes(big: 
     for n in (10_000, len(big)):
         _, sent = _hello(big[:n])
         kinds = [c["kind"] for c, _ in sent]
-        assert kinds == ["reset", "rows", "tree", "texts", "welcome"], kinds
+        assert kinds == ["reset", "rows", "texts", "tree", "texts", "welcome"], kinds
         text = sum(len(json.dumps(c)) for c, _ in sent)
         binary = sum(len(b) for _, bs in sent for b in bs)
         sizes[n] = (text, binary)
@@ -65,9 +65,10 @@ def test_the_binary_columns_are_the_rows_codes_and_the_tree() -> None:
     rows = dbg.rows()
     (head, buffers), = [(c, b) for c, b in sent if c["kind"] == "rows"]
     assert "m" not in head and head["start"] == 0 and head["end"] == len(run.events)  # the texts: on request
-    (near, _), = [(c, b) for c, b in sent if c["kind"] == "texts"]  # but those around the selected event go along
+    near, labels = [c for c, _ in sent if c["kind"] == "texts"]  # but those around the selected event go along
     last = len(run.events)  # the selected event is the last one (start="end")
     assert near["rows"] == [[last - 1 - 400, last]] and near["m"] == rows["m"][last - 401:]
+    assert labels["nodes"][0] == [0, 1] and labels["l"][0] == tree_of(run.events).nodes[0].label  # after the tree
     for (name, dtype), data in zip(head["cols"], buffers, strict=True):
         assert _column(dtype, data) == rows[name], name
     (tree, tbuf), = [(c, b) for c, b in sent if c["kind"] == "tree"]

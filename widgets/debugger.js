@@ -555,7 +555,7 @@ class DebuggerView {
       case "controls": case "running": this.drawControls(); break;
       case "meters": this.metersEl.innerHTML = v || ""; break;
       case "diagram": this.diagramEl.innerHTML = v || ""; break;
-      case "detail": this.panes.event.innerHTML = v || ""; break;
+      case "detail": metrics.marks.detailAt = performance.now(); this.panes.event.innerHTML = v || ""; break;
       case "conversation": this.panes.conversation.innerHTML = v || ""; break;
       case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
       case "wire": this.drawWire(v || {}); break;
@@ -1052,8 +1052,9 @@ class DebuggerView {
     }
     this.rowsEl.innerHTML = parts.join("");
     if (lack.length || lackNodes.length) st.want(lack, lackNodes); // the texts in sight come from the kernel
-    else if (st.n && st.n >= (this.model.get("count") || 0) && (this.mode !== "tree" || st.gn >= st.n) && !metrics.marks.painted) {
-      metrics.marks.painted = performance.now(); // every row known, and those in sight drawn with their texts
+    else if (parts.length && st.n >= (this.model.get("count") || 0)) { // every row's codes, those in sight with texts
+      if (!metrics.marks.painted) metrics.marks.painted = performance.now();
+      if (tree && st.gn >= st.n && !metrics.marks.treePainted) metrics.marks.treePainted = performance.now();
     }
   }
 

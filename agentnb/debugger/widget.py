@@ -96,6 +96,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._plots_key = -1
         self._displayed = False  # no page listens before the debugger is displayed (or a page says hello)
         self._heard = False  # a page said hello: it receives what is sent from now on
+        self._asked = False  # a hello is being answered
         self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
         self._snapshot_timer: threading.Timer | None = None
@@ -140,6 +141,7 @@ class Debugger(Labelling, intervene.Intervening):
         if kind == "hello":  # a page (re)opened the widget: it needs every row
             if not self._hellos.wanted(content):
                 return  # a repeat of a hello already answered (see .hello)
+            self._asked = True  # the encoding started at display stops: this answer does the rest (_encode_rows)
             with self._lock:
                 self._displayed = self._heard = True
                 self._reset_rows()
@@ -274,20 +276,27 @@ class Debugger(Labelling, intervene.Intervening):
             end = min(n, self._rows_sent + rows_mod.PER_MESSAGE)
             self.view.send(*self._rows.binary(events, self._rows_sent, end, texts=texts))
             self._rows_sent = end
-        if n > start:  # the tree after the rows (the page shows the list until the tree has come)
+        # unasked, the texts the page shows first (those around the selected event), then the tree (the page
+        # shows the list until it has come), then the labels of its nodes around that event
+        sel, near = max(0, min(self.selected, n - 1)), rows_mod.NEAR
+        if not texts:
+            self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
+        if n > start:
             self.view.send(*self._tree.binary(events, start, n))
-        if not texts:  # the texts the page will show first, those around the selected event, without its asking
-            sel = max(0, min(self.selected, n - 1))
-            group = self._tree.groups[sel] if sel < len(self._tree.groups) else 0
-            near = rows_mod.NEAR
-            self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]]),
-                            **self._tree.labels([[0, 1], [group - near // 2, group + near // 8]])})
+        if not texts:
+            group = self._tree.groups[sel]
+            self.view.send({"kind": "texts", **self._tree.labels([[0, 1], [group - near // 2, group + near // 8]])})
 
     def _encode_rows(self) -> None:
+        """The codes, then the tree, a piece at a time: a hello heard meanwhile sends the rows without waiting."""
         with self._lock:
             if self._rows_of is self.timeline:
                 self._rows.extend(self.timeline.events, len(self.timeline))
-                self._tree.prepare(self.timeline.events, len(self.timeline))
+        for end in range(viewdata.CHUNK, len(self.timeline) + viewdata.CHUNK, viewdata.CHUNK):
+            with self._lock:
+                if self._rows_of is not self.timeline or self._asked:
+                    return
+                self._tree.prepare(self.timeline.events, min(end, len(self.timeline)))
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end``, codes and texts, as JSON lists (see :mod:`.rows`)."""
