@@ -70,6 +70,7 @@ function h(tag, attrs = {}, ...children) {
 
 const ROW_MARGIN = 200; // rows whose texts are asked for beyond those in sight (each way)
 const NODE_MARGIN = 60; // tree nodes likewise
+const ASK_EVERY_MS = 80; // while scrolling, the texts in sight are asked for at most this often
 const ASK_AGAIN_MS = 4000; // a request unanswered this long is made again (a busy kernel, a lost message)
 const DTYPES = { u1: Uint8Array, u2: Uint16Array, i4: Int32Array, f8: Float64Array };
 
@@ -314,6 +315,7 @@ class DebuggerView {
 
   dispose() {
     for (const fn of this.disposers) fn();
+    clearTimeout(this.askTimer);
     if (this.resizer) this.resizer.disconnect();
   }
 
@@ -745,8 +747,12 @@ class DebuggerView {
       return;
     }
     if (change.found) { this.refilter(); return; }
+    if (st.found && change.from !== undefined && st.n && st.m[st.n - 1] === undefined) {
+      st.found = null; // many new rows came without their texts: the search is asked again, over them too
+      this.compiled = null;
+    }
     if (this.hasFilter()) {
-      if (change.reset || !this.visible) this.refilter(false);
+      if (change.reset || !this.visible || !this.compiled) this.refilter(false);
       else for (let i = change.from; i < st.n; i++) if (this.passes(i)) this.visible.push(i);
     }
     this.layoutDirty = true;
@@ -1051,11 +1057,22 @@ class DebuggerView {
         (tree ? this.tick(st.w[i], span) : `<span class="agentnb-state">${esc(st.state(i))}</span>`) + "</div>");
     }
     this.rowsEl.innerHTML = parts.join("");
-    if (lack.length || lackNodes.length) st.want(lack, lackNodes); // the texts in sight come from the kernel
+    if (lack.length || lackNodes.length) this.ask(lack, lackNodes);
     else if (parts.length && st.n >= (this.model.get("count") || 0)) { // every row's codes, those in sight with texts
       if (!metrics.marks.painted) metrics.marks.painted = performance.now();
       if (tree && st.gn >= st.n && !metrics.marks.treePainted) metrics.marks.treePainted = performance.now();
     }
+  }
+
+  /** Ask the kernel for the texts in sight: at once after a quiet spell, else once the scrolling settles
+   * (a fast scroll through a long run asks for where it stops, not for every frame on the way). */
+  ask(lack, lackNodes) {
+    const now = performance.now();
+    clearTimeout(this.askTimer);
+    if (now - (this.askedAt || 0) > ASK_EVERY_MS) {
+      this.askedAt = now;
+      this.store.want(lack, lackNodes);
+    } else this.askTimer = setTimeout(() => this.paint(), ASK_EVERY_MS);
   }
 
   tick(at, span) {
