@@ -254,6 +254,21 @@ function storeOf(model) {
   return store;
 }
 
+/** Where each row of the laid-out tree is: events by seq (e >= 0), nodes as e = -(i + 1); typed arrays, as a
+ * million events' tree has hundreds of thousands of rows, and opening one lays them out again. */
+class TreePos {
+  constructor(events, nodes) {
+    this.ev = new Int32Array(events).fill(-1);
+    this.nd = new Int32Array(nodes).fill(-1);
+  }
+  set(e, at) { if (e < 0) this.nd[-e - 1] = at; else this.ev[e] = at; }
+  get(e) {
+    const at = e < 0 ? this.nd[-e - 1] : this.ev[e];
+    return at === undefined || at < 0 ? undefined : at;
+  }
+  has(e) { return this.get(e) !== undefined; }
+}
+
 // -- the view ----------------------------------------------------------------------------------------------
 
 class DebuggerView {
@@ -918,7 +933,7 @@ class DebuggerView {
     }
     const pass = filtered ? new Uint8Array(st.n) : null;
     if (filtered) for (const seq of this.visible) pass[seq] = 1;
-    const out = [], pos = new Map();
+    const out = [], pos = new TreePos(st.n, nodes.length);
     if (!nodes.length || !n) { this.tRows = out; this.tPos = pos; this.tKids = kids; return; }
     const stack = [-1];
     while (stack.length) {
