@@ -1,14 +1,17 @@
 """The debugger's front end in Chromium: open, click, stream and export timings, taken inside the page.
 
-Targets (issues 16 and 27): a 100,000-event transcript opens in under 1.5 s; click-to-updated-detail under
-100 ms; opening or closing a row of the timeline's tree under 50 ms; a live run streaming 500 fragments/s keeps
-the view under 200 ms behind; the exported HTML of a 10,000-event run opens in under 1 s and is under 10 MB.
+Targets (issues 16, 27 and 30): a 100,000-event transcript opens in at most 1 s (a million in 5 s, with a page
+heap of at most 300 MB); click-to-updated-detail at most 50 ms (100 ms at a million); opening or closing a row
+of the timeline's tree under 50 ms; a live run streaming 500 fragments/s keeps the view under 200 ms behind;
+the exported HTML of a 10,000-event run opens in under 1 s and is under 10 MB.
 Every figure is the median of a few repeats, next to a baseline measured in the same run (a 100-event
 transcript), because this machine's load moves all of them.
 
 In JupyterLab, "open" is split in two: the kernel's share (loading the transcript, folding it into the
-debugger, encoding the rows: printed by the cell) and the page's share (from the widget's first render to all
-rows painted, from ``agentnbMetrics`` in the page).
+debugger, its display: printed by the cell) and the page's share (from the widget's first render until every
+row's codes are in and the rows in sight are painted with their texts -- the list, then the tree, which comes
+after it --, from ``agentnbMetrics`` in the page; a front end that sent every text at once: until the last row
+arrived, and "tree painted" is not measured).
 
     python bench/debugger_browser.py [--events 100000] [--export-events 10000] [--repeats 3]
 
@@ -150,13 +153,17 @@ dbg"""
 
 def lab_open(browser: Any, server: dict[str, Any], path: Path, n: int, repeats: int) -> dict[str, float]:
     """Open a transcript in the debugger in JupyterLab; the kernel's and the page's shares of the time."""
-    kernel, page_share, clicks, scrolls, expands = [], [], [], [], []
+    kernel, page_share, tree_share, clicks, scrolls, expands, heaps = [], [], [], [], [], [], []
     for r in range(repeats):
         page = run_notebook(browser, server, f"bench_{n}_{r}", NOTEBOOK.format(path=str(path)))
         page.wait_for_function(f"(globalThis.agentnbMetrics?.marks.rows || 0) >= {n}", timeout=T, polling=50)
+        # a front end that sends texts on demand marks the first paint with the texts in sight ("painted")
+        page.wait_for_function("agentnbMetrics.marks.treePainted || !agentnbMetrics.lazyTexts", timeout=T, polling=20)
         page.wait_for_timeout(100)
         marks = page.evaluate("agentnbMetrics.marks")
-        page_share.append(marks["lastRows"] - marks["renderAt"])
+        page_share.append(marks.get("painted", marks["lastRows"]) - marks["renderAt"])
+        tree_share.append(marks.get("treePainted", float("nan")) - marks["renderAt"])
+        heaps.append(heap_mb(page))
         out = page.locator(".jp-OutputArea-output pre").first.inner_text()
         nums = dict(kv.split("=") for kv in out.split("KERNEL ", 1)[1].split()[:3])
         kernel.append(sum(float(v) for v in nums.values()) * 1000)
@@ -166,8 +173,18 @@ def lab_open(browser: Any, server: dict[str, Any], path: Path, n: int, repeats: 
         page.wait_for_timeout(100)
         expands += expand_ms(page, 0)
         page.close()
-    return {"kernel ms": median(kernel), "page ms": median(page_share), "click ms": median(clicks),
-            "scroll frame ms": median(scrolls), "expand ms": median(expands)}
+    return {"kernel ms": median(kernel), "page ms": median(page_share), "tree ms": median(tree_share),
+            "click ms": median(clicks),
+            "scroll frame ms": median(scrolls), "expand ms": median(expands), "heap MB": median(heaps)}
+
+
+def heap_mb(page: Any) -> float:
+    """The page's JavaScript heap after a garbage collection (MB), read over the DevTools protocol."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("HeapProfiler.collectGarbage")
+    used = cdp.send("Runtime.getHeapUsage")["usedSize"]
+    cdp.detach()
+    return float(used) / 1e6
 
 
 STREAM = """\
@@ -234,9 +251,14 @@ def main() -> None:
     print(f"debugger front end in Chromium (median of {args.repeats}; baseline = a {n_base}-event transcript)")
     print(f"{'measure':<52}{'measured':>12}{'baseline':>12}   target")
     rows = [
-        (f"JupyterLab, {n_big:,} events: page, render -> all rows (ms)", big["page ms"], base["page ms"], "< 1500"),
+        (f"JupyterLab, {n_big:,} events: page, render -> rows painted (ms)", big["page ms"], base["page ms"], ""),
+        (f"JupyterLab, {n_big:,} events: page, render -> tree painted (ms)", big["tree ms"], base["tree ms"], ""),
         (f"JupyterLab, {n_big:,} events: kernel, load+fold+display (ms)", big["kernel ms"], base["kernel ms"], ""),
-        (f"JupyterLab, {n_big:,} events: click -> detail (ms)", big["click ms"], base["click ms"], "< 100"),
+        (f"JupyterLab, {n_big:,} events: open, kernel + page (ms)", big["kernel ms"] + big["page ms"],
+         base["kernel ms"] + base["page ms"], "<= 1000 (1M: <= 5000)"),
+        (f"JupyterLab, {n_big:,} events: page heap (MB)", big["heap MB"], base["heap MB"], "<= 300 at 1M"),
+        (f"JupyterLab, {n_big:,} events: click -> detail (ms)", big["click ms"], base["click ms"],
+         "<= 50 (1M: <= 100)"),
         (f"JupyterLab, {n_big:,} events: scroll jump -> next frame (ms)", big["scroll frame ms"],
          base["scroll frame ms"], "~ 1-2 frames"),
         (f"JupyterLab, {n_big:,} events: tree expand -> next frame (ms)", big["expand ms"], base["expand ms"],

@@ -2,8 +2,8 @@
 
 What a notebook cell ``anb.Debugger(anb.Transcript.load(path), start="end")`` costs before the page paints:
 the load (read, validate, fold), the debugger (its timeline: the fold with what time travel needs), the display
-(the static fallback and the widget's state) and the rows and tree a page's hello is answered with, all of
-them, encoded in the chunks the widget sends. Each size runs in a fresh child process, alternating between
+(the static fallback and the widget's state) and the answer to a page's hello, as the widget sends it (rows and
+tree; "rows MB" counts its JSON and binary buffers). Each size runs in a fresh child process, alternating between
 this tree and the ``--before`` tree; CPU times are medians, the peak resident set size is the child's
 (``ru_maxrss``) less its size once agentnb is imported.
 
@@ -35,9 +35,6 @@ def child(path: str) -> None:
     import time
 
     import agentnb as anb
-    from agentnb.debugger import viewdata
-    from agentnb.debugger.tree import TreeEncoder
-
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out: dict[str, float] = {}
     c = time.process_time()
@@ -51,13 +48,12 @@ def child(path: str) -> None:
     out["display"] = time.process_time() - c
     c = time.process_time()
     n = len(transcript)
-    size = 0
-    rows, tree = viewdata.RowEncoder(), TreeEncoder()  # as the widget answers a hello: chunks, rows first
-    for enc in (rows, tree):
-        for at in range(0, n, viewdata.CHUNK):
-            size += len(json.dumps(enc.encode(dbg.timeline.events, at, min(n, at + viewdata.CHUNK))))
+    sent: list[tuple[Any, Any]] = []
+    dbg.view.send = lambda content, buffers=None: sent.append((content, buffers))  # type: ignore[method-assign]
+    dbg._on_msg(None, {"kind": "hello", "page": "bench"}, [])  # what the widget answers a page's hello with
     out["rows"] = time.process_time() - c
-    out["rows MB"] = size / 1e6
+    out["rows MB"] = sum(len(json.dumps(content)) + sum(len(b) for b in buffers or ())
+                         for content, buffers in sent) / 1e6
     out["peak MB"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
     out["n"] = n
     print(json.dumps(out))

@@ -272,11 +272,11 @@ def test_before_a_page_says_hello_a_short_run_resends_its_rows_from_the_start() 
     starts = [(m["kind"], m.get("start")) for m in sent]
     # the display, then each update: all rows again (and the tree beside them)
     assert starts == [("reset", None), ("rows", 0), ("tree", 0)] * 3
-    assert len(sent[-2]["m"]) == 3 and len(sent[-1]["g"]) == 3
+    assert len(sent[-2]["m"]) == 3 and sent[-1]["end"] - sent[-1]["start"] == 3
     sent.clear()
     dbg.view._handle_custom_msg({"kind": "hello"}, [])
     dbg.step()
-    assert [(m["kind"], m.get("start"), len(m.get("m", m.get("g", ())))) for m in sent] == [
+    assert [(m["kind"], m.get("start"), m.get("end", 0) - m.get("start", 0)) for m in sent] == [
         ("reset", None, 0), ("rows", 0, 3), ("tree", 0, 3), ("welcome", None, 0), ("rows", 3, 1),
         ("tree", 3, 1)]  # heard: only what is new
 

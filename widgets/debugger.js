@@ -2,16 +2,20 @@
 //
 // Theory of operation. The kernel (agentnb/debugger/widget.py) interprets events; this module only draws.
 // It gets two kinds of data:
-//   - rows, one per event (type, state, turn, tool, status, summary), in custom messages {kind: "rows"},
-//     column by column, kept once per model in a RowStore however many views show it, and appended as a
-//     live run streams;
+//   - rows, one per event, in custom messages, kept once per model in a RowStore however many views show it:
+//     every row's codes (type, state, turn, tool, status) as binary buffers {kind: "rows"} (typed arrays here,
+//     so the filters run in the page over all of them), the tree's nodes likewise {kind: "tree"}, and the
+//     texts (a row's summary and time, a node's label) only for what is in sight: paint() asks for the
+//     missing ones with a margin ({kind: "texts?"}, answered by {kind: "texts"}) and draws "…" meanwhile.
+//     The search box's words match summaries the page may not hold: it asks {kind: "search?"} for the
+//     matching seqs ({kind: "found"}). A live run's new rows come with their texts, appended;
 //   - the selected moment (card, conversation, meters, diagram, wire view, approvals) as synced traits.
 // The timeline is virtualized: only the rows in sight (plus a margin) are in the DOM, so 100,000 events
 // scroll like 100. Clicking a row sets `selected`; the kernel answers with that moment (time travel).
 // Every control sends {kind: "call", method, args}, which calls the debugger's public method of that name.
 //
 // The same module runs without a kernel: `standalone()` (used by the self-contained HTML export) drives the
-// views with a StaticModel that answers from data embedded in the page.
+// views with a StaticModel that answers from data embedded in the page, the same messages a kernel answers.
 
 const ROW_H = 24;
 const NARROW = 560; // px: below this the timeline and the card stack (debugger.css: .anb-narrow)
@@ -30,6 +34,7 @@ const KEYS_HELP = [
 ];
 
 const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags: [], marks: {} });
+metrics.lazyTexts = true; // marks.painted: the first paint with every row's codes and the texts in sight
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -63,50 +68,138 @@ function h(tag, attrs = {}, ...children) {
 
 // -- rows ------------------------------------------------------------------------------------------------
 
+const ROW_MARGIN = 200; // rows whose texts are asked for beyond those in sight (each way)
+const NODE_MARGIN = 60; // tree nodes likewise
+const ASK_EVERY_MS = 80; // while scrolling, the texts in sight are asked for at most this often
+const ASK_AGAIN_MS = 4000; // a request unanswered this long is made again (a busy kernel, a lost message)
+const DTYPES = { u1: Uint8Array, u2: Uint16Array, i4: Int32Array, f8: Float64Array };
+
+/** A binary buffer of a comm message (a DataView) as a typed array of its own (copied: aligned). */
+function typed(dtype, buf) {
+  const bytes = buf instanceof ArrayBuffer ? new Uint8Array(buf) : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  return new DTYPES[dtype](bytes.slice().buffer);
+}
+
+/** An Int32Array at least `need` long holding the first `keep` items of `arr` (grown by doubling). */
+function grown(arr, need, keep) {
+  if (need <= arr.length) return arr;
+  const out = new Int32Array(Math.max(need, arr.length * 2, 1024));
+  out.set(arr.subarray(0, keep));
+  return out;
+}
+
+/**
+ * Every row's codes (type, state, turn, tool, status: typed arrays, filled for rows 0..n) and the texts
+ * (summary m, time w) of the rows the kernel has sent or been asked for (a sparse cache); the tree's nodes
+ * (objects; a label `l` undefined until asked for) and each event's group `g`. `want()` asks the kernel for
+ * the texts of the rows and nodes in sight that are missing, `search()` for the seqs whose summaries match.
+ */
 class RowStore {
   constructor() {
     this.listeners = new Set();
+    this.ask = () => {}; // sends a request to the kernel (storeOf sets it)
     this.reset();
   }
   reset() {
-    this.k = []; this.s = []; this.u = []; this.t = []; this.x = []; this.m = []; this.w = [];
-    this.nodes = []; this.g = []; this.treeVersion = 0;
+    for (const col of COLS) this[col] = new Int32Array(0);
+    this.m = []; this.w = [];
+    this.g = new Int32Array(0); this.gn = 0;
+    this.nodes = []; this.treeVersion = 0;
     this.types = []; this.states = []; this.tools = [""]; this.statuses = [""]; this.typeClasses = [];
     this.n = 0;
+    this.asked = { rows: new Map(), nodes: new Map() };
+    this.found = null; this.searching = "";
     this.version = (this.version || 0) + 1;
     this.emit({ reset: true });
   }
   apply(msg) {
-    if (msg.start < this.n) {
-      for (const col of COLS) this[col].length = msg.start;
-      this.n = msg.start;
-    } else if (msg.start > this.n) {
-      return false; // a gap (messages sent before this page listened): ask for everything again
-    }
+    if (msg.start > this.n) return false; // a gap (messages sent before this page listened): ask for everything again
+    if (msg.start < this.n) { this.n = msg.start; this.m.length = Math.min(this.m.length, msg.start); this.w.length = this.m.length; }
     this.types = msg.types; this.states = msg.states; this.tools = msg.tools; this.statuses = msg.statuses;
     this.typeClasses = msg.type_classes || [];
+    const cols = msg.cols, len = cols.k.length, start = msg.start;
     for (const col of COLS) {
-      const src = msg[col] || [], dst = this[col];
-      for (let i = 0; i < src.length; i++) dst.push(src[i]);
+      this[col] = grown(this[col], start + len, start);
+      this[col].set(cols[col], start);
     }
-    const from = this.n;
-    this.n = this.k.length;
+    if (msg.m) for (let j = 0; j < len; j++) { this.m[start + j] = msg.m[j]; this.w[start + j] = msg.w[j]; }
+    const from = start;
+    this.n = start + len;
     this.emit({ from, ts_last: msg.ts_last });
     return true;
   }
-  /** The tree's nodes (records, see agentnb/debugger/tree.py FIELDS) and each event's group. */
+  /** The tree's nodes (agentnb/debugger/tree.py: records of FIELDS, or binary columns) and each event's group. */
   applyTree(msg) {
-    if (msg.start > this.g.length) return;
-    this.g.length = msg.start;
-    for (const v of msg.g) this.g.push(v);
-    for (const r of msg.nodes) {
-      const node = { i: r[0], p: r[1], d: r[2], n: r[3], l: r[4], a: r[5], b: r[6], t0: r[7], t1: r[8], tok: r[9],
-        c: r[10], x: r[11], tool: r[12], e: r[13], x0: r[14], x1: r[15], f: r[16] };
-      this.nodes[node.i] = node;
+    if (msg.start > this.gn) return;
+    const g = msg.g;
+    this.g = grown(this.g, msg.start + g.length, msg.start);
+    this.g.set(g, msg.start);
+    this.gn = msg.start + g.length;
+    if (msg.records) {
+      for (const r of msg.records) {
+        this.nodes[r[0]] = { i: r[0], p: r[1], d: r[2], n: r[3], l: r[4], a: r[5], b: r[6], t0: r[7], t1: r[8], tok: r[9],
+          c: r[10], x: r[11], tool: r[12], e: r[13], x0: r[14], x1: r[15], f: r[16] };
+      }
+    } else {
+      const c = msg.cols, v = msg.vocab, count = c.i.length, num = (x) => (Number.isNaN(x) ? null : x);
+      for (let j = 0; j < count; j++) {
+        const i = c.i[j];
+        this.nodes[i] = { i, p: c.p[j], d: c.d[j], n: v.n[c.n[j]], l: msg.l ? msg.l[j] : undefined, a: c.a[j], b: c.b[j],
+          t0: c.t0[j], t1: c.t1[j], tok: c.tok[j], c: num(c.c[j]), x: v.x[c.x[j]], tool: v.tool[c.tool[j]], e: v.e[c.e[j]],
+          x0: num(c.x0[j]), x1: num(c.x1[j]), f: c.f[j] };
+        if (!msg.l) this.asked.nodes.delete(i); // its label may have changed: asked for again when in sight
+      }
     }
-    if (msg.start === 0) this.nodes.length = msg.nodes.length;
+    if (msg.start === 0) this.nodes.length = msg.count ?? msg.records.length;
     this.treeVersion++;
     this.emit({ tree: true });
+  }
+  /** The kernel's answer to want(): texts of row ranges, labels of node ranges. */
+  applyTexts(msg) {
+    let j = 0;
+    for (const [a, b] of msg.rows || []) {
+      for (let i = a; i < b; i++, j++) { this.m[i] = msg.m[j]; this.w[i] = msg.w[j]; this.asked.rows.delete(i); }
+    }
+    j = 0;
+    for (const [a, b] of msg.nodes || []) {
+      for (let i = a; i < b; i++, j++) { if (this.nodes[i]) this.nodes[i].l = msg.l[j]; this.asked.nodes.delete(i); }
+    }
+    this.emit({ texts: true });
+  }
+  /** The kernel's answer to search(): the seqs whose summary or type holds every word. */
+  applyFound(msg, seqs) {
+    const key = msg.words.join("\u0000");
+    if (key !== this.searching) return; // an older search
+    const bits = new Uint8Array(msg.n);
+    for (const s of seqs) bits[s] = 1;
+    this.found = { key, n: msg.n, bits };
+    this.searching = "";
+    this.emit({ found: true });
+  }
+  /** Ask for the texts of these rows and nodes that are neither here nor asked for, with a margin. */
+  want(seqs, nodes) {
+    const rows = this.missing(seqs, this.asked.rows, this.n, ROW_MARGIN);
+    const nds = this.missing(nodes, this.asked.nodes, this.nodes.length, NODE_MARGIN);
+    if (rows.length || nds.length) this.ask({ kind: "texts?", rows, nodes: nds });
+  }
+  missing(ids, asked, n, margin) {
+    const now = performance.now();
+    const todo = ids.filter((i) => !(now - (asked.get(i) ?? -Infinity) < ASK_AGAIN_MS)).sort((a, b) => a - b);
+    const out = [];
+    for (const i of todo) {
+      const last = out[out.length - 1];
+      if (last && i < last[1] + margin) last[1] = Math.min(n, i + margin + 1);
+      else out.push([Math.max(0, i - margin), Math.min(n, i + margin + 1)]);
+    }
+    for (const [a, b] of out) for (let i = a; i < b; i++) asked.set(i, now);
+    return out;
+  }
+  /** Ask which rows match these words (unless that is known or asked); `found` answers. */
+  search(words) {
+    const key = words.join("\u0000");
+    if ((this.found && this.found.key === key) || this.searching === key) return;
+    this.searching = key;
+    this.ask({ kind: "search?", words });
   }
   emit(change) {
     for (const fn of this.listeners) fn(change);
@@ -117,28 +210,63 @@ class RowStore {
   status(i) { return this.statuses[this.x[i]]; }
 }
 
-const COLS = ["k", "s", "u", "t", "x", "m", "w"];
+const COLS = ["k", "s", "u", "t", "x"];
 const FRAGMENT_TYPES = new Set(["TextMerged", "ArgumentsMerged"]);
 const stores = new WeakMap();
+
+/** A kernel message's binary columns ([[name, dtype], ...] and its buffers from `at`) as {name: typed array}. */
+function columnsOf(specs, buffers, at = 0) {
+  const out = {};
+  specs.forEach(([name, dtype], j) => { out[name] = typed(dtype, buffers[at + j]); });
+  return out;
+}
+
 function storeOf(model) {
   let store = stores.get(model);
   if (!store) {
     store = new RowStore();
     stores.set(model, store);
+    store.ask = (msg) => model.send(msg);
     let asked = 0;
-    model.on("msg:custom", (msg) => {
+    model.on("msg:custom", (msg, buffers) => {
       store.heard = true; // a kernel answers
+      const at = `${msg.kind}At`; // when each kind of message first came (bench/debugger_browser.py)
+      if (!metrics.marks[at]) metrics.marks[at] = performance.now();
       if (msg.kind === "rows") {
+        if (Array.isArray(msg.cols)) msg.cols = columnsOf(msg.cols, buffers);
         if (store.apply(msg) === false && performance.now() - asked > 1000) {
           asked = performance.now();
           model.send({ kind: "hello" });
         }
-      } else if (msg.kind === "tree") store.applyTree(msg);
+      } else if (msg.kind === "tree") {
+        if (msg.ints) { // binary: the groups, then the node fields (tree.py columns())
+          msg.g = typed("i4", buffers[0]);
+          msg.cols = columnsOf([...msg.ints.map((f) => [f, "i4"]), ...msg.floats.map((f) => [f, "f8"]),
+            ...msg.codes.map((f) => [f, "i4"])], buffers, 1);
+        } else msg.records = msg.nodes;
+        store.applyTree(msg);
+      } else if (msg.kind === "texts") store.applyTexts(msg);
+      else if (msg.kind === "found") store.applyFound(msg, msg.seqs || typed("i4", buffers[0]));
       else if (msg.kind === "reset") store.reset();
       else if (msg.kind === "welcome") store.welcomed = true; // the kernel answered a hello: stop saying it
     });
   }
   return store;
+}
+
+/** Where each row of the laid-out tree is: events by seq (e >= 0), nodes as e = -(i + 1); typed arrays, as a
+ * million events' tree has hundreds of thousands of rows, and opening one lays them out again. */
+class TreePos {
+  constructor(events, nodes) {
+    this.ev = new Int32Array(events).fill(-1);
+    this.nd = new Int32Array(nodes).fill(-1);
+  }
+  set(e, at) { if (e < 0) this.nd[-e - 1] = at; else this.ev[e] = at; }
+  get(e) {
+    const at = e < 0 ? this.nd[-e - 1] : this.ev[e];
+    return at === undefined || at < 0 ? undefined : at;
+  }
+  has(e) { return this.get(e) !== undefined; }
 }
 
 // -- the view ----------------------------------------------------------------------------------------------
@@ -202,6 +330,7 @@ class DebuggerView {
 
   dispose() {
     for (const fn of this.disposers) fn();
+    clearTimeout(this.askTimer);
     if (this.resizer) this.resizer.disconnect();
   }
 
@@ -443,7 +572,7 @@ class DebuggerView {
       case "controls": case "running": this.drawControls(); break;
       case "meters": this.metersEl.innerHTML = v || ""; break;
       case "diagram": this.diagramEl.innerHTML = v || ""; break;
-      case "detail": this.panes.event.innerHTML = v || ""; break;
+      case "detail": metrics.marks.detailAt = performance.now(); this.panes.event.innerHTML = v || ""; break;
       case "conversation": this.panes.conversation.innerHTML = v || ""; break;
       case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
       case "wire": this.drawWire(v || {}); break;
@@ -632,8 +761,18 @@ class DebuggerView {
       this.schedulePaint(true);
       return;
     }
+    if (change.texts) { // summaries and labels in sight came: paint them (the filters may read them too)
+      if (this.compiled && this.compiled.words.length && !st.found) this.refilter(false);
+      this.schedulePaint(false);
+      return;
+    }
+    if (change.found) { this.refilter(); return; }
+    if (st.found && change.from !== undefined && st.n && st.m[st.n - 1] === undefined) {
+      st.found = null; // many new rows came without their texts: the search is asked again, over them too
+      this.compiled = null;
+    }
     if (this.hasFilter()) {
-      if (change.reset || !this.visible) this.refilter(false);
+      if (change.reset || !this.visible || !this.compiled) this.refilter(false);
       else for (let i = change.from; i < st.n; i++) if (this.passes(i)) this.visible.push(i);
     }
     this.layoutDirty = true;
@@ -695,7 +834,7 @@ class DebuggerView {
     if (f.status) add("status", [f.status], f.statusNot);
     if (f.turn !== "") add("turn", [f.turn], false);
     if (f.hideFragments) add("type", FRAGMENT_TYPES, true);
-    return { clauses, words };
+    return { clauses, words, key: words.join("\u0000") };
   }
 
   passes(i) {
@@ -712,15 +851,20 @@ class DebuggerView {
       }
       if (hit === c.neg) return false;
     }
-    for (const w of this.compiled.words) {
-      if (!st.m[i].toLowerCase().includes(w) && !st.type(i).toLowerCase().includes(w)) return false;
-    }
+    const words = this.compiled.words;
+    if (!words.length) return true;
+    const found = st.found;
+    if (found && found.key === this.compiled.key && i < found.n) return found.bits[i] === 1; // the kernel's answer
+    const m = st.m[i]; // a row the answer does not cover (newer, or the answer is on its way): its own text
+    if (m === undefined) return false;
+    for (const w of words) if (!m.toLowerCase().includes(w) && !st.type(i).toLowerCase().includes(w)) return false;
     return true;
   }
 
   refilter(paint = true) {
     const st = this.store;
     this.compiled = this.compileFilter();
+    if (this.compiled.words.length) st.search(this.compiled.words); // the summaries are in the kernel
     if (!this.hasFilter()) {
       this.visible = null;
     } else {
@@ -771,7 +915,7 @@ class DebuggerView {
   layout() {
     metrics.layouts = (metrics.layouts || 0) + 1;
     const st = this.store, nodes = st.nodes;
-    const n = Math.min(st.n, st.g.length);
+    const n = Math.min(st.n, st.gn);
     const key = `${st.version}/${st.treeVersion}/${n}`;
     let kids = this.tKids;
     if (this.tKidsFor !== key) { // the children lists change with the data only: opening a row reuses them
@@ -794,7 +938,7 @@ class DebuggerView {
     }
     const pass = filtered ? new Uint8Array(st.n) : null;
     if (filtered) for (const seq of this.visible) pass[seq] = 1;
-    const out = [], pos = new Map();
+    const out = [], pos = new TreePos(st.n, nodes.length);
     if (!nodes.length || !n) { this.tRows = out; this.tPos = pos; this.tKids = kids; return; }
     const stack = [-1];
     while (stack.length) {
@@ -892,7 +1036,8 @@ class DebuggerView {
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
-    this.countEl.textContent = this.visible ? `${this.visible.length.toLocaleString()} of ${st.n.toLocaleString()}` : eventsText(st.n);
+    this.countEl.textContent = (this.visible ? `${this.visible.length.toLocaleString()} of ${st.n.toLocaleString()}` :
+      eventsText(st.n)) + (st.searching ? " · searching…" : "");
     const height = list.clientHeight || 400;
     const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);
@@ -902,12 +1047,18 @@ class DebuggerView {
     const tree = this.tree;
     const selEntry = tree ? this.treeEntry(this.sel) : this.sel;
     const span = tree && st.nodes[0] ? Math.max(1, st.nodes[0].t1) : 1;
-    const parts = [];
+    const parts = [], lack = [], lackNodes = [];
     for (let pos = first; pos < last; pos++) {
       const e = tree ? this.tRows[pos] : this.seqAt(pos);
       const selected = e === selEntry;
-      if (e < 0) { parts.push(this.nodeRow(st.nodes[-e - 1], pos, selected, span, bpTools)); continue; }
+      if (e < 0) {
+        const node = st.nodes[-e - 1];
+        if (node.l === undefined) lackNodes.push(node.i);
+        parts.push(this.nodeRow(node, pos, selected, span, bpTools));
+        continue;
+      }
       const i = e;
+      if (st.m[i] === undefined) lack.push(i);
       const type = st.type(i), tool = st.tool(i);
       const hasBp = tool ? bpTools.has(tool) : bpTypes.has(type);
       const cls = st.typeClasses[st.k[i]] || "";
@@ -920,12 +1071,28 @@ class DebuggerView {
         `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${i}" tabindex="-1" ` +
         `title="${hasBp ? "remove the breakpoint" : "break on events like this"}" aria-label="toggle breakpoint">●</button>` +
         `<span class="agentnb-seq">${i}</span><span class="agentnb-kind ${cls}">${esc(type)}</span>` +
-        `<span class="anb-summary">${esc(st.m[i])}</span>` +
+        `<span class="anb-summary">${st.m[i] === undefined ? "…" : esc(st.m[i])}</span>` +
         (status ? `<span class="anb-status anb-status-${esc(status)}">${esc(status)}</span>` : "") +
         `<span class="anb-time" title="since the run began">${fmtMs(st.w[i])}</span>` +
         (tree ? this.tick(st.w[i], span) : `<span class="agentnb-state">${esc(st.state(i))}</span>`) + "</div>");
     }
     this.rowsEl.innerHTML = parts.join("");
+    if (lack.length || lackNodes.length) this.ask(lack, lackNodes);
+    else if (parts.length && st.n >= (this.model.get("count") || 0)) { // every row's codes, those in sight with texts
+      if (!metrics.marks.painted) metrics.marks.painted = performance.now();
+      if (tree && st.gn >= st.n && !metrics.marks.treePainted) metrics.marks.treePainted = performance.now();
+    }
+  }
+
+  /** Ask the kernel for the texts in sight: at once after a quiet spell, else once the scrolling settles
+   * (a fast scroll through a long run asks for where it stops, not for every frame on the way). */
+  ask(lack, lackNodes) {
+    const now = performance.now();
+    clearTimeout(this.askTimer);
+    if (now - (this.askedAt || 0) > ASK_EVERY_MS) {
+      this.askedAt = now;
+      this.store.want(lack, lackNodes);
+    } else this.askTimer = setTimeout(() => this.paint(), ASK_EVERY_MS);
   }
 
   tick(at, span) {
@@ -957,7 +1124,7 @@ class DebuggerView {
       (node.n === "call" ? `<button class="anb-bp${hasBp ? " anb-bp-on" : ""}" data-bp="${node.a}" tabindex="-1" ` +
         `title="${hasBp ? "remove the breakpoint" : "break before this tool runs"}" aria-label="toggle breakpoint">●</button>` :
         '<span class="anb-bp-slot"></span>') +
-      `<span class="anb-summary anb-tlabel"><span class="agentnb-kind ${kindCls}">${esc(node.l)}</span></span>` +
+      `<span class="anb-summary anb-tlabel"><span class="agentnb-kind ${kindCls}">${node.l === undefined ? "…" : esc(node.l)}</span></span>` +
       (node.e ? `<span class="anb-effect agentnb-effect-${esc(node.e)}" title="effect mark">${esc(node.e)}</span>` : "") +
       (node.x ? `<span class="anb-status anb-status-${esc(node.x)}">${esc(node.x)}</span>` : "") +
       `<span class="anb-meta">${esc(meta.join(" · "))}</span>` +
@@ -1326,6 +1493,7 @@ function sayHello(model) {
   store.page = store.page || `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   let tries = 0;
   const hello = () => model.send({ kind: "hello", page: store.page, retry: tries > 0 });
+  if (!metrics.marks.helloAt) metrics.marks.helloAt = performance.now();
   hello();
   store.helloTimer = setInterval(() => {
     if (store.welcomed || ++tries > HELLO_TRIES) { clearInterval(store.helloTimer); return; }
@@ -1368,10 +1536,28 @@ class StaticModel {
     for (const k of Object.keys(this.state)) if (this.state[k] !== before[k]) this.fire(`change:${k}`);
     this.fire("change:follow");
   }
+  /** The page's requests, answered from the embedded data as the kernel answers them (widget.py _answer). */
   send(msg) {
+    const r = this.d.rows;
     if (msg.kind === "hello") queueMicrotask(() => {
-      this.fire("msg:custom", this.d.rows);
+      this.fire("msg:custom", { ...r, cols: { k: r.k, s: r.s, u: r.u, t: r.t, x: r.x } }); // every text too
       if (this.d.tree) this.fire("msg:custom", this.d.tree);
+    });
+    else if (msg.kind === "texts?") queueMicrotask(() => {
+      const clip = (asked, n) => (asked || []).map(([a, b]) => [Math.max(0, a), Math.min(n, b)]).filter(([a, b]) => b > a);
+      const rows = clip(msg.rows, this.d.count), nodes = clip(msg.nodes, this.d.tree ? this.d.tree.nodes.length : 0);
+      const m = [], w = [], l = [];
+      for (const [a, b] of rows) for (let i = a; i < b; i++) { m.push(r.m[i]); w.push(r.w[i]); }
+      for (const [a, b] of nodes) for (let i = a; i < b; i++) l.push(this.d.tree.nodes[i][4]);
+      this.fire("msg:custom", { kind: "texts", rows, m, w, nodes, l });
+    });
+    else if (msg.kind === "search?") queueMicrotask(() => {
+      const words = msg.words.map((x) => String(x).toLowerCase()), types = r.types.map((x) => x.toLowerCase()), seqs = [];
+      for (let i = 0; i < this.d.count; i++) {
+        const low = r.m[i].toLowerCase();
+        if (words.every((x) => low.includes(x) || types[r.k[i]].includes(x))) seqs.push(i);
+      }
+      this.fire("msg:custom", { kind: "found", words: msg.words, n: this.d.count, seqs });
     });
     else if (msg.kind === "call" && msg.method === "select") { this.set("selected", msg.args.seq); this.save_changes(); }
   }

@@ -22,6 +22,7 @@ events and the card table's statuses and summaries (:mod:`.cards`): the one read
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ from ..providers.prices import recorded_table
 from ..visible import visible
 from . import cards
 from .render import short
+from .rows import ranges
 
 FRAGMENTS = (TextMerged, ArgumentsMerged)
 """The events folded into their model call's row."""
@@ -117,6 +119,10 @@ class TreeEncoder:
     _t0: float = 0.0
     _prices: Any = None
     _table: Any = None
+    _fresh: set[int] = field(default_factory=set)
+    """Nodes whose last seq or end moved since :meth:`_settle` carried them to their ancestors."""
+    _vocab: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per string field of the binary form: its values met so far, in the order of their codes."""
 
     def _node(self, parent: int, kind: str, label: str, ev: BaseEvent, at: float, **more: Any) -> int:
         i = len(self.nodes)
@@ -165,15 +171,36 @@ class TreeEncoder:
         return self._turn(ev, at)
 
     def _grow(self, i: int, seq: int, at: float) -> None:
-        # events come in order: each group's last event is this one, its end the latest stamp
-        nodes, dirty = self.nodes, self._dirty
-        while i >= 0:
-            node = nodes[i]
-            node.last = seq
-            if node.end_ms < at:
-                node.end_ms = at
-            dirty.add(i)
-            i = node.parent
+        # events come in order: the group's last event is this one, its end the latest stamp; its ancestors
+        # follow when the tree is read (:meth:`_settle`), once per changed node rather than once per event
+        node = self.nodes[i]
+        node.last = seq
+        if node.end_ms < at:
+            node.end_ms = at
+        self._fresh.add(i)
+
+    def _settle(self) -> None:
+        """Carry the moved nodes' last seq and end up to their ancestors, which change with them.
+
+        A level at a time: each parent from every moved child, then the parents' parents.
+        """
+        nodes = self.nodes
+        level = self._fresh
+        self._fresh = set()
+        while level:
+            self._dirty |= level
+            up: set[int] = set()
+            for i in level:
+                node = nodes[i]
+                j = node.parent
+                if j >= 0:
+                    parent = nodes[j]
+                    if parent.last < node.last:
+                        parent.last = node.last
+                    if parent.end_ms < node.end_ms:
+                        parent.end_ms = node.end_ms
+                    up.add(j)
+            level = up
 
     def _add_usage(self, i: int, tokens: int, spent: float | None) -> None:
         while i >= 0:
@@ -188,21 +215,36 @@ class TreeEncoder:
         return cost([((turn.response.provider, turn.response.model), (u.input_tokens, u.output_tokens))],
                     self._prices or {}, self._table)
 
+    def _start(self, ev: BaseEvent, at: float) -> None:
+        """The root, from the log's first event: the run, its model, its prices, the fork it is."""
+        self._t0 = at
+        settings = getattr(ev, "settings", {}) or {}
+        budget = settings.get("budget") or {}
+        self._prices = budget.get("prices") or {}
+        self._table = recorded_table(budget.get("price_table", ""))
+        model = visible(str(getattr(ev, "model", "") or ""))[0]
+        fork = settings.get("fork") if isinstance(ev, RunStarted) else None
+        label = f"run {visible(ev.run_id)[0]}" + (f" · {model}" if model else "")
+        if isinstance(fork, dict):
+            label += f" · fork of {visible(str(fork.get('parent')))[0]} at event {fork.get('at')}"
+        self._node(-1, "run", label, ev, 0.0)
+
     def add(self, ev: BaseEvent) -> None:
         """Place one more event in the tree."""
         at = ev.ts.timestamp() * 1000
+        i = self._model.get(ev.turn) if type(ev) in _FRAGMENT_CLASSES else None
+        if i is not None:  # a fragment of the model call that is streaming (half a streamed run): the shortest way
+            at -= self._t0
+            self.groups.append(i)
+            node = self.nodes[i]
+            node.last = ev.seq
+            if node.end_ms < at:
+                node.end_ms = at
+            node.fragments += 1
+            self._fresh.add(i)
+            return
         if not self.nodes:
-            self._t0 = at
-            settings = getattr(ev, "settings", {}) or {}
-            budget = settings.get("budget") or {}
-            self._prices = budget.get("prices") or {}
-            self._table = recorded_table(budget.get("price_table", ""))
-            model = visible(str(getattr(ev, "model", "") or ""))[0]
-            fork = settings.get("fork") if isinstance(ev, RunStarted) else None
-            label = f"run {visible(ev.run_id)[0]}" + (f" · {model}" if model else "")
-            if isinstance(fork, dict):
-                label += f" · fork of {visible(str(fork.get('parent')))[0]} at event {fork.get('at')}"
-            self._node(-1, "run", label, ev, 0.0)
+            self._start(ev, at)
         at -= self._t0
         i = self._group(ev, at)
         self.groups.append(i)
@@ -239,17 +281,84 @@ class TreeEncoder:
             if answer is not None:
                 node.status = answer.status
 
+    def prepare(self, events: list[BaseEvent], end: int) -> None:
+        """Place the events up to ``end`` (what :meth:`encode` will send does not change)."""
+        while len(self.groups) < end:
+            self.add(events[len(self.groups)])
+        self._settle()
+
+    def _changed(self, events: list[BaseEvent], start: int, end: int) -> range | list[int]:
+        self.prepare(events, end)
+        changed = range(len(self.nodes)) if start == 0 else sorted(self._dirty)
+        self._dirty.clear()
+        return changed
+
     def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
         """The groups of events ``start`` to ``end`` and every node new or changed since the last encode.
 
         From ``start == 0`` (a page starting over) every node is sent.
         """
-        while len(self.groups) < end:
-            self.add(events[len(self.groups)])
-        changed = range(len(self.nodes)) if start == 0 else sorted(self._dirty)
-        self._dirty.clear()
+        changed = self._changed(events, start, end)
         return {"kind": "tree", "start": start, "g": self.groups[start:end], "fields": FIELDS,
                 "nodes": [self.nodes[i].record() for i in changed]}
+
+    def binary(self, events: list[BaseEvent], start: int, end: int,
+               labels: bool | None = None) -> tuple[dict[str, Any], list[bytes]]:
+        """What :meth:`encode` says, as binary columns (see :func:`columns`); labels only when ``labels``.
+
+        Default: the labels go along when at most :data:`LABELS_WITH_NODES` nodes changed (a live run's
+        update); else the page asks for those of the nodes in sight (:meth:`labels`).
+        """
+        changed = self._changed(events, start, end)
+        with_labels = labels if labels is not None else len(changed) <= LABELS_WITH_NODES
+        content, buffers = columns([self.nodes[i] for i in changed], self._vocab)
+        content.update(kind="tree", start=start, end=end, count=len(self.nodes))
+        if with_labels:
+            content["l"] = [self.nodes[i].label for i in changed]
+        buffers.insert(0, array("i", self.groups[start:end]).tobytes())
+        return content, buffers
+
+    def labels(self, asked: Any) -> dict[str, Any]:
+        """The labels of the node ranges a page asked for (``[[first, end], ...]``), as one message's fields."""
+        got = ranges(asked, len(self.nodes))
+        return {"nodes": [list(r) for r in got], "l": [self.nodes[i].label for a, b in got for i in range(a, b)]}
+
+
+LABELS_WITH_NODES = 1_000
+"""Changed nodes sent with their labels at once (more: the page asks for the labels of the nodes in sight)."""
+
+INT_FIELDS = ("i", "p", "d", "a", "b", "f")
+FLOAT_FIELDS = ("t0", "t1", "tok", "c", "x0", "x1")
+CODE_FIELDS = ("n", "x", "tool", "e")
+"""A node's fields as binary columns: integers (32-bit), times, tokens and cost (doubles, NaN for None), and
+strings as indices into a vocabulary per field (32-bit)."""
+
+
+def columns(nodes: list[Node], vocab: dict[str, dict[str, int]]) -> tuple[dict[str, Any], list[bytes]]:
+    """Nodes as one buffer per field, and a header with each string field's vocabulary.
+
+    The buffers are :data:`INT_FIELDS`, :data:`FLOAT_FIELDS` and :data:`CODE_FIELDS`, in that order; ``vocab``
+    grows with the strings met, so a code keeps its meaning from one message to the next.
+    """
+    nan = float("nan")
+    ints: list[array[int]] = [array("i", [n.i for n in nodes]), array("i", [n.parent for n in nodes]),
+            array("i", [n.depth for n in nodes]), array("i", [n.first for n in nodes]),
+            array("i", [n.last for n in nodes]), array("i", [n.fragments for n in nodes])]
+    floats: list[array[float]] = [array("d", [n.start_ms for n in nodes]), array("d", [n.end_ms for n in nodes]),
+              array("d", [n.tokens for n in nodes]),
+              array("d", [nan if n.cost is None else n.cost for n in nodes]),
+              array("d", [nan if n.ran[0] is None else n.ran[0] for n in nodes]),
+              array("d", [nan if n.ran[1] is None else n.ran[1] for n in nodes])]
+    codes: list[array[int]] = []
+    for name, attr in zip(CODE_FIELDS, ("kind", "status", "tool", "effect"), strict=True):
+        known = vocab.setdefault(name, {})
+        values = [getattr(n, attr) for n in nodes]
+        for v in dict.fromkeys(values):
+            known.setdefault(v, len(known))
+        codes.append(array("i", map(known.__getitem__, values)))
+    header = {"ints": INT_FIELDS, "floats": FLOAT_FIELDS, "codes": CODE_FIELDS,
+              "vocab": {name: list(vocab.get(name, {})) for name in CODE_FIELDS}}
+    return header, [a.tobytes() for a in ints] + [a.tobytes() for a in floats] + [a.tobytes() for a in codes]
 
 
 def tree_of(events: list[BaseEvent]) -> TreeEncoder:

@@ -4,11 +4,11 @@ Theory of operation. The front end (``widgets/debugger.js``) draws; it does not 
 it shows comes from here, in one of three shapes:
 
 - **Rows** -- one per event, for the virtualized timeline, its filters and its search: the event's type,
-  state, turn, tool, status, one-line summary and time (ms since the run began). :class:`RowEncoder` packs
-  a range of them column by column, with the repeated strings (types, states, tools, statuses) as indices
-  into vocabularies, so 100,000 rows travel as a few megabytes of JSON. Rows go to the browser once, in
-  custom messages, never in the widget's saved state; a live run sends only the rows that are new since the
-  last update. The tree the timeline opens on (:mod:`.tree`) travels the same way, beside the rows.
+  state, turn, tool, status, one-line summary and time (ms since the run began). :class:`.rows.RowEncoder`
+  (re-exported here) sends every row's codes as binary columns and the texts of the rows in sight on the
+  page's request (see :mod:`.rows`). Rows go to the browser in custom messages, never in the widget's saved
+  state; a live run sends only the rows that are new since the last update. The tree the timeline opens on
+  (:mod:`.tree`) travels the same way, beside the rows.
 - **The selected moment** -- the card of one event, the conversation as it stood after it, the meters and
   the state diagram at that point: small HTML strings the widget syncs as traits.
 - **The wire view** -- one provider's rendering of the request in force at the selected event, and the raw
@@ -25,7 +25,6 @@ front end draws nothing other than as it runs and needs no rule of its own.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,8 @@ from ..states import TERMINAL, LoopState
 from ..visible import visible
 from . import cards
 from .diagram import state_diagram
+from .rows import RowEncoder as RowEncoder  # re-exported: the kernel-less views' rows
+from .rows import event_tool
 from .timeline import Timeline
 
 if TYPE_CHECKING:
@@ -43,12 +44,6 @@ if TYPE_CHECKING:
 
 CHUNK = 20_000
 """Rows per message: the first screen shows before a long transcript has arrived whole."""
-
-
-def event_tool(ev: BaseEvent) -> str:
-    """The tool an event is about ("" for none)."""
-    name = getattr(ev, "name", None)
-    return name if isinstance(name, str) and hasattr(ev, "call_id") else ""
 
 
 def tool_at(events: list[BaseEvent], seq: int) -> str:
@@ -65,78 +60,6 @@ def tool_at(events: list[BaseEvent], seq: int) -> str:
 def event_status(ev: BaseEvent) -> str:
     """A status worth filtering on (the event class's card says which: :attr:`.cards.CardSpec.status`)."""
     return cards.event_status(ev)
-
-
-_COLUMNS = ("k", "s", "u", "t", "x", "m", "w")
-
-
-@dataclass
-class RowEncoder:
-    """Packs events into column-wise rows with shared vocabularies (indices stay stable as rows arrive).
-
-    The encoder keeps the columns of the events it has seen, so a row is computed once however often it is
-    sent (a second view, a page reloaded): a log only grows, and each event's row depends on that event alone
-    (and on the calls named before it).
-
-    Example:
-        >>> import agentnb as anb
-        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
-        >>> events = run.start("Paris?").run().events
-        >>> rows = RowEncoder().encode(events, 0, len(events))
-        >>> rows["types"][rows["k"][0]], rows["m"][0][:9]
-        ('RunStarted', 'scripted:')
-    """
-
-    types: list[str] = field(default_factory=list)
-    states: list[str] = field(default_factory=list)
-    tools: list[str] = field(default_factory=lambda: [""])
-    statuses: list[str] = field(default_factory=lambda: [""])
-    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
-    _codes: tuple[dict[str, int], ...] = field(default_factory=lambda: ({}, {}, {"": 0}, {"": 0}))
-    _names: dict[str, str] = field(default_factory=dict)
-    """Call id -> tool name, so an event that names only the call (an approval's answer) is the tool's too."""
-
-    def _extend(self, events: list[BaseEvent], end: int) -> None:
-        cols = self.columns
-        k, s, u, t, x, m, w = (cols[c] for c in _COLUMNS)
-        t0 = events[0].ts.timestamp() if events else 0.0
-        type_codes, state_codes, tool_codes, status_codes = self._codes
-        names = self._names
-
-        def code(codes: dict[str, int], vocab: list[str], value: str) -> int:
-            c = codes.get(value)
-            if c is None:
-                c = codes[value] = len(vocab)
-                vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
-            return c
-
-        for ev in events[len(k):end]:
-            k.append(type_codes.get(ev.type) if ev.type in type_codes else code(type_codes, self.types, ev.type))
-            state = ev.state.value
-            s.append(state_codes[state] if state in state_codes else code(state_codes, self.states, state))
-            u.append(ev.turn)
-            tool = event_tool(ev)
-            call_id = getattr(ev, "call_id", None)
-            if isinstance(call_id, str):
-                if tool:
-                    names[call_id] = tool
-                else:
-                    tool = names.get(call_id, "")
-            t.append(tool_codes[tool] if tool in tool_codes else code(tool_codes, self.tools, tool))
-            status = event_status(ev)
-            x.append(status_codes[status] if status in status_codes else code(status_codes, self.statuses, status))
-            m.append(cards.summary_text(ev))
-            w.append(round((ev.ts.timestamp() - t0) * 1000, 1))  # the row's time: ms since the run began
-
-    def encode(self, events: list[BaseEvent], start: int, end: int) -> dict[str, Any]:
-        """Rows ``start`` to ``end`` (exclusive) as columns, with the vocabularies so far."""
-        if end > len(self.columns["k"]):
-            self._extend(events, end)
-        last = events[end - 1] if end > start else None
-        return {"kind": "rows", "start": start, "types": self.types, "states": self.states, "tools": self.tools,
-                "statuses": self.statuses, "type_classes": [cards.kind_class(n) for n in self.types],
-                **{c: self.columns[c][start:end] for c in _COLUMNS},
-                "ts_last": last.ts.timestamp() * 1000 if last is not None else None}
 
 
 # -- the selected moment ------------------------------------------------------------------------------

@@ -7,8 +7,10 @@ every event (click to select, filters, search, keyboard), the selected event's c
 stood after it (time travel), the wire view one provider at a time, the approval panel. Every control in the
 page sends a message that calls the same public method a test calls, so tests drive the same code a click does.
 
-Data flow. Event rows (see :mod:`.viewdata`) go to the page once, in custom messages, and a live run sends
-only the new ones; the widget's synced state holds just the selected moment (a card, the conversation, the
+Data flow. Event rows (see :mod:`.rows`) go to the page once, in custom messages, and a live run sends
+only the new ones: every row's codes (type, state, turn, tool, status) as binary buffers, and its texts
+(summary, time) only while it is in sight, when the page asks (``texts?``; a search over summaries is
+``search?``); the widget's synced state holds just the selected moment (a card, the conversation, the
 meters, the header), so a saved notebook's widget state stays small however long the run. A live run
 updates the page at most ``updates_per_second`` times a second however fast fragments stream in: each event
 only marks the view dirty, and a timer flushes it. Continue started from the page runs in a background
@@ -35,14 +37,16 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from ..events import ApprovalRequested, BaseEvent
+from ..events import ApprovalRequested
 from ..exceptions import AgentnbError
 from ..states import TERMINAL, LoopState
 from ..transcript import Transcript
 from ..visible import FLAG, hides, visible
-from . import assets, cards, hello, intervene, replay_edit, viewdata, whatif
+from . import assets, hello, intervene, replay_edit, viewdata, whatif
+from . import rows as rows_mod
 from .controller import Breakpoint, BreakpointKind
 from .labelling import Labelling
+from .plots_tab import plots_html
 from .timeline import Timeline
 from .tree import TreeEncoder
 
@@ -83,7 +87,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._last_refresh = 0.0
         self._dirty = False
         self._timer: threading.Timer | None = None
-        self._rows = viewdata.RowEncoder()
+        self._rows = rows_mod.RowEncoder()
         self._tree = TreeEncoder()
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
@@ -92,6 +96,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._plots_key = -1
         self._displayed = False  # no page listens before the debugger is displayed (or a page says hello)
         self._heard = False  # a page said hello: it receives what is sent from now on
+        self._asked = False  # a hello is being answered
         self._snapshot_key: tuple[Any, ...] | None = None
         self._snapshot_at = 0.0
         self._snapshot_timer: threading.Timer | None = None
@@ -136,6 +141,7 @@ class Debugger(Labelling, intervene.Intervening):
         if kind == "hello":  # a page (re)opened the widget: it needs every row
             if not self._hellos.wanted(content):
                 return  # a repeat of a hello already answered (see .hello)
+            self._asked = True  # the encoding started at display stops: this answer does the rest (_encode_rows)
             with self._lock:
                 self._displayed = self._heard = True
                 self._reset_rows()
@@ -148,6 +154,14 @@ class Debugger(Labelling, intervene.Intervening):
             if method is not None:
                 args = content.get("args") or {}
                 self._safely(lambda: method(self, args))
+        elif kind in ("texts?", "search?"):
+            self._safely(lambda: self._answer(content))
+
+    def _answer(self, content: dict[str, Any]) -> None:
+        """A page's request for what it was not sent at once: texts of rows and tree nodes, a search's seqs."""
+        with self._lock:
+            if self._rows_of is self.timeline:  # else the rows start again (a reset is on its way): it asks again
+                self.view.send(*rows_mod.answer(self._rows, self._tree.labels, self.timeline.events, content))
 
     def _on_selected(self, change: dict[str, Any]) -> None:
         if change["new"] != self.selected:
@@ -227,7 +241,7 @@ class Debugger(Labelling, intervene.Intervening):
     def _reset_rows(self) -> None:
         """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
         if self._rows_of is not self.timeline:
-            self._rows = viewdata.RowEncoder()
+            self._rows = rows_mod.RowEncoder()
             self._tree = TreeEncoder()
             self._rows_of = self.timeline
         self._rows_sent = 0
@@ -237,12 +251,13 @@ class Debugger(Labelling, intervene.Intervening):
     """Before a page said hello, every update resends the rows from the start, up to this many (see below)."""
 
     def _send_rows(self) -> None:
-        """Send the rows the page has not got yet, in chunks (none before the debugger is displayed).
+        """Send the rows the page has not got yet (none before the debugger is displayed).
 
-        Rows sent before the page's module has loaded are lost, and a page that says hello while the cell
-        that displayed the debugger still runs (``display(dbg); dbg.cont()``) is not heard until the cell
-        ends. So until a hello arrives, each update starts over from row 0 -- for a short run; a long one
-        waits for the hello.
+        Every row's codes go, as binary columns, and the tree's nodes; a long send leaves the texts to the
+        page's asking (:meth:`_answer`). Rows sent before the page's module has loaded are lost, and a page
+        that says hello while the cell that displayed the debugger still runs (``display(dbg); dbg.cont()``)
+        is not heard until the cell ends. So until a hello arrives, each update starts over from row 0 -- for
+        a short run; a long one waits for the hello.
         """
         if not self._displayed:
             return  # no page listens yet; displaying sends everything
@@ -255,24 +270,37 @@ class Debugger(Labelling, intervene.Intervening):
             if self._rows_sent:
                 self._reset_rows()
         start = self._rows_sent
+        events = self.timeline.events
+        texts = n - start <= rows_mod.TEXTS_WITH_ROWS  # a few new rows carry their texts; else the page asks
         while self._rows_sent < n:
-            end = min(n, self._rows_sent + viewdata.CHUNK)
-            self.view.send(self._rows.encode(self.timeline.events, self._rows_sent, end))
+            end = min(n, self._rows_sent + rows_mod.PER_MESSAGE)
+            self.view.send(*self._rows.binary(events, self._rows_sent, end, texts=texts))
             self._rows_sent = end
-        # the tree after every row: a long run's list paints first, and its tree follows (the page shows the
-        # list until the tree has come)
-        for at in range(start, n, viewdata.CHUNK):
-            self.view.send(self._tree.encode(self.timeline.events, at, min(n, at + viewdata.CHUNK)))
+        # unasked, the texts the page shows first (those around the selected event), then the tree (the page
+        # shows the list until it has come), then the labels of its nodes around that event
+        sel, near = max(0, min(self.selected, n - 1)), rows_mod.NEAR
+        if not texts:
+            self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
+        if n > start:
+            self.view.send(*self._tree.binary(events, start, n))
+        if not texts:
+            group = self._tree.groups[sel]
+            self.view.send({"kind": "texts", **self._tree.labels([[0, 1], [group - near // 2, group + near // 8]])})
 
     def _encode_rows(self) -> None:
+        """The codes, then the tree, a piece at a time: a hello heard meanwhile sends the rows without waiting."""
         with self._lock:
             if self._rows_of is self.timeline:
-                self._rows.encode(self.timeline.events, 0, len(self.timeline))
-                self._tree.encode(self.timeline.events, 0, len(self.timeline))
+                self._rows.extend(self.timeline.events, len(self.timeline))
+        for end in range(viewdata.CHUNK, len(self.timeline) + viewdata.CHUNK, viewdata.CHUNK):
+            with self._lock:
+                if self._rows_of is not self.timeline or self._asked:
+                    return
+                self._tree.prepare(self.timeline.events, min(end, len(self.timeline)))
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
-        """The timeline rows ``start`` to ``end`` as the page receives them (see :mod:`.viewdata`)."""
-        return viewdata.RowEncoder().encode(self.timeline.events, start, len(self.timeline) if end is None else end)
+        """The timeline rows ``start`` to ``end``, codes and texts, as JSON lists (see :mod:`.rows`)."""
+        return rows_mod.RowEncoder().encode(self.timeline.events, start, len(self.timeline) if end is None else end)
 
     def _schedule_refresh(self) -> None:
         """At most one view update per interval: the first event after a quiet spell shows at once."""
@@ -559,29 +587,3 @@ class DebuggerView(anywidget.AnyWidget):
     """The run's labels and what the Label and Add-to-dataset forms offer (see :mod:`.labelling`)."""
     intervene = t.Dict().tag(sync=True)
     """The box to step into a paused run: may one now, the calls to cancel, who, the last outcome."""
-
-
-
-def plots_html(events: list[BaseEvent]) -> str:
-    """The run's timeline, tokens per turn, tool latency and status per tool, as inline PNG images."""
-    try:
-        from matplotlib.figure import Figure  # a figure outside pyplot: nothing shows up in the cell
-    except ImportError:
-        return '<span class="agentnb-muted">plots need matplotlib: pip install "agentnb[analysis]"</span>'
-    import base64
-
-    from .. import plots
-
-    frames = Transcript(list(events)).frames
-    images = []
-    for name, size in (("timeline", (7.0, 2.8)), ("tokens", (7.0, 2.4)), ("latency", (7.0, 2.4)),
-                       ("status", (7.0, 2.4))):
-        fig = Figure(figsize=size, layout="constrained")
-        try:
-            getattr(plots, name)(frames, ax=fig.subplots())
-            data = base64.b64encode(plots.to_png(fig, dpi=80)).decode()
-            images.append(f'<img alt="{name}" src="data:image/png;base64,{data}" style="max-width:100%">')
-        except Exception as exc:  # a plot that has nothing to show must not break the debugger
-            images.append(f'<div class="agentnb-muted">{name}: {cards.esc(exc)}</div>')
-    return "".join(images)
-
