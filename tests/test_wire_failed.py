@@ -178,3 +178,19 @@ def test_an_answer_of_the_wrong_shape_fails_the_run_clearly_with_what_came(strea
     else:
         assert json.loads(last.wire["response_body"])["choices"] == "none today"
     no_key_in(run)
+
+
+def test_what_an_adapter_cannot_read_is_named_a_broken_stream_or_a_wrong_shape() -> None:
+    """The fallback when an exception escapes the adapter: transport faults break the stream, the rest is shape."""
+    import httpx
+
+    from agentnb.exceptions import StreamInterrupted, WireFormatError
+    from agentnb.providers.openai_chat import model as chat
+
+    sdk = chat.OpenAIChatModel(chat.client(KEY, "http://127.0.0.1:9/v1", max_retries=0), model="gpt-4.1")
+    broke = sdk._unreadable(httpx.RemoteProtocolError("peer closed connection"), None)
+    assert isinstance(broke, StreamInterrupted) and "the stream broke (RemoteProtocolError" in str(broke)
+    odd = sdk._unreadable(AttributeError("'str' object has no attribute 'get'"), None)
+    assert isinstance(odd, WireFormatError) and "an answer of an unexpected shape (AttributeError" in str(odd)
+    own = WireFormatError("openai_chat: no choices")
+    assert sdk._unreadable(own, None) is own and own.wire is None  # nothing was captured: no wire

@@ -42,11 +42,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NoReturn
 
 from .._aio import run_coroutine
 from ..events import ToolInfo
-from ..exceptions import AgentnbError, ModelError, ProviderError, WireFormatError
+from ..exceptions import AgentnbError, ModelError, ProviderError, StreamInterrupted, WireFormatError
 from ..messages import ModelTurn
 from ..redact import client_credentials
 from ..request import ModelRequest, StreamItem, split_options
@@ -372,7 +372,7 @@ class SdkModel:
             try:
                 turn = self.adapter.parse_response(result)
             except Exception as exc:
-                raise self._unreadable(exc, capture) from exc
+                _reraise(self._unreadable(exc, capture), exc)
             return iter((self._tag(turn, capture),))
         events: Iterator[Any] = iter(_drain_async(result) if self.is_async else result)
         if self._wire:
@@ -395,7 +395,7 @@ class SdkModel:
                     item = self._tag(item, capture)
                 yield item
         except Exception as exc:  # broke mid-way, or an event it cannot read: the frames so far are its wire
-            raise self._unreadable(exc, capture) from exc
+            _reraise(self._unreadable(exc, capture), exc)
 
     def _tag(self, turn: ModelTurn, capture: Capture | None = None) -> ModelTurn:
         if not turn.model:
@@ -417,9 +417,11 @@ class SdkModel:
         return err
 
     def _unreadable(self, exc: Exception, capture: Capture | None) -> ModelError:
-        """An answer the adapter could not read: its own error, or a wire format error naming what failed."""
-        err = exc if isinstance(exc, ModelError) else WireFormatError(
-            f"{self.provider}: an answer of an unexpected shape ({type(exc).__name__}: {exc})")
+        """An answer the adapter could not read: its error, a broken stream, or a wire format error naming it."""
+        what = f"({type(exc).__name__}: {exc})"
+        err = (exc if isinstance(exc, ModelError)
+               else StreamInterrupted(f"{self.provider}: the stream broke {what}") if map_error(exc, self.provider)
+               else WireFormatError(f"{self.provider}: an answer of an unexpected shape {what}"))
         if err.wire is None:
             err.wire = self._failed_wire(capture)
         return err
@@ -449,3 +451,9 @@ class SdkModel:
         if wait > 0:
             time.sleep(wait)
 
+
+def _reraise(err: ModelError, cause: Exception) -> NoReturn:
+    """Raise ``err``: as it is when it is the exception caught, else from it."""
+    if err is cause:
+        raise err
+    raise err from cause
