@@ -131,3 +131,24 @@ def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
                 pytest.fail(f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}")
             built.touch()
     return site
+
+
+SDK_MODEL_NAMES = {"openai_chat": "gpt-4.1", "openai_responses": "gpt-5", "anthropic": "claude-sonnet-4-6",
+                   "gemini": "gemini-2.5-flash", "ollama": "qwen3"}
+"""A model name per wire API, as :func:`sdk_model` asks for it."""
+
+
+def sdk_model(url: Callable[[str], str], api: str, key: str, *, stream: bool, async_: bool = False,
+              client: dict[str, Any] | None = None, **options: Any) -> Any:
+    """The API's SDK model on its official client, pointed at an emulator (``url`` is its ``Emulator.url``).
+
+    ``client`` goes to the client (``max_retries``), ``options`` to the model (``wire_cap``, ...).
+    """
+    import importlib
+
+    from agentnb.providers.registry import WIRE_APIS
+
+    module = importlib.import_module(f"agentnb.providers.{api}.model")
+    made = module.client(key, url(WIRE_APIS[api].emulator.url_names[0]), async_=async_, **(client or {}))
+    cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
+    return cls(made, model=SDK_MODEL_NAMES[api], stream=stream, **options)

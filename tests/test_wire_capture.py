@@ -8,7 +8,6 @@ save/resume/export, the frames payload, the wire view's texts and its curl comma
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shlex
@@ -25,13 +24,11 @@ from agentnb.debugger.timeline import Timeline
 from agentnb.emulator import Emulator
 from agentnb.events import event_to_json
 from agentnb.frames import events_with_payload
-from agentnb.providers.registry import WIRE_APIS
 from agentnb.redact import MASK
-from tests.conftest import add
+from tests.conftest import SDK_MODEL_NAMES, add, sdk_model
 
 APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
-NAMES = {"openai_chat": "gpt-4.1", "openai_responses": "gpt-5", "anthropic": "claude-sonnet-4-6",
-         "gemini": "gemini-2.5-flash", "ollama": "qwen3"}
+NAMES = SDK_MODEL_NAMES
 KEY = "zq9-wire-capture-credential-4471"  # no known shape: only the model's credentials() can mask it
 SCRIPT = [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "The sum is 3."}]
 
@@ -43,10 +40,7 @@ def emu() -> Iterator[Emulator]:
 
 
 def model(emu: Emulator, api: str, stream: bool, **options: Any) -> Any:
-    module = importlib.import_module(f"agentnb.providers.{api}.model")
-    client = module.client(KEY, emu.url(WIRE_APIS[api].emulator.url_names[0]))
-    cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
-    return cls(client, model=NAMES[api], stream=stream, **options)
+    return sdk_model(emu.url, api, KEY, stream=stream, **options)
 
 
 def turns(run: anb.Run) -> list[anb.ModelTurn]:
@@ -95,11 +89,8 @@ def test_the_capture_is_what_the_emulator_received(emu: Emulator, api: str, stre
 
 @pytest.mark.parametrize("api", APIS)
 def test_async_clients_are_captured_too(emu: Emulator, api: str) -> None:
-    module = importlib.import_module(f"agentnb.providers.{api}.model")
-    cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
-    async_client = module.client(KEY, emu.url(WIRE_APIS[api].emulator.url_names[0]), async_=True)
     emu.play([{"text": "hi"}])
-    run = anb.Loop(model=cls(async_client, model=NAMES[api], stream=True)).start("Hi").run()
+    run = anb.Loop(model=sdk_model(emu.url, api, KEY, stream=True, async_=True)).start("Hi").run()
     w = turns(run)[0].wire
     assert w is not None and run.output == "hi"
     logged = emu.requests[-1]

@@ -11,7 +11,6 @@ keeps the frames that came before the cut.
 from __future__ import annotations
 
 import http.server
-import importlib
 import json
 import threading
 from collections.abc import Iterator
@@ -26,12 +25,9 @@ from agentnb.debugger.timeline import Timeline
 from agentnb.emulator import Emulator
 from agentnb.events import event_to_json
 from agentnb.frames import events_with_payload
-from agentnb.providers.registry import WIRE_APIS
-from tests.conftest import add
+from tests.conftest import add, sdk_model
 
 APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
-NAMES = {"openai_chat": "gpt-4.1", "openai_responses": "gpt-5", "anthropic": "claude-sonnet-4-6",
-         "gemini": "gemini-2.5-flash", "ollama": "qwen3"}
 TITLES = {adapter.PROVIDER: title for title, adapter in wire.ADAPTERS}
 KEY = "zq9-failed-wire-credential-5582"  # no known shape: only the model's credentials() can mask it
 SCRIPT = [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "The sum is 3."}]
@@ -45,11 +41,8 @@ def emu() -> Iterator[Emulator]:
 
 def model(emu: Emulator, api: str, stream: bool) -> Any:
     """The API's SDK model on its official client, with the SDK's own retries off (openai, anthropic)."""
-    module = importlib.import_module(f"agentnb.providers.{api}.model")
-    options = {"max_retries": 0} if api.startswith(("openai", "anthropic")) else {}
-    client = module.client(KEY, emu.url(WIRE_APIS[api].emulator.url_names[0]), **options)
-    cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
-    return cls(client, model=NAMES[api], stream=stream)
+    client = {"max_retries": 0} if api.startswith(("openai", "anthropic")) else {}
+    return sdk_model(emu.url, api, KEY, stream=stream, client=client)
 
 
 def no_key_in(run: anb.Run) -> None:

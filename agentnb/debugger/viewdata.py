@@ -134,6 +134,11 @@ def meters_html(tl: Timeline, seq: int) -> str:
             f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span></div>')
 
 
+def counted(n: int, what: str) -> str:
+    """``n`` of ``what``, counted in words ("1 message", "2,000 tools")."""
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
+
+
 def events_text(n: int) -> str:
     """``n`` events, counted in words ("1 event", "2,000 events").
 
@@ -141,7 +146,7 @@ def events_text(n: int) -> str:
         >>> events_text(1), events_text(2000)
         ('1 event', '2,000 events')
     """
-    return f"{n:,} event" if n == 1 else f"{n:,} events"
+    return counted(n, "event")
 
 
 def header(tl: Timeline, *, live: bool, total: int | None = None, run_id: str = "",
@@ -225,8 +230,8 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
     body = wire.render_one(tl, seq, provider)
     request = _pretty(body)
     out.update(seq=req.seq, turn=req.turn, request=request,
-               note=f"the request of turn {req.turn} (event {req.seq}): {_count(len(messages), 'message')}, "
-                    f"{_count(len(tools), 'tool')}")
+               note=f"the request of turn {req.turn} (event {req.seq}): {counted(len(messages), 'message')}, "
+                    f"{counted(len(tools), 'tool')}")
     adapter = dict(wire.ADAPTERS)[provider]
     turn = next((e for e in tl.events[req.seq:] if isinstance(e, TurnCompleted) and e.turn == req.turn), None)
     response = turn.response if turn is not None else None
@@ -258,10 +263,6 @@ def _failed_at(tl: Timeline, seq: int, asked: BaseEvent, *, answered: bool) -> M
 WIRE_TEXT_CAP = 200_000
 """Characters of a rendered request or response the wire view shows: a long run's last request holds its whole
 conversation (megabytes at a few thousand turns), which would ride in a synced trait on every click."""
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 CUT = "characters left out here"
