@@ -2,7 +2,7 @@
 
 Everything else about the build is in pyproject.toml. The front end (ES module and CSS, no build step) stays
 in ``widgets/`` where the design puts it; mapping that folder to a data-only package puts the same files in
-the wheel, where :mod:`agentnb.debugger.assets` reads them with ``importlib.resources``. Nothing is copied.
+the wheel, where :mod:`agentnb._debugger.assets` reads them with ``importlib.resources``. Nothing is copied.
 """
 
 from setuptools import find_namespace_packages, setup

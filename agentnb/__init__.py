@@ -20,14 +20,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import stories
+from ._batch import BatchResult, batch
 from ._batch_items import Fork
+from ._collection import TranscriptCollection, load_transcripts
+from ._compare import Comparison, compare
+from ._driver.listeners import ListenerWarning
+from ._engine import CallState, RunState
+from ._engine.guards import Budget, UnpricedModelWarning
+from ._inbox import Inbox
+from ._labels import Label, Labels, label
+from ._lint import Finding, lint
+from ._loop import Loop
+from ._messages import Message, ModelTurn, Usage
+from ._recorder import Recorder
+from ._replay import Divergence, Replay, replay
+from ._request import ModelRequest, RequestOptions
+from ._run import Run
+from ._states import TRANSITIONS, IllegalTransition, LoopState
+from ._transcript import Transcript
 from ._version import __version__ as __version__
-from .batch import BatchResult, batch
-from .collection import TranscriptCollection, load_transcripts
-from .compare import Comparison, compare
-from .driver.listeners import ListenerWarning
-from .engine import CallState, RunState
-from .engine.guards import Budget, UnpricedModelWarning
 from .evals import Evaluation, evaluate, scorers
 from .events import Event
 from .exceptions import (
@@ -51,39 +62,21 @@ from .exceptions import (
 )
 from .frames import Frames
 from .importers import import_history
-from .inbox import Inbox
-from .labels import Label, Labels, label
-from .lint import Finding, lint
-from .loop import Loop
 from .mcp import MCPServer
-from .messages import Message, ModelTurn, Usage
-from .providers import (
-    AnthropicModel,
-    FallbackModel,
-    GeminiModel,
-    OpenAIChatModel,
-    OpenAIResponsesModel,
-    model,
-)
-from .providers.base import Model
-from .providers.scripted import ScriptedModel
-from .recorder import Recorder
-from .replay import Divergence, Replay, replay
-from .request import ModelRequest, RequestOptions
-from .run import Run
+from .providers import AnthropicModel, FallbackModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, model
+from .providers._base import Model
+from .providers._scripted import ScriptedModel
 from .scanners import Hit, Scanner, scan, scanner
-from .states import TRANSITIONS, IllegalTransition, LoopState
 from .store import MemoryStore, PostgresStore, SqliteStore, Store, move_run
 from .tools import Tool, ToolContext, tool
-from .transcript import Transcript
 
 if TYPE_CHECKING:
     from . import emulator, otel, workshop
-    from .debugger import Debugger
+    from ._debugger import Debugger
     from .otel import import_trace, iter_trace
 
 
-_LAZY = {"Debugger": ".debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
+_LAZY = {"Debugger": "._debugger", "emulator": ".emulator", "workshop": ".workshop", "otel": ".otel",
          "import_trace": ".otel", "iter_trace": ".otel"}
 
 

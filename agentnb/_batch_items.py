@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .driver.fork import lineage
+from ._driver.fork import lineage
+from ._messages import MESSAGE_ADAPTER, Message, coerce_messages
+from ._states import TERMINAL, LoopState
+from ._visible import visible
 from .events import BaseEvent, RunStarted
 from .exceptions import AgentnbError
-from .messages import MESSAGE_ADAPTER, Message, coerce_messages
-from .states import TERMINAL, LoopState
 from .store import Store
-from .visible import visible
 
 if TYPE_CHECKING:
     import pandas as pd

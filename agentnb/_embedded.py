@@ -1,12 +1,12 @@
 """The run an HTML export carries: its events as JSON Lines, gzip-compressed, in base64, in one inert element.
 
-:func:`embedded_block` writes the element (the export, :mod:`agentnb.debugger.export`, puts it in every page);
-:func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb.transcript`,
+:func:`embedded_block` writes the element (the export, :mod:`agentnb._debugger.export`, puts it in every page);
+:func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb._transcript`,
 then reads them as it reads a ``.jsonl`` file, with the same checks). Below both, so neither imports the other.
 An element of type ``application/x-ndjson`` is never run by a browser, and base64 holds nothing ``</script>``
 or a hidden character could hide in. Inside, every invisible or direction-changing character is written as its
-JSON escape (:func:`agentnb.visible.visible`), which reads back as the same character: the page may show an
-event's line as it is (an export's cards past its budget do, :mod:`agentnb.debugger.bundle`).
+JSON escape (:func:`agentnb._visible.visible`), which reads back as the same character: the page may show an
+event's line as it is (an export's cards past its budget do, :mod:`agentnb._debugger.bundle`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import gzip
 import re
 from pathlib import Path
 
+from ._visible import visible
 from .events import BaseEvent, event_to_json
 from .exceptions import TranscriptError
-from .visible import visible
 
 EMBEDDED_ID = "agentnb-transcript"
 """The id of the element of an HTML export that holds the run's events."""

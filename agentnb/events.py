@@ -7,7 +7,7 @@ log), ``ts`` (UTC time), ``run_id``, ``turn`` (the model turn it belongs to, 0 b
 
 Events hold deltas, not snapshots: ``ModelRequested`` carries only what is new since the previous request
 (a finalization instruction, say) and the number of messages the request held, so the full request is
-rebuilt by folding the log up to it (see :mod:`agentnb.engine`). A long run therefore stays linear.
+rebuilt by folding the log up to it (see :mod:`agentnb._engine`). A long run therefore stays linear.
 
 Events are never changed after they are appended. They are not ``frozen`` dataclasses only because a frozen
 dataclass costs three to four times more to build (each field goes through ``object.__setattr__``), and a run
@@ -22,7 +22,7 @@ so that they read back exactly:
 - a lone surrogate (half an emoji in a model's text) has no UTF-8 form, so a line that holds one is
   written with ``\uXXXX`` escapes throughout (standard JSON; :func:`event_from_json` reads it back).
 
-Values that cannot be written at all never reach an event: :mod:`agentnb.values` refuses them where they
+Values that cannot be written at all never reach an event: :mod:`agentnb._values` refuses them where they
 enter a run.
 """
 
@@ -41,8 +41,38 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from .messages import Message, ModelTurn, ResultStatus
-from .states import LoopState
+from ._messages import Message, ModelTurn, ResultStatus
+from ._states import LoopState
+
+__all__ = [
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "ArgumentsMerged",
+    "BaseEvent",
+    "CallParsed",
+    "CallRejected",
+    "CallValidated",
+    "CompressionApplied",
+    "EVENT_CLASSES",
+    "Event",
+    "GuardTripped",
+    "Interjected",
+    "ModelRequested",
+    "ModelRetried",
+    "OutputValidated",
+    "ResultsBound",
+    "RunFinished",
+    "RunStarted",
+    "TextMerged",
+    "ToolFinished",
+    "ToolInfo",
+    "ToolStarted",
+    "TurnCompleted",
+    "event_from_json",
+    "event_to_dict",
+    "event_to_json",
+    "events_from_json",
+]
 
 EffectMark = Literal["happened", "inherited", "reused", "simulated", "rerun"]
 """What happened to a call's effect (``ToolFinished.effect``)."""
@@ -73,7 +103,7 @@ class ToolInfo:
     server: str | None = None
     """The MCP server that runs the tool (None for a local function)."""
     strict: bool = False
-    """The tool asks for strict mode (its schema follows the rules; see :mod:`agentnb.strict`)."""
+    """The tool asks for strict mode (its schema follows the rules; see :mod:`agentnb._strict`)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -196,7 +226,7 @@ and its message, "Cancelled by <who>: <reason>", is what the model reads).
 ``idempotency_key``: the tool's own idempotency-key function raised, so the call's intent is unknown.
 ``output``: a call of the output tool whose arguments do not fit the loop's ``output_type``.
 ``invalid_arguments``: refused by the value boundary before the schema (a lone surrogate, nesting deeper
-than :data:`agentnb.values.MAX_DEPTH`, a non-finite number the schema does not allow)."""
+than :data:`agentnb._values.MAX_DEPTH`, a non-finite number the schema does not allow)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -277,7 +307,7 @@ class ToolStarted(BaseEvent):
     """The call's business intent (run's operation id + tool + canonical arguments, unless the tool says)."""
     request_sha256: str | None = None
     """The call's request hash, made from trusted state as it starts; its ``ToolFinished`` must carry the same
-    (see :mod:`agentnb.binding`). None in logs written before it was recorded here."""
+    (see :mod:`agentnb._binding`). None in logs written before it was recorded here."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -314,7 +344,7 @@ class ToolFinished(BaseEvent):
     request_sha256: str | None = None
     result_sha256: str | None = None
     call_binding_sha256: str | None = None
-    """Binds this result to this call of this response of this run (see :mod:`agentnb.binding`)."""
+    """Binds this result to this call of this response of this run (see :mod:`agentnb._binding`)."""
 
 
 @dataclass(slots=True, kw_only=True)

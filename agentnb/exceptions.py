@@ -23,11 +23,11 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
     │   │                      names the event's seq and type; also a trace document ``import_trace`` cannot
     │   │                      read at all (empty, not UTF-8 or JSON, no spans), naming why
     │   └── IllegalTransition  an event that the state machine does not allow in the current state
-    │                          (defined in agentnb.states, beside the table it enforces)
+    │                          (defined in agentnb._states, beside the table it enforces)
     ├── MCPServerError         an MCP server that cannot be started or reached, that closed its connection,
     │                          or that answered with a protocol error (during a run: an error result)
     ├── MCPToolError           an MCP tool that reported a failure (``isError``; during a run: an error result)
-    ├── ValueConversionError   a value that cannot enter a run (see agentnb.values); names the path inside it
+    ├── ValueConversionError   a value that cannot enter a run (see agentnb._values); names the path inside it
     │   └── InvalidArguments   call arguments the boundary refuses (lone surrogate, too deep, non-finite)
     ├── ScanError              scanners that raised on runs, or runs a scan could not load (``anb.scan``);
     │                          names each, with its error; the other runs' results are cached
@@ -47,22 +47,51 @@ here (``tests/test_exceptions.py`` checks the drawing against the classes)::
 Warnings say that something is off while the run goes on; each is defined next to what warns it::
 
     UserWarning
-    ├── UnpricedModelWarning      (agentnb.engine.guards) a budget's max_cost, but a model the run used has no price
-    ├── ListenerWarning           (agentnb.driver.listeners) a run's listener raised on an event; the event is
+    ├── UnpricedModelWarning      (agentnb._engine.guards) a budget's max_cost, but a model the run used has no price
+    ├── ListenerWarning           (agentnb._driver.listeners) a run's listener raised on an event; the event is
     │                             stored, the other listeners got it, the run went on
-    ├── ReplayDivergenceWarning   (agentnb.providers.scripted) a replayed cassette was asked something other than what
+    ├── ReplayDivergenceWarning   (agentnb.providers._scripted) a replayed cassette was asked something other than what
     │                             it recorded; its answer is played anyway
     ├── LabelsRecovered           (agentnb._label_books) a JSONL label book holds a line cut short by a crash; it
-    │                             was left out (``agentnb.labels`` re-exports it)
-    ├── ScanWarning               (agentnb.scanners.runner) ``anb.scan(on_error="skip")`` left out runs a scanner
+    │                             was left out (``agentnb._labels`` re-exports it)
+    ├── ScanWarning               (agentnb.scanners._runner) ``anb.scan(on_error="skip")`` left out runs a scanner
     │                             raised on
-    └── TranscriptRecovered       (agentnb.transcript) ``Transcript.load(recover=True)`` left out an
+    └── TranscriptRecovered       (agentnb._transcript) ``Transcript.load(recover=True)`` left out an
                                   incomplete last line
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+__all__ = [
+    "AgentnbError",
+    "ApprovalError",
+    "ApprovalExpired",
+    "ArgumentsTooLarge",
+    "CheckTimeout",
+    "CheckpointError",
+    "DigestMismatch",
+    "InvalidArguments",
+    "LabelError",
+    "MCPServerError",
+    "MCPToolError",
+    "ModelError",
+    "ProviderError",
+    "ReplayDiverged",
+    "ResumeError",
+    "RunLocked",
+    "RunNotFound",
+    "RunNotPaused",
+    "ScanError",
+    "StoreUnavailable",
+    "StreamInterrupted",
+    "StreamProtocolError",
+    "ToolDefinitionError",
+    "TranscriptError",
+    "ValueConversionError",
+    "WireFormatError",
+]
 
 
 class AgentnbError(Exception):
@@ -180,7 +209,7 @@ class ScanError(AgentnbError):
 
 
 class LabelError(AgentnbError):
-    """A label that cannot be given or read (see :mod:`agentnb.labels`); the message names what is wrong."""
+    """A label that cannot be given or read (see :mod:`agentnb._labels`); the message names what is wrong."""
 
 
 class CheckTimeout(AgentnbError, TimeoutError):
@@ -280,7 +309,7 @@ class StreamProtocolError(StreamInterrupted):
 
 
 class ValueConversionError(AgentnbError):
-    """A value cannot enter a run: it has no JSON form that reads back exactly (see :mod:`agentnb.values`).
+    """A value cannot enter a run: it has no JSON form that reads back exactly (see :mod:`agentnb._values`).
 
     Attributes:
         path: where inside the value the problem is, as a JSON path (``$``, ``$.items[3].name``).

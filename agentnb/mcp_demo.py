@@ -32,6 +32,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+__all__ = [
+    "build",
+    "main",
+]
+
 _ORDERS: dict[str, dict[str, Any]] = {
     "42": {"order_id": "42", "item": "Blue kettle", "amount_cents": 1999, "status": "delivered", "note": ""},
     "43": {"order_id": "43", "item": "Tea set", "amount_cents": 4500, "status": "shipped", "note": ""},

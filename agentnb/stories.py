@@ -15,11 +15,18 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from .messages import Message
+from ._messages import Message
 from .tools import Tool, tool
 
+__all__ = [
+    "describe",
+    "names",
+    "script",
+    "tools",
+]
+
 Step = dict[str, Any] | Callable[[Sequence[Message]], dict[str, Any]]
-"""One turn of a story's script: :data:`agentnb.providers.scripted.ScriptStep`, spelled out here because the
+"""One turn of a story's script: :data:`agentnb.providers._scripted.ScriptStep`, spelled out here because the
 scripted model reads these stories (``ScriptedModel.story``), so naming its module would close a circle."""
 
 _CITIES: dict[str, dict[str, Any]] = {

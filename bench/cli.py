@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import agentnb as anb
-from agentnb.debugger import export
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import export
+from agentnb._debugger.timeline import Timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -24,9 +24,9 @@ from typing import Any
 from unittest import mock
 
 import agentnb as anb
-from agentnb.messages import ToolResultPart
+from agentnb._messages import ToolResultPart
 
-evaluate_module = importlib.import_module("agentnb.evals.evaluate")  # the package binds the function
+evaluate_module = importlib.import_module("agentnb.evals._evaluate")  # the package binds the function
 
 
 @anb.tool

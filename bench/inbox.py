@@ -27,7 +27,7 @@ import statistics, sys, threading, time
 from datetime import UTC, datetime
 import agentnb as anb
 from agentnb.events import RunStarted
-from agentnb.states import LoopState as S
+from agentnb._states import LoopState as S
 watch = sys.argv[1] == "watch"
 store = anb.MemoryStore()
 if watch:

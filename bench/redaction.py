@@ -27,8 +27,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from agentnb.redact import StreamRedactor, redact_text
-from agentnb.redact.patterns import _PATTERNS, MASK, _literal_re
+from agentnb._redact import StreamRedactor, redact_text
+from agentnb._redact.patterns import MASK, PATTERNS, _literal_re
 
 SIZE = 1_000_000
 FRAGMENT = 8
@@ -72,7 +72,7 @@ def median(fn: Callable[[list[str]], None], frags: list[str], repeats: int) -> f
     return statistics.median(times)
 
 
-_ANY_SHAPE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _PATTERNS))
+_ANY_SHAPE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in PATTERNS))
 
 
 def redact_text_before(text: str) -> str:
@@ -82,7 +82,7 @@ def redact_text_before(text: str) -> str:
         text = literals.sub(MASK, text)
     if _ANY_SHAPE.search(text) is None:
         return text
-    for pattern, replacement in _PATTERNS:
+    for pattern, replacement in PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 

@@ -28,11 +28,11 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from agentnb._messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentnb._request import HistoryView, ModelRequest
 from agentnb.events import ToolInfo
-from agentnb.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentnb.providers.gemini import model as gemini_model
-from agentnb.providers.registry import WIRE_APIS
-from agentnb.request import HistoryView, ModelRequest
+from agentnb.providers._registry import WIRE_APIS
+from agentnb.providers.gemini import _model as gemini_model
 
 TOOL = ToolInfo(name="lookup", description="Look a number up.",
                 parameters={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})

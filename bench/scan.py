@@ -5,7 +5,7 @@ Then, in the same process, each measured ``--repeat`` times (medians):
 
 - every built-in scanner with no cache (the work itself); the same with each run's frames built alone (a tenth
   of the runs, times ten), as scanning one run at a time does, where a scan builds those of a block of runs
-  in one pass (:mod:`agentnb.scanners.views`); into a cold cache (the work plus writing a file per
+  in one pass (:mod:`agentnb.scanners._views`); into a cold cache (the work plus writing a file per
   scanner and run), again from the warm cache (no scanner runs), and again after 1% of the runs changed;
 - a question to a model (``anb.scanner.ask`` with a ``ScriptedModel`` that waits ``--latency`` seconds before
   each answer, as a provider would) over ``--questions`` runs, one at a time and eight at a time.

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.messages import ModelTurn
+from agentnb._messages import ModelTurn
 from agentnb.providers import anthropic, gemini, ollama, openai_chat, openai_responses
 
 SIZES = {"100 KB": 100_000, "1 MB": 1_000_000}

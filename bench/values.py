@@ -1,6 +1,6 @@
 """The cost of the value boundary, against what it replaced, measured in the same run.
 
-Rows: one tool result converted for the model and the audit (``agentnb.values.convert_result``) against the
+Rows: one tool result converted for the model and the audit (``agentnb._values.convert_result``) against the
 former pair ``json.dumps(to_jsonable_python(v, fallback=repr))`` + ``to_jsonable_python(v, fallback=repr)``,
 which converted nothing it could not print and checked nothing; one event written as a log line
 (``event_to_json``) against pydantic's plain ``dump_json`` of the same event; the arguments check
@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 import agentnb as anb
-from agentnb import values
+from agentnb import _values as values
 from agentnb.events import event_to_json
 
 

@@ -17,7 +17,7 @@ import time
 import agentnb as anb
 from agentnb.emulator import Emulator
 from agentnb.events import event_to_json
-from agentnb.providers.openai_chat.model import client
+from agentnb.providers.openai_chat._model import client
 
 TEXT = "The quick brown fox jumps over the lazy dog. " * 45
 

@@ -92,9 +92,9 @@ def nav(items: list[Any]) -> list[Any]:
 
 def files() -> list[tuple[str, str]]:
     """Every chapter's page (Markdown) and export (HTML), as (path in the site's sources, content)."""
-    from agentnb.debugger.export import render_html
-    from agentnb.debugger.timeline import Timeline
-    from agentnb.transcript import Transcript
+    from agentnb._debugger.export import render_html
+    from agentnb._debugger.timeline import Timeline
+    from agentnb._transcript import Transcript
 
     made = []
     for nb in notebooks():

@@ -31,7 +31,7 @@ NOTEBOOKS = ROOT / "notebooks"
 RUNS = NOTEBOOKS / "runs"
 STATIC_RUN = re.compile(r'class="agentnb-root agentnb-fallback agentnb-static-view" data-events="(\d+)">'
                         r'<div class="agentnb-header"><b>[^<]*</b> · run <code>([^<]*)</code>')
-"""The run id and the event count in a debugger's static view (``agentnb.debugger.viewdata.fallback_html``)."""
+"""The run id and the event count in a debugger's static view (``agentnb._debugger.viewdata.fallback_html``)."""
 
 _COLLECT = """
 import gc as _gc, json as _json, pathlib as _pathlib

@@ -89,7 +89,7 @@ def load(api: str, corpus: Path = CORPUS) -> list[Item]:
 
 def lint_errors(item: Item) -> list[str]:
     """The codes of the errors ``anb.lint`` reports for the request (``crash:<type>`` if it raised)."""
-    from agentnb.lint import lint
+    from agentnb._lint import lint
 
     try:
         findings = lint(item.body(), item.api)
@@ -202,9 +202,9 @@ def raw_calls(item: Item) -> list[tuple[str, str, Any]] | None:  # noqa: C901 --
 
 def parsed_calls(item: Item) -> list[tuple[str, str, Any]]:
     """(call id, name, arguments) of the calls agentnb's adapter reads from the recorded answer."""
-    from agentnb.messages import ModelTurn
+    from agentnb._messages import ModelTurn
     from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
-    from agentnb.providers.sse import iter_sse_json
+    from agentnb.providers._sse import iter_sse_json
 
     adapter: Any = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
                     "gemini": gemini}[item.api]

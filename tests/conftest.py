@@ -146,9 +146,9 @@ def sdk_model(url: Callable[[str], str], api: str, key: str, *, stream: bool, as
     """
     import importlib
 
-    from agentnb.providers.registry import WIRE_APIS
+    from agentnb.providers._registry import WIRE_APIS
 
-    module = importlib.import_module(f"agentnb.providers.{api}.model")
+    module = importlib.import_module(f"agentnb.providers.{api}._model")
     made = module.client(key, url(WIRE_APIS[api].emulator.url_names[0]), async_=async_, **(client or {}))
     cls = next(getattr(module, n) for n in module.__all__ if n.endswith("Model"))
     return cls(made, model=SDK_MODEL_NAMES[api], stream=stream, **options)

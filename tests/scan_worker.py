@@ -4,7 +4,7 @@
                                          # scanner sees is appended to LOG as it is scanned
 
 :func:`make_store` writes N runs into an SQLite store without running a loop N times: one real run's events,
-each copy under its own run id, sealed as the store seals them (its own :class:`~agentnb.store.seals.Seals`)
+each copy under its own run id, sealed as the store seals them (its own :class:`~agentnb.store._seals.Seals`)
 and inserted in one transaction. ``SqliteStore.load`` verifies every seal of every copy, as for any run.
 """
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.exceptions import CheckpointError
-from agentnb.states import LoopState as S
 from agentnb.store import MemoryStore, SqliteStore
 
 KEY = b"k" * 32

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BeforeValidator
 
 import agentnb as anb
-from agentnb.engine import RunState
-from agentnb.engine.view import StateView
+from agentnb._engine import RunState
+from agentnb._engine.view import StateView
 
 S = anb.LoopState
 

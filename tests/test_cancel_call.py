@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 
 import agentnb as anb
-from agentnb.debugger.cards import CARDS, CardContext
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger.cards import CARDS, CardContext
+from agentnb._debugger.timeline import Timeline
+from agentnb._states import LoopState as S
 from agentnb.events import ApprovalRequested, CallRejected, RunFinished, ToolStarted
 from agentnb.exceptions import AgentnbError
 from agentnb.providers import WIRE_APIS
-from agentnb.states import LoopState as S
 
 KEY = "cancel-call-test-key-1"
 HERE = Path(__file__).parent

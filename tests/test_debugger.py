@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 import agentnb as anb
-from agentnb.debugger import cards
-from agentnb.debugger.diagram import state_diagram
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import cards
+from agentnb._debugger.diagram import state_diagram
+from agentnb._debugger.timeline import Timeline
 from agentnb.events import EVENT_CLASSES
 
 S = anb.LoopState
@@ -484,7 +484,7 @@ def test_fork_with_edited_arguments_replays_the_turn_and_runs_the_edited_call() 
 def test_an_unknown_event_kind_is_drawn_from_its_fields() -> None:
     from dataclasses import dataclass
 
-    from agentnb.debugger import viewdata
+    from agentnb._debugger import viewdata
     from agentnb.events import BaseEvent
 
     @dataclass(slots=True, kw_only=True)
@@ -537,8 +537,8 @@ def test_export_html_is_one_self_contained_file(tmp_path: Path) -> None:
     import gzip
     import re
 
-    from agentnb.debugger import assets
-    from agentnb.redact import register_secret
+    from agentnb._debugger import assets
+    from agentnb._redact import register_secret
 
     secret = "sk-test-0123456789abcdef-export"
     register_secret(secret)
@@ -574,7 +574,7 @@ def test_export_html_is_one_self_contained_file(tmp_path: Path) -> None:
 
 
 def test_the_front_end_is_read_from_widgets() -> None:
-    from agentnb.debugger import assets
+    from agentnb._debugger import assets
 
     root = Path(__file__).resolve().parents[1] / "widgets"
     for name in ("debugger.js", "debugger.css"):

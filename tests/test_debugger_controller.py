@@ -7,7 +7,8 @@ import threading
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import Controller
+from agentnb._debugger import Controller
+from agentnb._states import TERMINAL
 from agentnb.exceptions import AgentnbError
 
 
@@ -53,7 +54,7 @@ def test_background_continue_runs_in_a_thread_and_pause_stops_it() -> None:
     ctl.cont(background=True)
     assert gate.wait(10)
     ctl.pause()
-    assert not ctl.running and ctl.message == "paused" and ctl.state not in anb.states.TERMINAL
+    assert not ctl.running and ctl.message == "paused" and ctl.state not in TERMINAL
 
 
 def test_a_replayed_transcript_is_read_only_and_steps_to_its_end() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger.tree import tree_of
+from agentnb._debugger.tree import tree_of
 from agentnb.events import ApprovalRequested, ToolFinished
 from agentnb.exceptions import AgentnbError
 
@@ -97,7 +97,7 @@ def test_the_fork_button_forks_at_the_selected_event_and_bad_picks_are_clear_err
 
 
 def test_an_edit_too_large_for_the_page_is_not_sent_and_the_page_says_how_to_fork_from_code() -> None:
-    from agentnb.debugger.replay_edit import EDIT_CAP
+    from agentnb._debugger.replay_edit import EDIT_CAP
 
     big = "x" * (EDIT_CAP + 1)
 

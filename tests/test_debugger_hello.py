@@ -46,7 +46,7 @@ def test_another_page_and_a_gap_are_answered_every_time() -> None:
 
 
 def test_the_answered_pages_are_bounded() -> None:
-    from agentnb.debugger.hello import Hellos
+    from agentnb._debugger.hello import Hellos
 
     hellos = Hellos()
     for i in range(Hellos.KEPT + 10):
@@ -58,7 +58,7 @@ def test_the_answered_pages_are_bounded() -> None:
 def test_a_page_whose_answer_was_lost_is_answered_again_after_a_while() -> None:
     """The rows and the welcome never reached the page (it keeps saying hello): a repeat heard
     ``AGAIN_AFTER`` seconds after the answer is answered again, one heard sooner is not."""
-    from agentnb.debugger.hello import Hellos
+    from agentnb._debugger.hello import Hellos
 
     now = [100.0]
     hellos = Hellos(clock=lambda: now[0])
@@ -73,7 +73,7 @@ def test_a_page_whose_answer_was_lost_is_answered_again_after_a_while() -> None:
 def test_the_quiet_time_starts_when_the_answer_was_sent() -> None:
     """Sending a long run's rows took longer than ``AGAIN_AFTER``: the hellos queued meanwhile, read just
     after, are repeats of an answered page and send nothing again."""
-    from agentnb.debugger.hello import Hellos
+    from agentnb._debugger.hello import Hellos
 
     now = [0.0]
     hellos = Hellos(clock=lambda: now[0])

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.events import CallRejected, Interjected, ModelRequested, RunFinished
-from agentnb.states import LoopState as S
 
 from .test_cancel_call import RAN, make_loop
 from .test_debugger import click

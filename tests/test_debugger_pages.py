@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import cards
-from agentnb.debugger.tree import tree_of
+from agentnb._debugger import cards
+from agentnb._debugger.tree import tree_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from debugger import long_run  # noqa: E402

@@ -1,4 +1,4 @@
-"""The timeline's tree (agentnb/debugger/tree.py), without a browser: groups, times, tokens, live encoding."""
+"""The timeline's tree (agentnb/_debugger/tree.py), without a browser: groups, times, tokens, live encoding."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 import agentnb as anb
-from agentnb.debugger import tree as tree_mod
-from agentnb.debugger.viewdata import RowEncoder
+from agentnb._debugger import tree as tree_mod
+from agentnb._debugger.viewdata import RowEncoder
 from agentnb.events import ArgumentsMerged, TextMerged, ToolFinished, ToolStarted, TurnCompleted
 
 
@@ -109,8 +109,8 @@ def test_rows_carry_their_time_since_the_run_began() -> None:
 
 
 def test_the_export_carries_the_tree_beside_the_rows() -> None:
-    from agentnb.debugger.timeline import Timeline
-    from agentnb.debugger.viewdata import static_bundle
+    from agentnb._debugger.timeline import Timeline
+    from agentnb._debugger.viewdata import static_bundle
 
     run = _parallel_run()
     bundle = static_bundle(Timeline(run.events), title="t")

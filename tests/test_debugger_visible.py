@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import agentnb as anb
-from agentnb.debugger import cards, viewdata
-from agentnb.debugger.timeline import Timeline
-from agentnb.visible import FLAG, visible
+from agentnb._debugger import cards, viewdata
+from agentnb._debugger.timeline import Timeline
+from agentnb._visible import FLAG, visible
 
 S = anb.LoopState
 RLO = "\u202e0987654321\u202c"

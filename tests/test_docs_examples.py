@@ -113,7 +113,7 @@ def test_the_reference_documents_exactly_the_public_names() -> None:
     import agentnb
 
     text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
-    # by its last name: a name whose module shares it is given by its full path (agentnb.evals.evaluate.evaluate)
+    # by its last name: a name whose module shares it is given by its full path
     documented = re.findall(r"^::: agentnb\.(?:[\w.]+\.)?(\w+)[ \t]*$", text, re.MULTILINE)
     assert sorted(documented) == sorted(agentnb.__all__)
 

@@ -349,7 +349,7 @@ def test_resume_asks_first_and_the_turn_s_other_calls_wait_for_the_answer(tmp_pa
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_worker_starts_its_own_lease_heartbeat() -> None:
     """A child has none of its parent's threads: its first busy run must start a heartbeat of its own."""
-    from agentnb.driver.lease import HEARTBEAT
+    from agentnb._driver.lease import HEARTBEAT
 
     class Keeper:
         ttl = 0.2

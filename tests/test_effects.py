@@ -25,8 +25,8 @@ import pydantic
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.events import event_to_json
-from agentnb.states import LoopState as S
 
 KEY = "effects-test-key-01"
 MODES = ["step", "run"]

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 import agentnb as anb
 from agentnb import events as ev_module
-from agentnb.engine import (
+from agentnb._engine import (
     UNSTAMPED,
     CallState,
     EngineConfig,
@@ -28,9 +28,9 @@ from agentnb.engine import (
     resolved_state,
     stamp,
 )
+from agentnb._messages import Message, ModelTurn, ToolCallPart
+from agentnb._states import S
 from agentnb.events import EVENT_CLASSES, ModelRequested
-from agentnb.messages import Message, ModelTurn, ToolCallPart
-from agentnb.states import S
 
 # -- purity: the same state gives equal actions, and decide writes nothing ------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 
 import agentnb as anb
 from agentnb.evals import Call, Case, Dataset, Score, Trial
-from agentnb.evals.evaluate import COLUMNS
+from agentnb.evals._evaluate import COLUMNS
 from agentnb.exceptions import AgentnbError
 
 S = anb.scorers
@@ -36,7 +36,7 @@ def _trial(steps: list[Any], case: Case, **kw: Any) -> Trial:
                                                "calls": case.calls, "rubric": case.rubric}],
                           [lambda trial: Score(score=1.0, passed=True, explanation=json.dumps(trial.case.id))],
                           progress=False, concurrency=1)
-    from agentnb.evals.evaluate import _trial as make
+    from agentnb.evals._evaluate import _trial as make
 
     t = result.run(case.id)
     return make(result.dataset[case.id], "loop", _loop(steps, **kw), t, None, None)

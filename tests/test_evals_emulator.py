@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import agentnb as anb
+from agentnb._messages import ToolResultPart
 from agentnb.emulator import Emulator
-from agentnb.messages import ToolResultPart
 
 pytest.importorskip("openai")
 

@@ -15,8 +15,8 @@ from functools import cache
 from types import ModuleType
 
 import agentnb
+import agentnb._states
 import agentnb.exceptions
-import agentnb.states
 
 
 @cache
@@ -74,7 +74,7 @@ def _drawing(root: str) -> dict[str, tuple[str | None, str]]:
 def test_every_module_is_imported() -> None:
     modules, skipped = _modules()
     assert len(modules) > 100
-    assert all(not s.startswith("agentnb.engine") for s in skipped), skipped  # the core needs no extra
+    assert all(not s.startswith("agentnb._engine") for s in skipped), skipped  # the core needs no extra
 
 
 def test_every_error_is_an_agentnb_error_drawn_under_its_base() -> None:
@@ -107,7 +107,7 @@ def test_a_private_exception_never_leaves_its_module() -> None:
 def test_the_drawing_names_only_classes_of_the_exceptions_module() -> None:
     tree = _drawing("AgentnbError")
     for name, (parent, _) in tree.items():
-        home = agentnb.states if name == "IllegalTransition" else agentnb.exceptions  # beside the table it enforces
+        home = agentnb._states if name == "IllegalTransition" else agentnb.exceptions  # beside the table it enforces
         cls = getattr(home, name, None)
         assert inspect.isclass(cls) and issubclass(cls, agentnb.AgentnbError), f"{name} is drawn but not defined"
         assert cls.__module__ == home.__name__, name

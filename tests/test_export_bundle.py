@@ -1,4 +1,4 @@
-"""The one-file export past its card budget (agentnb/debugger/bundle.py): which events keep their card, and a
+"""The one-file export past its card budget (agentnb/_debugger/bundle.py): which events keep their card, and a
 page that still holds every event, whole, read back losslessly and shown with no hidden character."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import bundle
-from agentnb.debugger.bundle import carded, export_bundle
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import bundle
+from agentnb._debugger.bundle import carded, export_bundle
+from agentnb._debugger.timeline import Timeline
+from agentnb._visible import visible
 from agentnb.events import ArgumentsMerged, TextMerged, event_to_json
-from agentnb.visible import visible
 
 HOSTILE = "\u202e0987654321\u202c tag\U000e0041 line\u2028sep"
 """An override, a tag character (beyond the BMP) and a line separator."""
@@ -77,7 +77,7 @@ def test_a_page_past_its_budget_reads_back_the_same_events_and_holds_no_hidden_c
 
 
 def test_the_export_shows_the_same_rows_meters_and_conversations_as_the_static_bundle() -> None:
-    from agentnb.debugger.viewdata import static_bundle
+    from agentnb._debugger.viewdata import static_bundle
 
     for run in (streamed_run(3), anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund"),
                                           budget=anb.Budget(deadline_s=60, max_turns=9)).start("go").run()):
@@ -92,7 +92,7 @@ def test_the_export_shows_the_same_rows_meters_and_conversations_as_the_static_b
 @pytest.mark.parametrize("budget", [0, 6_000, 20_000, 40_000, 60_000])
 def test_under_a_small_wire_budget_the_export_keeps_the_same_requests_as_the_static_bundle(
         budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentnb.debugger import viewdata
+    from agentnb._debugger import viewdata
 
     monkeypatch.setattr(viewdata, "WIRE_BUDGET", budget)
     monkeypatch.setattr(bundle, "WIRE_BUDGET", budget)

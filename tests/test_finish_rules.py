@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.engine import classify
-from agentnb.messages import Message, ModelTurn, RefusalPart, TextPart, ToolCallPart
+from agentnb._engine import classify
+from agentnb._messages import Message, ModelTurn, RefusalPart, TextPart, ToolCallPart
 
 S = anb.LoopState
 

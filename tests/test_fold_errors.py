@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.engine import RunState
+from agentnb._engine import RunState
+from agentnb._states import LoopState, S
 from agentnb.events import BaseEvent, GuardTripped, OutputValidated
-from agentnb.states import LoopState, S
 
 Log = list[BaseEvent]
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import agentnb as anb
-from agentnb.engine import RunState
+from agentnb._engine import RunState
 
 
 @pytest.fixture

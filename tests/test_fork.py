@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 import agentnb as anb
-from agentnb.engine import RunState
-from agentnb.engine.guards import UnpricedModelWarning
-from agentnb.providers.base import Seekable
-from agentnb.states import S
+from agentnb._engine import RunState
+from agentnb._engine.guards import UnpricedModelWarning
+from agentnb._states import S
+from agentnb.providers._base import Seekable
 
 
 def weather_run() -> anb.Run:

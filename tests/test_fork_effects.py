@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger.cards import CARDS
+from agentnb._debugger.cards import CARDS
+from agentnb._states import LoopState as S
 from agentnb.events import ApprovalRequested, ToolFinished
 from agentnb.exceptions import AgentnbError
-from agentnb.states import LoopState as S
 
 KEY = "fork-effects-test-key-01"
 HERE = Path(__file__).parent

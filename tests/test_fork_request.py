@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._request import ModelRequest, StreamItem
 from agentnb.events import ModelRequested, ToolFinished
 from agentnb.exceptions import AgentnbError
-from agentnb.request import ModelRequest, StreamItem
 
 
 class Recording:

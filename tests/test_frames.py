@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import agentnb as anb
+from agentnb._messages import Message
 from agentnb.events import CompressionApplied
 from agentnb.frames import FRAMES, Column, build
-from agentnb.frames.docs import markdown
-from agentnb.messages import Message
+from agentnb.frames._docs import markdown
 
 S = anb.LoopState
 
@@ -143,7 +143,7 @@ def test_turns_frame(runs: dict[str, anb.Transcript]) -> None:
     first = priced.iloc[0]
     assert first["cost_usd"] == pytest.approx(first["input_tokens"] * 1e-6 + first["output_tokens"] * 1e-5)
     budget = anb.Budget(prices={"story:refund": (1.0, 10.0)})  # the same table means the same dollars
-    from agentnb.engine.prices import spent
+    from agentnb._engine.prices import spent
     used = (int(first["input_tokens"]), int(first["output_tokens"]))
     dollars, missing = spent([(("scripted", "story:refund"), used)], budget.price)
     assert not missing and dollars == pytest.approx(first["cost_usd"])
@@ -266,7 +266,7 @@ def test_unknown_frame_is_named() -> None:
 
 def test_docs_table_is_in_sync_with_the_declarations() -> None:
     path = Path(__file__).parent.parent / "docs" / "frames.md"
-    assert path.read_text(encoding="utf-8") == markdown(), "run: python -m agentnb.frames.docs"
+    assert path.read_text(encoding="utf-8") == markdown(), "run: python -m agentnb.frames._docs"
     for cols in FRAMES.values():
         for col in cols:
             assert f"`{col.name}`" in markdown()

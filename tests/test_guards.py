@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.engine.guards import Budget, estimate_tokens, prune, repetition, signature
+from agentnb._engine.guards import Budget, estimate_tokens, prune, repetition, signature
 
 S = anb.LoopState
 
@@ -364,7 +364,7 @@ def test_output_corrections_stop_at_the_turn_limit_and_the_finalization_can_stil
 
 
 def test_an_output_correction_is_checked_against_the_deadline() -> None:
-    from agentnb.engine import Emit, RunState, decide
+    from agentnb._engine import Emit, RunState, decide
     from agentnb.events import GuardTripped
 
     loop = loop_of([WRONG] * 3, Budget(deadline_s=60), [], output_type=Invoice, output_retries=5)
@@ -378,7 +378,7 @@ def test_an_output_correction_is_checked_against_the_deadline() -> None:
 
 
 def test_a_guard_s_note_is_checked_against_the_budget_too() -> None:
-    from agentnb.engine import Emit, RunState, decide
+    from agentnb._engine import Emit, RunState, decide
     from agentnb.events import GuardTripped
 
     same = calls(("lookup", {"q": "x"}))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.engine import Emit, RunState, decide
+from agentnb._engine import Emit, RunState, decide
 from agentnb.events import ResultsBound, RunFinished
 
 S = anb.LoopState

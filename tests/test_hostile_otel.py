@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.otel.spans import read
+from agentnb.otel._spans import read
 from tests.otel_corpus import _VALID, CASES, Case, Imports, Refused, build
 
 

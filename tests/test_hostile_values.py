@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
 
 import agentnb as anb
+from agentnb._values import MAX_DEPTH
 from agentnb.events import event_to_json
 from tests.test_values import same  # equality where NaN equals NaN and types must match
 
@@ -373,7 +374,7 @@ def test_random_hostile_arguments_and_results_through_complete_runs(
         produce = lambda: result  # noqa: E731
         expected_result = ERROR if has_lone_surrogate(result) else result
     sc = Scenario(folder, store_kind, produce, raw, risk=risk)
-    refused = has_lone_surrogate(argument) or levels({"x": argument}) > anb.values.MAX_DEPTH
+    refused = has_lone_surrogate(argument) or levels({"x": argument}) > MAX_DEPTH
 
     def drive() -> None:
         if refused:

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
+from agentnb._lint import PROVIDERS, validate
+from agentnb._messages import Message, ToolCallPart, ToolResultPart
 from agentnb.emulator import Emulator, _http, _records
 from agentnb.emulator._http import _Request
-from agentnb.lint import PROVIDERS, validate
-from agentnb.messages import Message, ToolCallPart, ToolResultPart
 from agentnb.providers import WIRE_APIS, anthropic, gemini, ollama, openai_chat, openai_responses
 
 ADAPTERS: dict[str, Any] = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,

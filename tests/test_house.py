@@ -15,7 +15,7 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
 def test_the_package_is_found() -> None:
-    assert len(MODULES) > 50 and (PACKAGE / "engine" / "fold.py") in MODULES
+    assert len(MODULES) > 50 and (PACKAGE / "_engine" / "fold.py") in MODULES
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -36,11 +36,11 @@ loop lives in the driver's ports (docs/contributing.md)."""
 
 
 def test_the_run_is_the_loop_and_its_public_methods() -> None:
-    tree = ast.parse((PACKAGE / "run.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "_run.py").read_text(encoding="utf-8"))
     run = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Run")
     lines = run.end_lineno - run.lineno + 1 if run.end_lineno is not None else 0
-    assert 0 < lines <= RUN_MAX_LINES, f"Run has {lines} lines; move what is not the loop into agentnb/driver/"
+    assert 0 < lines <= RUN_MAX_LINES, f"Run has {lines} lines; move what is not the loop into agentnb/_driver/"
     private = [f.name for f in run.body if isinstance(f, ast.FunctionDef) and f.name.startswith("_")
                and not f.name.startswith("__") and f.name not in ("_step", "_started", "_debugger",
                                                                   "_repr_mimebundle_", "_ipython_display_")]
-    assert private == [], f"Run's private helpers belong in a port of agentnb/driver/: {private}"
+    assert private == [], f"Run's private helpers belong in a port of agentnb/_driver/: {private}"

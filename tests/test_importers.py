@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from agentnb.importers import (
     Finding,
     Imported,
@@ -18,7 +19,6 @@ from agentnb.importers import (
     import_history,
     lint,
 )
-from agentnb.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
 
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._inbox import Pending
+from agentnb._states import LoopState as S
 from agentnb.exceptions import AgentnbError, CheckpointError
-from agentnb.states import LoopState as S
 
 KEY = "inbox-test-key-0001"
 HERE = Path(__file__).parent
@@ -141,7 +142,7 @@ def test_changed_arguments_and_expired_requests_are_refused(tmp_path: Path) -> N
     expired = inbox.approve(a, by="ana").refused
     assert expired and "expired" in (expired[0].reason or "")
     assert inbox.deny(a, by="ana", reason="late").applied  # an expired request can still be denied
-    stale = anb.inbox.Pending(**{**b.__dict__, "digest": "0" * 64})
+    stale = Pending(**{**b.__dict__, "digest": "0" * 64})
     refused = inbox.deny(stale, by="ana").refused
     assert refused and "arguments changed" in (refused[0].reason or "")
 
@@ -153,7 +154,7 @@ def test_a_runs_decisions_are_all_or_nothing(tmp_path: Path) -> None:
     loop.start("refund two").run()
     inbox = anb.Inbox(store, loop=loop)
     one, two = inbox.items()
-    stale = anb.inbox.Pending(**{**two.__dict__, "digest": "f" * 64})
+    stale = Pending(**{**two.__dict__, "digest": "f" * 64})
     decided = inbox.approve([one, stale], by="ana")
     assert decided.applied == [] and len(decided.refused) == 2
     assert "another decision of this run was refused" in (decided.refused[0].reason or "")
@@ -190,7 +191,7 @@ def test_a_hand_edited_index_of_a_postgres_store_lists_no_finished_run(pg_dsn: s
 
 
 def test_the_inbox_shows_what_runs_with_invisible_characters_written_out_and_flagged(tmp_path: Path) -> None:
-    from agentnb.visible import FLAG
+    from agentnb._visible import FLAG
 
     hidden = "\u202e0987654321\u202c"  # drawn as 1234567890; the tool would get 0987654321
     store = anb.SqliteStore(tmp_path / "inbox.db", key=KEY)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.states import LoopState as S
+from agentnb._states import LoopState as S
 
 from .test_inbox import refund
 

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.events import RunStarted
 from agentnb.exceptions import AgentnbError
-from agentnb.states import LoopState as S
 
 from .test_inbox import KEY, make_loop
 from .test_inbox_widget import click

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.inbox_widget import InboxWidget
-from agentnb.states import LoopState as S
-from agentnb.visible import FLAG
+from agentnb._inbox_widget import InboxWidget
+from agentnb._states import LoopState as S
+from agentnb._visible import FLAG
 
 from .test_inbox import KEY, make_loop, refund
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger.cards import CARDS
+from agentnb._debugger.cards import CARDS
+from agentnb._states import LoopState as S
 from agentnb.events import Interjected, ModelRequested
 from agentnb.exceptions import AgentnbError
 from agentnb.providers import WIRE_APIS
-from agentnb.states import LoopState as S
 
 KEY = "interject-test-key-01"
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import agentnb as anb
+from agentnb._labels import COLUMNS
 from agentnb.exceptions import LabelError
-from agentnb.labels import COLUMNS
 
 KEY = b"k" * 32
 
@@ -194,7 +194,7 @@ def test_a_read_only_store_refuses_labels_clearly(tmp_path: Path) -> None:
 
 
 def test_a_line_cut_short_by_a_crash_is_left_out_and_the_book_goes_on(done: anb.Transcript, tmp_path: Path) -> None:
-    from agentnb.labels import LabelsRecovered
+    from agentnb._labels import LabelsRecovered
 
     book = anb.Labels(tmp_path / "labels.jsonl")
     book.add(done, tag="first")

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.lint import INTERRUPTED
-from agentnb.messages import ToolCallPart, ToolResultPart
+from agentnb._lint import INTERRUPTED
+from agentnb._messages import ToolCallPart, ToolResultPart
 from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
 
 
@@ -109,7 +109,7 @@ def test_gemini() -> None:
 
 def test_canonical_messages_are_rendered_first() -> None:
     msgs = [anb.Message.user("hi"), anb.Message(role="assistant", parts=(
-        anb.messages.ToolCallPart(call_id="c1", name="add", arguments_raw="{}", arguments={}),))]
+        ToolCallPart(call_id="c1", name="add", arguments_raw="{}", arguments={}),))]
     for provider in ("openai_chat", "openai_responses", "anthropic"):
         assert [f.code for f in anb.lint(msgs, provider)] == ["unanswered_call"], provider
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._lint import ANTHROPIC_INLINE_SYSTEM, GEMINI_PLACEHOLDER_SIGNATURES
 from agentnb.emulator import Emulator
 from agentnb.emulator._server import _Request
-from agentnb.lint import ANTHROPIC_INLINE_SYSTEM, GEMINI_PLACEHOLDER_SIGNATURES
 
 
 def errors(history: Any, provider: str, **kw: Any) -> list[str]:

@@ -403,8 +403,8 @@ def emu() -> Iterator[Any]:
 @pytest.mark.parametrize("provider", list(SDK_OPTIONS))
 def test_mcp_tools_through_each_wire_api(servers: Servers, emu: Any, provider: str) -> None:
     """The servers' schemas (nested $defs, enums, bounds) go out through each real SDK client and are accepted."""
-    from agentnb.debugger.timeline import Timeline
-    from agentnb.lint import validate
+    from agentnb._debugger.timeline import Timeline
+    from agentnb._lint import validate
     from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
 
     def answer(messages: list[anb.Message]) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.events import ToolFinished
-from agentnb.states import LoopState as S
-from agentnb.store.moves import Mark
+from agentnb.store._moves import Mark
 
 KEY = "move-test-key-0123"
 OP = "refund-42"

@@ -171,7 +171,7 @@ def test_content_is_opt_in_and_an_import_says_what_it_lacks(monkeypatch: pytest.
                    tracer_provider=tp).start("Weather in Paris?").run()
     content_keys = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
                     "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.tool.definitions",
-                    "agentnb.output"}
+                    "agentnb._output"}
     for s in spans.get_finished_spans():
         assert not content_keys & set(s.attributes or {}), s.name
         assert "Paris" not in json.dumps(dict(s.attributes or {}))
@@ -304,7 +304,7 @@ def test_a_paused_run_exports_closed_spans_and_imports_without_inventing_the_res
 
 
 def test_chat_spans_hold_what_is_new_and_a_compression_writes_the_conversation_again() -> None:
-    from agentnb.engine import RunState
+    from agentnb._engine import RunState
 
     script: list[dict[str, Any]] = [{"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
                                     for i in range(8)]

@@ -1,7 +1,7 @@
 """``anb.iter_trace``: the transcripts of ``anb.import_trace``, yielded as each invocation is done.
 
 Every trace the otel tests import is read both ways (as it is, and written as JSON Lines a span or a batch to a
-line) and must give the same transcripts; the window rule of :mod:`agentnb.otel.stream` is checked on both of
+line) and must give the same transcripts; the window rule of :mod:`agentnb.otel._stream` is checked on both of
 its sides (a span just inside the window joins its invocation, one past it does not); the spans held stay those
 of the invocations going on; and hostile lines keep the notes and errors of ``import_trace``.
 """
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import agentnb as anb
-from agentnb.otel.spans import chunks
-from agentnb.otel.stream import WINDOW, _Stream
+from agentnb.otel._spans import Notes, chunks
+from agentnb.otel._stream import WINDOW, _Stream
 from tests.otel_corpus import _VALID, CASES, Case, Refused, build
 from tests.test_otel import TOOLS, provider, run_script, scripts
 
@@ -345,7 +345,7 @@ def _texts() -> list[tuple[str, bool]]:
 @pytest.mark.parametrize("text, is_lines", _texts(), ids=lambda t: repr(t[:12]) + f"..{len(t)}" if isinstance(t, str)
                          else str(t))
 def test_a_file_is_read_line_by_line_as_its_text_is_read(text: str, is_lines: bool, tmp_path: Path) -> None:
-    from agentnb.otel.spans import read
+    from agentnb.otel._spans import read
 
     path = tmp_path / "t.json"
     path.write_text(text, encoding="utf-8", newline="")
@@ -358,4 +358,4 @@ def test_a_file_is_read_line_by_line_as_its_text_is_read(text: str, is_lines: bo
         return
     as_file = read(path)
     assert as_file.spans == as_text.spans and as_file.notes.items == as_text.notes.items
-    assert (len(list(chunks(path, anb.otel.spans.Notes()))) > 1) is is_lines
+    assert (len(list(chunks(path, Notes()))) > 1) is is_lines

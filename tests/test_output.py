@@ -11,9 +11,9 @@ import pytest
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 import agentnb as anb
+from agentnb._output import OutputSpec
+from agentnb._states import LoopState as S
 from agentnb.emulator import Emulator
-from agentnb.output import OutputSpec
-from agentnb.states import LoopState as S
 
 
 class Invoice(pydantic.BaseModel):

@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import agentnb as anb  # noqa: E402
+from agentnb._plots import Plots, to_png  # noqa: E402
 from agentnb.importers import from_anthropic  # noqa: E402
-from agentnb.plots import Plots, to_png  # noqa: E402
 from tests.test_frames import approved, denied, story  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"

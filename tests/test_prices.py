@@ -23,13 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.engine import RunState
-from agentnb.engine.prices import alias, keys, resolve, spent
+from agentnb._engine import RunState
+from agentnb._engine.prices import alias, keys, resolve, spent
+from agentnb._messages import ModelTurn
+from agentnb._request import ModelRequest, StreamItem
+from agentnb._states import LoopState
 from agentnb.events import GuardTripped, RunStarted, TurnCompleted
-from agentnb.messages import ModelTurn
-from agentnb.providers.prices import NAMES_ONLY, PRICE_TABLE, price_table
-from agentnb.request import ModelRequest, StreamItem
-from agentnb.states import LoopState
+from agentnb.providers._prices import NAMES_ONLY, PRICE_TABLE, price_table
 
 TURN = {"input_tokens": 100_000, "output_tokens": 10_000}
 """Each turn's usage: at (0.40, 1.60) per million, $0.056 a turn."""
@@ -135,11 +135,11 @@ def test_the_table_is_read_offline_and_the_engine_never_loads_it() -> None:
         "import socket, sys\n"
         "def refuse(*a, **k): raise OSError('no network here')\n"
         "socket.socket.connect = refuse; socket.create_connection = refuse\n"
-        "import agentnb.engine\n"
+        "import agentnb._engine\n"
         "assert 'genai_prices' not in sys.modules, 'the engine loaded the table'\n"
         "import agentnb\n"
         "assert 'genai_prices' not in sys.modules, 'importing agentnb loaded the table'\n"
-        "from agentnb.providers.prices import PRICE_TABLE\n"
+        "from agentnb.providers._prices import PRICE_TABLE\n"
         "assert PRICE_TABLE.price('openai_chat', 'gpt-4.1-2025-04-14') is not None\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -279,8 +279,8 @@ def test_frames_and_run_agree_on_every_turns_cost(answers: list[tuple[str, str]]
 
 
 def test_the_debugger_meter_counts_what_the_run_counted() -> None:
-    from agentnb.debugger.timeline import Timeline
-    from agentnb.debugger.viewdata import meters
+    from agentnb._debugger.timeline import Timeline
+    from agentnb._debugger.viewdata import meters
 
     model = AnswersAs(reading(), [("openai_chat", "gpt-4.1-mini-2025-04-14")])
     run = run_of(model, anb.Budget(max_cost=0.15, prices={"openai:gpt-4.1-mini": (0.40, 1.60)},

@@ -4,7 +4,7 @@ The runs are real: a :class:`~agentnb.Loop` over a :class:`~agentnb.ScriptedMode
 (answers, calls that succeed, fail, need approval, run on the client, break the schema, name no tool, send broken
 JSON, or are so bulky that compression prunes the history and skips the rest of the turn), streamed or whole,
 with approvals, edits, denials and client results drawn too, and a fork from a drawn moment. For each prefix of
-the log the fold (:class:`~agentnb.engine.RunState`) is the reference; the frames of that prefix and the
+the log the fold (:class:`~agentnb._engine.RunState`) is the reference; the frames of that prefix and the
 debugger's timeline (built live, event by event, as the debugger builds it) must say the same thing.
 """
 
@@ -20,15 +20,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.debugger import cards, viewdata
-from agentnb.debugger.timeline import Timeline
-from agentnb.debugger.tree import tree_of
-from agentnb.engine import FOLD_RULES, RunState, conversation_step
-from agentnb.engine.projection import ConversationOrigin
+from agentnb._debugger import cards, viewdata
+from agentnb._debugger.timeline import Timeline
+from agentnb._debugger.tree import tree_of
+from agentnb._engine import FOLD_RULES, RunState, conversation_step
+from agentnb._engine.projection import ConversationOrigin
 from agentnb.events import EVENT_CLASSES, BaseEvent, CompressionApplied, Event, ResultsBound
 from agentnb.frames import FRAMES, build
-from agentnb.frames.columns import CONVERSATION_EVENTS, EVENT_COLUMNS
-from agentnb.frames.rows import conversation_steps
+from agentnb.frames._columns import CONVERSATION_EVENTS, EVENT_COLUMNS
+from agentnb.frames._rows import conversation_steps
 
 
 @anb.tool
@@ -248,12 +248,12 @@ def union_classes() -> set[type]:
 def test_every_event_class_has_a_fold_rule_a_card_frame_columns_and_a_line_in_the_docs() -> None:
     classes = union_classes()
     assert {c.__name__ for c in classes} == set(EVENT_CLASSES)
-    assert set(FOLD_RULES) == classes, "add a fold rule: @_rule(YourEvent) in agentnb/engine/fold.py"
-    assert set(cards.CARDS) == classes, "add a CardSpec for it to CARDS in agentnb/debugger/cards.py"
+    assert set(FOLD_RULES) == classes, "add a fold rule: @_rule(YourEvent) in agentnb/_engine/fold.py"
+    assert set(cards.CARDS) == classes, "add a CardSpec for it to CARDS in agentnb/_debugger/cards.py"
     missing = [c.__name__ for c in classes if not EVENT_COLUMNS[c.__name__]]
-    assert not missing, f"no frame column reads {missing}: declare one in agentnb/frames/columns.py"
+    assert not missing, f"no frame column reads {missing}: declare one in agentnb/frames/_columns.py"
     docs = (Path(__file__).parent.parent / "docs" / "frames.md").read_text(encoding="utf-8")
-    assert all(f"\n| {c.__name__} | `" in docs for c in classes), "run: python -m agentnb.frames.docs"
+    assert all(f"\n| {c.__name__} | `" in docs for c in classes), "run: python -m agentnb.frames._docs"
 
 
 def test_the_messages_frame_reads_exactly_the_events_the_engine_says_change_the_conversation() -> None:

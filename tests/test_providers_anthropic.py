@@ -4,11 +4,11 @@ from typing import Any
 
 import pytest
 
-from agentnb.engine import classify
+from agentnb._engine import classify
+from agentnb._messages import Message, ReasoningPart, TextPart, ToolResultPart
+from agentnb._request import ArgumentsDelta, NamedTool, RequestOptions
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
-from agentnb.messages import Message, ReasoningPart, TextPart, ToolResultPart
 from agentnb.providers import anthropic
-from agentnb.request import ArgumentsDelta, NamedTool, RequestOptions
 
 from .wire_builders import (
     CUT,
@@ -124,7 +124,7 @@ def test_tool_choice_mapping() -> None:
 
 
 def test_json_outputs_and_strict_tools_get_the_subset_of_json_schema_anthropic_takes() -> None:
-    from agentnb.providers.anthropic.adapter import json_output_schema
+    from agentnb.providers.anthropic._adapter import json_output_schema
 
     schema = {"type": "object", "properties": {
         "n": {"type": "integer", "minimum": 1, "maximum": 8},

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentnb.engine import classify
+from agentnb._engine import classify
+from agentnb._messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart
+from agentnb._request import ArgumentsDelta, RequestOptions
 from agentnb.exceptions import ArgumentsTooLarge, WireFormatError
-from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart
 from agentnb.providers import gemini
-from agentnb.request import ArgumentsDelta, RequestOptions
 
 from .wire_builders import (
     CUT,

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentnb.engine import classify
+from agentnb._engine import classify
+from agentnb._messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from agentnb._request import ArgumentsDelta, NamedTool, OutputSchema, RequestOptions, TextDelta
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
-from agentnb.messages import Message, ModelTurn, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from agentnb.providers.ollama import adapter as wire
-from agentnb.providers.ollama.history import parse_history
-from agentnb.request import ArgumentsDelta, NamedTool, OutputSchema, RequestOptions, TextDelta
+from agentnb.providers.ollama import _adapter as wire
+from agentnb.providers.ollama._history import parse_history
 
 from .wire_builders import results_for, weather_tool
 
@@ -364,7 +364,7 @@ def test_fixes_leave_a_clean_history(messages: list[dict[str, Any]]) -> None:
 def test_hostile_bodies_are_findings_not_exceptions(body: Any) -> None:
     found = lint_body(body)
     assert found, body
-    from agentnb.providers.ollama.shapes import normalize
+    from agentnb.providers.ollama._shapes import normalize
 
     clean, _ = normalize(body)
     parse_history(clean)  # reads without an exception
@@ -515,7 +515,7 @@ def test_no_server_is_a_retryable_error_that_says_how_to_start_one() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     model = anb.model("ollama:qwen3", base_url=f"http://127.0.0.1:{port}")
-    from agentnb.request import ModelRequest
+    from agentnb._request import ModelRequest
 
     with pytest.raises(ProviderError, match="ollama serve") as info:
         list(model.respond(ModelRequest(messages=[Message.user("Hi")], tools=[])))
@@ -524,8 +524,8 @@ def test_no_server_is_a_retryable_error_that_says_how_to_start_one() -> None:
 
 def test_settings_the_client_cannot_send_are_refused_before_sending(emu: Any) -> None:
     import agentnb as anb
+    from agentnb._request import ModelRequest
     from agentnb.providers import ProviderError
-    from agentnb.request import ModelRequest
 
     start = len(emu.requests)
     model = anb.model("ollama:qwen3", base_url=emu.url("ollama"), frobnicate=True)
@@ -646,8 +646,8 @@ def test_lint_takes_canonical_messages_and_renders_them_for_ollama() -> None:
 
 def test_the_debugger_wire_view_has_an_ollama_tab() -> None:
     import agentnb as anb
-    from agentnb.debugger import viewdata
-    from agentnb.debugger.timeline import Timeline
+    from agentnb._debugger import viewdata
+    from agentnb._debugger.timeline import Timeline
 
     loop = anb.Loop(model=anb.ScriptedModel([{"tool_calls": [CALL]}, answer]), tools=[anb.tool(add)])
     run = loop.start("Add 1 and 2.").run()
@@ -663,7 +663,7 @@ def test_the_debugger_wire_view_has_an_ollama_tab() -> None:
 
 def test_the_course_switch_takes_a_local_model_without_a_key(emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from agentnb.providers.ollama import OllamaModel
-    from agentnb.workshop.switch import course_model
+    from agentnb.workshop._switch import course_model
 
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
     model = course_model("weather", provider="ollama:qwen3", base_url=emu.url("ollama"), quiet=True)

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentnb.engine import classify
+from agentnb._engine import classify
+from agentnb._messages import Message, ReasoningPart, ToolCallPart
+from agentnb._request import ArgumentsDelta, NamedTool, RequestOptions, TextDelta, tool_choice_of
 from agentnb.exceptions import ArgumentsTooLarge, StreamProtocolError, WireFormatError
-from agentnb.messages import Message, ReasoningPart, ToolCallPart
 from agentnb.providers import openai_chat
-from agentnb.request import ArgumentsDelta, NamedTool, RequestOptions, TextDelta, tool_choice_of
 
 from .wire_builders import (
     CUT,

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentnb.engine import classify
-from agentnb.messages import ModelTurn
-from agentnb.providers.sse import iter_json_array, iter_sse_json
+from agentnb._engine import classify
+from agentnb._messages import ModelTurn
+from agentnb.providers._sse import iter_json_array, iter_sse_json
 
 from .test_wire_corpus import ADAPTERS, CASES, EXPECTED, WIRE
 from .wire_builders import BUILDERS, Call, Spec, adapter, same_turn
@@ -128,7 +128,7 @@ def test_recorded_streams_cut_anywhere_execute_nothing(path: str, data: Any) -> 
 
 def test_a_stream_cut_inside_a_multibyte_character_is_a_cut_not_a_crash() -> None:
     from agentnb.exceptions import WireFormatError
-    from agentnb.providers import sse
+    from agentnb.providers import _sse as sse
 
     whole = 'data: {"text": "caf\u00e9"}\n\ndata: {"text": "na\u00efve"}\n\n'.encode()
     cut = whole[: whole.index("\u00ef".encode()) + 1]  # the first byte of a two-byte character

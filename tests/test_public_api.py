@@ -51,3 +51,55 @@ def test_public_names_have_docstrings_with_usage() -> None:
     for name in ("Loop", "Run", "ScriptedModel", "Transcript", "tool"):
         doc = getattr(anb, name).__doc__ or ""
         assert "Example" in doc, name
+
+
+_MODULE_LINE = re.compile(r"^- `(?P<module>agentnb(?:\.\w+)+)` — (?P<what>\S.*?) Names: (?P<names>`.*`)\.$")
+
+
+def public_modules() -> list[str]:
+    """Every module of the package whose dotted path has no part with a leading underscore."""
+    import pkgutil
+
+    return sorted(m.name for m in pkgutil.walk_packages(anb.__path__, "agentnb.")
+                  if not any(part.startswith("_") for part in m.name.split(".")[1:]))
+
+
+def documented_modules(text: str) -> dict[str, list[str]]:
+    section = text.split("\n## Modules\n", 1)[1] if "\n## Modules\n" in text else ""
+    return {m["module"]: re.findall(r"`(\w+)`", m["names"])
+            for line in section.splitlines() if (m := _MODULE_LINE.match(line))}
+
+
+def test_every_public_module_and_its_names_are_listed_in_docs_api() -> None:
+    """A module without a leading underscore in its path is public: docs/api.md lists it with its ``__all__``.
+
+    A new module is private (``_name.py``) unless it is meant to be imported by its path; a public one gets its
+    line, so the public face grows only on purpose."""
+    import importlib
+
+    documented = documented_modules(API_DOC.read_text(encoding="utf-8"))
+    found = public_modules()
+    assert sorted(documented) == found, (
+        f"public modules not in docs/api.md: {sorted(set(found) - set(documented))}; "
+        f"listed there but not public: {sorted(set(documented) - set(found))} (give a module a leading underscore "
+        "unless users import it by its path)")
+    for name in found:
+        module = importlib.import_module(name)
+        names = getattr(module, "__all__", None)
+        assert names is not None, f"{name} is public and has no __all__"
+        assert sorted(documented[name]) == sorted(names), f"docs/api.md's line for {name} differs from its __all__"
+        for n in names:
+            assert hasattr(module, n), f"{name}.__all__ names {n}, which it does not have"
+            value = getattr(module, n)
+            if isinstance(value, types.ModuleType):
+                assert value.__name__ in found, f"{name}.{n} is the private module {value.__name__}"
+
+
+def test_the_module_check_sees_a_new_public_module_and_a_changed_name() -> None:
+    text = API_DOC.read_text(encoding="utf-8")
+    documented = documented_modules(text)
+    assert "agentnb.providers.openai_chat" in documented and "render_request" in documented[
+        "agentnb.providers.openai_chat"]
+    assert "agentnb._engine" not in public_modules() and "agentnb.events" in public_modules()
+    cut = text.replace("- `agentnb.stories` —", "- `agentnb.storie` —")
+    assert "agentnb.stories" not in documented_modules(cut)

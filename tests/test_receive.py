@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 import agentnb as anb
-from agentnb.engine import (
+from agentnb._engine import (
     RULES,
     AwaitFirst,
     CallState,
@@ -35,12 +35,12 @@ from agentnb.engine import (
     model_failed,
     receive,
 )
-from agentnb.engine.build import UNSTAMPED
+from agentnb._engine.build import UNSTAMPED
+from agentnb._messages import Message, ModelTurn, ToolCallPart
+from agentnb._outcomes import Effect, EffectDone, Outcome
+from agentnb._request import ArgumentsDelta, TextDelta
+from agentnb._states import S
 from agentnb.events import ApprovalRequested, CompressionApplied, ModelRetried, RunFinished, ToolFinished, TurnCompleted
-from agentnb.messages import Message, ModelTurn, ToolCallPart
-from agentnb.outcomes import Effect, EffectDone, Outcome
-from agentnb.request import ArgumentsDelta, TextDelta
-from agentnb.states import S
 from agentnb.tools import ToolRegistry
 
 
@@ -336,7 +336,7 @@ def test_a_cancellation_ends_the_run() -> None:
 
 
 def test_a_deadline_limit_is_the_engines_rule() -> None:
-    from agentnb.engine import call_limit
+    from agentnb._engine import call_limit
 
     cfg = EngineConfig(registry=CFG.registry, budget=anb.Budget(deadline_s=30.0, tool_timeout=5.0))
     rs = RunState(started_at=1000.0)
@@ -347,7 +347,7 @@ def test_a_deadline_limit_is_the_engines_rule() -> None:
 def test_a_tools_ceiling_caps_every_timeout() -> None:
     import dataclasses
 
-    from agentnb.engine import call_limit
+    from agentnb._engine import call_limit
 
     capped = dataclasses.replace(lookup, max_timeout=2.0)
     for tool_timeout, own, limit in [(None, None, 2.0), (5.0, None, 2.0), (1.0, None, 1.0), (None, 30.0, 2.0),

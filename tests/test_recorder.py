@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._messages import ModelTurn
+from agentnb._recorder import read_cassette
+from agentnb._request import ModelRequest
 from agentnb.events import event_to_dict
-from agentnb.messages import ModelTurn
-from agentnb.providers import openai_chat, sse
+from agentnb.providers import _sse as sse
+from agentnb.providers import openai_chat
+from agentnb.providers._scripted import ReplayedModel
 from agentnb.providers._sdk import SdkModel
-from agentnb.providers.scripted import ReplayedModel
-from agentnb.recorder import read_cassette
-from agentnb.request import ModelRequest
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 FAKE_KEY = "sk-test-SECRET-4f9a8b7c6d5e4f3a2b1c"
@@ -311,7 +312,7 @@ def test_a_run_through_the_emulator_replays_exactly(tmp_path: Path) -> None:
 def test_a_replay_asked_something_else_says_so(tmp_path: Path) -> None:
     import warnings
 
-    from agentnb.providers.scripted import ReplayDivergenceWarning
+    from agentnb.providers._scripted import ReplayDivergenceWarning
 
     path = tmp_path / "weather.jsonl"
     loop = anb.Loop(model=anb.Recorder(anb.ScriptedModel.story("weather"), path), tools=anb.stories.tools("weather"))

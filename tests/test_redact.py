@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, SecretStr
 
 import agentnb as anb
-from agentnb.redact import (
+from agentnb._redact import (
     MASK,
     MAX_HOLD,
     StreamRedactor,
@@ -150,9 +150,9 @@ _PIECES = st.sampled_from(["sk-", "sk-ant-", "AIza", "Bearer ", "bEaReR\t", "?ke
 @given(st.lists(_PIECES, max_size=30).map("".join))
 def test_the_substring_hints_skip_no_secret_the_patterns_would_mask(text: str) -> None:
     """redact_text tests cheap substrings before each pattern; the result is what every pattern applied gives."""
-    from agentnb.redact.patterns import _PATTERNS, redact_text
+    from agentnb._redact.patterns import PATTERNS, redact_text
 
     expected = text
-    for pattern, replacement in _PATTERNS:
+    for pattern, replacement in PATTERNS:
         expected = pattern.sub(replacement, expected)
     assert redact_text(text) == expected

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
+from agentnb._messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from agentnb._redact import MASK
+from agentnb._request import HistoryView, ModelRequest
 from agentnb.emulator import Emulator
-from agentnb.messages import Message, ReasoningPart, RefusalPart, TextPart, ToolCallPart, ToolResultPart
+from agentnb.providers._registry import WIRE_APIS
 from agentnb.providers._render import Renders
-from agentnb.providers.registry import WIRE_APIS
-from agentnb.redact import MASK
-from agentnb.request import HistoryView, ModelRequest
 
 APIS = list(WIRE_APIS)
 PROVIDERS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
@@ -176,7 +176,7 @@ def test_the_cache_holds_the_history_it_rendered_last_not_every_history() -> Non
 
 
 def test_a_turn_renders_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentnb.providers.openai_chat import adapter
+    from agentnb.providers.openai_chat import _adapter as adapter
 
     rendered: list[Message] = []
     real = adapter._assistant
@@ -193,7 +193,7 @@ def test_a_turn_renders_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -
 def test_gemini_contents_are_converted_once_per_run() -> None:
     from google.genai import types
 
-    from agentnb.providers.gemini import model as gemini
+    from agentnb.providers.gemini import _model as gemini
 
     history, renders = [Message.user("Go.")], {}
     body = WIRE_APIS["gemini"].render_request(HistoryView(history), renders=renders)

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
-from agentnb.debugger.timeline import Timeline
-from agentnb.lint import validate
+from agentnb._debugger.timeline import Timeline
+from agentnb._lint import validate
+from agentnb._request import split_options
 from agentnb.providers import anthropic, gemini, openai_chat, openai_responses
-from agentnb.request import split_options
 
 ADAPTERS = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
             "gemini": gemini}

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.exceptions import AgentnbError
-from agentnb.states import LoopState as S
 
 
 def story_run(name: str, **options: Any) -> anb.Run:

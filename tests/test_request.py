@@ -1,4 +1,4 @@
-"""agentnb.request: the typed request a model is asked, its options, and where they come from."""
+"""agentnb._request: the typed request a model is asked, its options, and where they come from."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.emulator import Emulator
-from agentnb.engine import EngineConfig, RunState
-from agentnb.engine.inputs import request_for
-from agentnb.events import ToolInfo
-from agentnb.messages import Message, ToolCallPart, ToolResultPart
-from agentnb.providers import WIRE_APIS
-from agentnb.request import (
+from agentnb._engine import EngineConfig, RunState
+from agentnb._engine.inputs import request_for
+from agentnb._messages import Message, ToolCallPart, ToolResultPart
+from agentnb._request import (
     NO_OPTIONS,
     ModelRequest,
     NamedTool,
@@ -24,16 +21,19 @@ from agentnb.request import (
     split_options,
     tool_choice_of,
 )
-from agentnb.states import LoopState as S
+from agentnb._states import LoopState as S
+from agentnb.emulator import Emulator
+from agentnb.events import ToolInfo
+from agentnb.providers import WIRE_APIS
 from agentnb.tools import ToolRegistry
 from tests.conftest import add
 
-CORE = {"agentnb.messages", "agentnb.events", "agentnb.states"}
+CORE = {"agentnb._messages", "agentnb.events", "agentnb._states"}
 ADD = ToolRegistry([add]).infos[0]
 
 
 def test_the_request_module_imports_only_core_types() -> None:
-    tree = ast.parse((Path(anb.__file__).parent / "request.py").read_text())
+    tree = ast.parse((Path(anb.__file__).parent / "_request.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 import agentnb as anb
-from agentnb.engine import FINALIZE_PROMPT
+from agentnb._engine import FINALIZE_PROMPT
 
 S = anb.LoopState
 ADD = {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}

@@ -18,8 +18,8 @@ import agentnb as anb
 from agentnb.emulator import Emulator
 from agentnb.exceptions import ScanError
 from agentnb.scanners import COLUMNS, ScanWarning
-from agentnb.scanners.ask import run_text
-from agentnb.scanners.cache import digest
+from agentnb.scanners._ask import run_text
+from agentnb.scanners._cache import digest
 
 
 @anb.tool
@@ -154,7 +154,7 @@ def test_call_and_event_scanners_fill_in_where_they_were_called(runs: anb.Transc
 
 
 def test_answers_become_hits() -> None:
-    from agentnb.scanners.core import normalize
+    from agentnb.scanners._core import normalize
 
     assert normalize(None) == [] and normalize(False) == []
     assert normalize(True, seq=3) == [anb.Hit(seq=3)]
@@ -381,7 +381,7 @@ def test_nothing_of_a_scan_outlives_it() -> None:
     import gc
     import weakref
 
-    from agentnb.scanners import views
+    from agentnb.scanners import _views as views
 
     t = _run(5, fail=True)
     ref = weakref.ref(t)

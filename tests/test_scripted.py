@@ -10,7 +10,7 @@ import pytest
 
 import agentnb as anb
 from agentnb.emulator import Emulator
-from agentnb.providers.scripted import continues_at
+from agentnb.providers._scripted import continues_at
 from tests.conftest import add
 
 PROVIDERS = ["openai_chat", "openai_responses", "anthropic", "gemini"]

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr
 
 import agentnb as anb
-from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
-from agentnb.request import ModelRequest
+from agentnb._messages import Message, ModelTurn, TextPart, ToolCallPart, Usage
+from agentnb._request import ModelRequest
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 GOOGLE = "AIzaSyA-SECRET-1234567890abcdefgh"

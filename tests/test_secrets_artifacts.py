@@ -24,10 +24,10 @@ import pytest
 from pydantic import SecretStr
 
 import agentnb as anb
-from agentnb.debugger import cards, viewdata, wire
+from agentnb._debugger import cards, viewdata, wire
+from agentnb._redact import MASK
 from agentnb.emulator import Emulator
 from agentnb.frames import events_with_payload
-from agentnb.redact import MASK
 
 MODELS = ["openai_chat", "openai_responses", "anthropic", "gemini", "fallback", "recorder", "replay"]
 FRAMES = ("events", "turns", "calls", "messages", "approvals", "guards", "compressions")

@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 import pytest
 
 import agentnb as anb
-from agentnb.engine import RunState
+from agentnb._engine import RunState
+from agentnb._states import EVENT_TYPES, PAUSED, TERMINAL, TRANSITIONS, LoopState, check_transition, edges
 from agentnb.events import EVENT_CLASSES, RunStarted
-from agentnb.states import EVENT_TYPES, PAUSED, TERMINAL, TRANSITIONS, LoopState, check_transition, edges
 
 
 def test_every_event_type_has_a_class_and_every_class_is_in_the_table() -> None:

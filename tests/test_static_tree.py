@@ -7,9 +7,9 @@ import re
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import static_tree, viewdata
-from agentnb.debugger.timeline import Timeline
-from agentnb.debugger.tree import tree_of
+from agentnb._debugger import static_tree, viewdata
+from agentnb._debugger.timeline import Timeline
+from agentnb._debugger.tree import tree_of
 from agentnb.events import CallRejected
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.events import RunStarted, ToolFinished
-from agentnb.states import LoopState as S
 from agentnb.store import EffectDone
 
 KINDS = ["memory", "sqlite", "postgres"]

@@ -143,7 +143,7 @@ def test_a_seal_is_the_plain_hmac_of_its_parts_so_older_checkpoints_still_verify
     import hashlib
     import hmac
 
-    from agentnb.store.seals import Seals
+    from agentnb.store._seals import Seals
 
     key = b"a checkpoint key"
     seals = Seals(key)
@@ -154,7 +154,7 @@ def test_a_seal_is_the_plain_hmac_of_its_parts_so_older_checkpoints_still_verify
 
 def test_a_sealed_row_that_is_not_an_event_is_named(tmp_path: Path) -> None:
     from agentnb.events import event_to_json
-    from agentnb.store.seals import Seals
+    from agentnb.store._seals import Seals
 
     run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("go").run()
     seals = Seals(b"a checkpoint key")

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
+from agentnb._states import LoopState as S
 from agentnb.emulator import Emulator
 from agentnb.emulator._instance import minimal_instance
 from agentnb.providers import openai_chat, openai_responses
-from agentnb.states import LoopState as S
 
 
 class Address(pydantic.BaseModel):

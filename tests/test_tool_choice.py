@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._request import NamedTool
+from agentnb._states import LoopState as S
 from agentnb.emulator import Emulator
-from agentnb.request import NamedTool
-from agentnb.states import LoopState as S
 from tests.conftest import add
 
 PROVIDERS = {

@@ -433,7 +433,7 @@ def test_a_rejection_of_thousands_of_bad_fields_stays_short_and_counts_them() ->
     """An MCP server's schema can fail in 4,999 places at once; the model reads a few lines, not 119,000 characters."""
     from pydantic_core import InitErrorDetails, PydanticCustomError
 
-    from agentnb.outcomes import KEPT_ERRORS, SHOWN_ERRORS, describe_errors
+    from agentnb._outcomes import KEPT_ERRORS, SHOWN_ERRORS, describe_errors
 
     details = [InitErrorDetails(type=PydanticCustomError("missing", "Field required " + "x" * 1000), loc=(f"f{i}",),
                                 input={}) for i in range(4999)]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as anb
+from agentnb._transcript import TranscriptRecovered
 from agentnb.events import event_to_dict, event_to_json
 
 S = anb.LoopState
@@ -208,7 +209,7 @@ def test_a_truncated_last_line_is_refused_unless_recovering(tmp_path: Path) -> N
     path.write_bytes(data[: len(data) - 30])  # a crash while the last event was written
     with pytest.raises(anb.TranscriptError, match=r"load\(path, recover=True\) keeps the events before it"):
         anb.Transcript.load(path)
-    with pytest.warns(anb.transcript.TranscriptRecovered, match=rf"kept {len(run.events) - 1} events"):
+    with pytest.warns(TranscriptRecovered, match=rf"kept {len(run.events) - 1} events"):
         recovered = anb.Transcript.load(path, recover=True)
     assert [event_to_dict(e) for e in recovered] == [event_to_dict(e) for e in run.events[:-1]]
     assert recovered.dropped is not None and recovered.dropped.startswith(f"line {len(run.events)} (")
@@ -236,7 +237,7 @@ def _odd(x: int) -> dict[str, Any]:
 
 
 def test_the_one_pass_read_gives_the_events_the_line_by_line_read_gives(tmp_path: Path) -> None:
-    from agentnb.transcript import _careful_read, _quick_read
+    from agentnb._transcript import _careful_read, _quick_read
 
     script: list[Any] = [{"text": "half \ud83d", "tool_calls": [{"name": "_odd", "arguments": {"x": 1}}]},
                          {"text": "done"}]

@@ -1,4 +1,4 @@
-"""The value boundary (agentnb.values): each kind of value converts as documented, or fails naming where."""
+"""The value boundary (agentnb._values): each kind of value converts as documented, or fails naming where."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import pydantic
 import pytest
 
 import agentnb as anb
-from agentnb import values
+from agentnb import _values as values
+from agentnb._messages import ToolCallPart
 from agentnb.events import event_from_json, event_to_json, json_text
 
 
@@ -181,5 +182,5 @@ def test_event_encoding_keeps_non_finite_numbers_and_lone_surrogates() -> None:
 def test_a_deep_structure_after_a_lone_surrogate_is_still_too_deep() -> None:
     arguments = {"a": "\ud83d", "b": nested(900)}
     assert not values.fits(arguments)
-    part = anb.messages.ToolCallPart(call_id="c", name="t", arguments_raw="{}", arguments=arguments)
+    part = ToolCallPart(call_id="c", name="t", arguments_raw="{}", arguments=arguments)
     assert part.arguments is None  # the log could not hold it; the raw text keeps what the model sent

@@ -1,4 +1,4 @@
-"""agentnb.visible: no invisible or direction-changing character survives, and visible text comes back as itself.
+"""agentnb._visible: no invisible or direction-changing character survives, and visible text comes back as itself.
 
 The oracle below is written from the Unicode definitions (general categories, and the default-ignorable code
 points of DerivedCoreProperties.txt), not from the module's own tables, so the two can disagree.
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentnb.visible import FLAG, hides, visible
+from agentnb._visible import FLAG, hides, visible
 
 _CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"}
 _DEFAULT_IGNORABLE = [  # DerivedCoreProperties.txt, Default_Ignorable_Code_Point

@@ -34,59 +34,59 @@ PACKAGE = ROOT / "agentnb"
 
 LAYERS: dict[str, str] = {
     # -- core types: the records every layer trades in; they know nothing of providers, stores or views
-    "agentnb.messages": "core",
+    "agentnb._messages": "core",
     "agentnb.events": "core",
-    "agentnb.states": "core",
+    "agentnb._states": "core",
     "agentnb.exceptions": "core",
-    "agentnb.values": "core",
-    "agentnb.binding": "core",
-    "agentnb.request": "core",  # ModelRequest and its options, the stream items a model answers with
-    "agentnb.outcomes": "core",  # what a call produced and what the effect ledger holds: the ports' records
+    "agentnb._values": "core",
+    "agentnb._binding": "core",
+    "agentnb._request": "core",  # ModelRequest and its options, the stream items a model answers with
+    "agentnb._outcomes": "core",  # what a call produced and what the effect ledger holds: the ports' records
     "agentnb._version": "core",  # a constant, so nothing needs the package root for it
-    "agentnb.visible": "core",  # text made safe to show a person (invisible and direction-changing characters)
+    "agentnb._visible": "core",  # text made safe to show a person (invisible and direction-changing characters)
     # -- helpers: pure code over core types that several inner layers share; not a layer of the design's
     # drawing, but each is below the engine and the I/O parts that use it
-    "agentnb.findings": "helpers",  # the one vocabulary of lint findings (providers' rules, lint, importers)
-    "agentnb.pairing": "helpers",  # which result answers which call (rules, importers, the engine's pruning)
-    "agentnb.strict": "helpers",  # strict JSON schemas (tools' argument schemas, structured output)
-    "agentnb.output": "helpers",  # OutputSpec: the engine's configuration names it, the loop builds it
+    "agentnb._findings": "helpers",  # the one vocabulary of lint findings (providers' rules, lint, importers)
+    "agentnb._pairing": "helpers",  # which result answers which call (rules, importers, the engine's pruning)
+    "agentnb._strict": "helpers",  # strict JSON schemas (tools' argument schemas, structured output)
+    "agentnb._output": "helpers",  # OutputSpec: the engine's configuration names it, the loop builds it
     "agentnb._aio": "helpers",  # the background event loop the SDK models and MCP servers run on
-    "agentnb.redact": "helpers",  # secret masking: tools, providers, the driver and the exporters call it
+    "agentnb._redact": "helpers",  # secret masking: tools, providers, the driver and the exporters call it
     "agentnb._embedded": "helpers",  # the run an HTML export carries: the export writes it, Transcript reads it
     # -- the sans-IO engine: the fold, decide(), receive(), and the guards it applies
-    "agentnb.engine": "engine",
+    "agentnb._engine": "engine",
     # -- the I/O parts beside the engine (the design draws them on one row with it)
     "agentnb.providers": "providers",
-    "agentnb.recorder": "providers",  # a Model that wraps a Model and writes cassettes (ScriptedModel.replay)
+    "agentnb._recorder": "providers",  # a Model that wraps a Model and writes cassettes (ScriptedModel.replay)
     "agentnb.stories": "providers",  # the named scripts ScriptedModel.story plays, with their tools
     "agentnb.tools": "tools",
     "agentnb.mcp": "tools",  # an MCP server's tools are tools: the same validation and approval path
     "agentnb.store": "store",
     # -- the driver's ports, then the run that drives them
-    "agentnb.driver": "driver",
-    "agentnb.run": "run",
-    "agentnb.loop": "run",  # the configuration a Run is started from
-    "agentnb.transcript": "run",  # the log as a value: Run.transcript hands one out, so it cannot sit above
+    "agentnb._driver": "driver",
+    "agentnb._run": "run",
+    "agentnb._loop": "run",  # the configuration a Run is started from
+    "agentnb._transcript": "run",  # the log as a value: Run.transcript hands one out, so it cannot sit above
     # -- outer layers: public APIs of the inner ones only
     "agentnb.frames": "outer",
-    "agentnb.plots": "outer",
-    "agentnb.collection": "outer",
-    "agentnb.batch": "outer",
-    "agentnb.replay": "outer",  # a recorded run driven again by today's loop
-    "agentnb.compare": "outer",  # two runs aligned step by step
-    "agentnb.inbox": "outer",  # the calls waiting for a person across a store's runs
-    "agentnb.inbox_widget": "outer",  # the inbox as a widget (Inbox.widget() loads it; it imports no inbox)
+    "agentnb._plots": "outer",
+    "agentnb._collection": "outer",
+    "agentnb._batch": "outer",
+    "agentnb._replay": "outer",  # a recorded run driven again by today's loop
+    "agentnb._compare": "outer",  # two runs aligned step by step
+    "agentnb._inbox": "outer",  # the calls waiting for a person across a store's runs
+    "agentnb._inbox_widget": "outer",  # the inbox as a widget (Inbox.widget() loads it; it imports no inbox)
     "agentnb._batch_items": "outer",  # the rows of a batch, checked before it runs anything
-    "agentnb.debugger": "outer",
+    "agentnb._debugger": "outer",
     "agentnb.workshop": "outer",
     "agentnb.emulator": "outer",
-    "agentnb.lint": "outer",
+    "agentnb._lint": "outer",
     "agentnb.importers": "outer",
     "agentnb.otel": "outer",
     "agentnb.mcp_demo": "outer",
     "agentnb._cli": "outer",  # the `agentnb` command: calls the public API of the layers below, as a notebook does
     "agentnb.scanners": "outer",  # scanners over runs: they read transcripts, frames and stores, and ask loops
-    "agentnb.labels": "outer",  # what people say about runs, kept beside the sealed log (a file, a store table)
+    "agentnb._labels": "outer",  # what people say about runs, kept beside the sealed log (a file, a store table)
     "agentnb._label_books": "outer",  # where labels are kept: files, store tables, Parquet datasets, HTML pages
     "agentnb.evals": "outer",  # evaluations: datasets run through batches, then scored (they read scanners' views)
     # -- the package root: the map of the public API, above everything
@@ -101,11 +101,11 @@ FACADES: frozenset[tuple[str, str, str]] = frozenset({
     # A run or a transcript left as a cell's last line shows its debugger (DESIGN.md, "Names we expect users
     # to touch"); the debugger reads the run and the transcript, so this display is the one upward door.
     # Both display hooks (the mimebundle, and _ipython_display_'s two outputs) go through one function.
-    ("agentnb.run", "agentnb.debugger", "_debugger"),
-    ("agentnb.transcript", "agentnb.debugger", "_debugger"),
+    ("agentnb._run", "agentnb._debugger", "_debugger"),
+    ("agentnb._transcript", "agentnb._debugger", "_debugger"),
     # Loop(tracer_provider=...) is the user's one switch for live tracing: the listener it attaches (and
     # OpenTelemetry with it) is loaded only when asked for, inside Loop.start; the run knows no tracing at all.
-    ("agentnb.loop", "agentnb.otel.export", "start"),
+    ("agentnb._loop", "agentnb.otel._export", "start"),
 })
 
 _BEING_REMOVED: tuple[tuple[str, str, str], ...] = (
@@ -139,7 +139,7 @@ class Edge:
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
-    """``agentnb/engine/fold.py`` -> ``agentnb.engine.fold``; a package's ``__init__.py`` names the package."""
+    """``agentnb/_engine/fold.py`` -> ``agentnb._engine.fold``; a package's ``__init__.py`` names the package."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -288,9 +288,9 @@ def _report(found: Sequence[Edge], wall: str) -> str:
 def test_the_walker_finds_known_imports_of_every_kind() -> None:
     edges = package_edges()
     assert len(modules()) > 100 and len(edges) > 500
-    assert any(e.source == "agentnb.engine.fold" and e.target == "agentnb.engine.projection" and e.kind == "module"
+    assert any(e.source == "agentnb._engine.fold" and e.target == "agentnb._engine.projection" and e.kind == "module"
                for e in edges)
-    assert any(e.source == "agentnb.run" and e.target == "agentnb.debugger" and e.kind == "lazy"
+    assert any(e.source == "agentnb._run" and e.target == "agentnb._debugger" and e.kind == "lazy"
                and e.function == "_debugger" for e in edges)
     assert any(e.kind == "typing" for e in edges)
 
@@ -307,17 +307,17 @@ def test_the_walker_resolves_relative_imports_and_submodules() -> None:
 
 
 def test_the_walker_flags_a_synthetic_upward_import_and_circle() -> None:
-    known = {"agentnb", "agentnb.events", "agentnb.run", "agentnb.debugger"}
-    events = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .run import Run\n"
-    run = "def show():\n    from .debugger import Debugger\n"
-    debugger = "from .events import BaseEvent\nfrom . import run\n"
+    known = {"agentnb", "agentnb.events", "agentnb._run", "agentnb._debugger"}
+    events = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._run import Run\n"
+    run = "def show():\n    from ._debugger import Debugger\n"
+    debugger = "from .events import BaseEvent\nfrom . import _run\n"
     edges = [*imports_of("agentnb.events", events, is_package=False, known=known, path="agentnb/events.py"),
-             *imports_of("agentnb.run", run, is_package=False, known=known, path="agentnb/run.py"),
-             *imports_of("agentnb.debugger", debugger, is_package=False, known=known, path="agentnb/debugger.py")]
+             *imports_of("agentnb._run", run, is_package=False, known=known, path="agentnb/_run.py"),
+             *imports_of("agentnb._debugger", debugger, is_package=False, known=known, path="agentnb/_debugger.py")]
     up = crossings(edges, ["core"], [layer for layer in ORDER if layer != "core"])
-    assert [str(e) for e in up] == ["agentnb/events.py:3 imports agentnb.run (typing)"]
+    assert [str(e) for e in up] == ["agentnb/events.py:3 imports agentnb._run (typing)"]
     (circle,) = circles(edges)
-    assert {e.source for e in circle} == {"agentnb.events", "agentnb.run", "agentnb.debugger"}
+    assert {e.source for e in circle} == {"agentnb.events", "agentnb._run", "agentnb._debugger"}
     assert any(e.kind == "lazy" and e.function == "show" for e in circle)
 
 
@@ -355,7 +355,7 @@ def test_the_engine_imports_no_provider_tool_store_driver_run_or_view() -> None:
 
 
 def test_no_driver_part_imports_the_run() -> None:
-    found = crossings(package_edges(), ["driver"], ["agentnb.run"])
+    found = crossings(package_edges(), ["driver"], ["agentnb._run"])
     assert not found, _report(found, "a port performs one kind of I/O and returns a record: it holds no Run")
 
 

@@ -61,7 +61,7 @@ def test_the_sdist_and_wheel_carry_the_package_and_the_front_end(built_dist: Any
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         license_text = zf.read(next(n for n in names if n.endswith(".dist-info/licenses/LICENSE")))
     assert not any(n.startswith(("widgets/", "tests/", "notebooks/")) for n in names)
-    assert "agentnb/debugger/assets.py" in names and "agentnb/_version.py" in names
+    assert "agentnb/_debugger/assets.py" in names and "agentnb/_version.py" in names
     assert license_text == (ROOT / "LICENSE").read_bytes() and b"the agentnb authors" in license_text
     assert "License-Expression: MIT\n" in metadata and "License-File: LICENSE\n" in metadata
     assert f"Version: {anb.__version__}\n" in metadata  # the one version, agentnb/_version.py

@@ -1,6 +1,6 @@
 """The conformance suite every wire API of the registry passes (a new API is covered by registering it).
 
-For each :class:`~agentnb.providers.wireapi.WireAPI` in :data:`agentnb.providers.WIRE_APIS`:
+For each :class:`~agentnb.providers._wireapi.WireAPI` in :data:`agentnb.providers.WIRE_APIS`:
 
 - the record is whole and consistent (names, prefixes, routes and URL names unique across the registry;
   the SDK model speaks this API);
@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb._findings import run_rule
+from agentnb._lint import lint
+from agentnb._messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart
 from agentnb.events import ToolInfo
-from agentnb.findings import run_rule
-from agentnb.lint import lint
-from agentnb.messages import Message, ModelTurn, TextPart, ToolCallPart, ToolResultPart
 from agentnb.providers import WIRE_APIS, WireAPI
 from tests.test_wire_corpus import EXPECTED
 from tests.test_wire_corpus import WIRE as CORPUS

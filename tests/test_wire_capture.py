@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import viewdata, wire
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import viewdata, wire
+from agentnb._debugger.timeline import Timeline
+from agentnb._redact import MASK
 from agentnb.emulator import Emulator
 from agentnb.events import event_to_json
 from agentnb.frames import events_with_payload
-from agentnb.redact import MASK
 from tests.conftest import SDK_MODEL_NAMES, add, sdk_model
 
 APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]

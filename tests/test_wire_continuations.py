@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 import agentnb as anb
+from agentnb._engine import PAUSE_LIMIT
 from agentnb.emulator import Emulator
-from agentnb.engine import PAUSE_LIMIT
 from agentnb.providers import openai_responses
 
 
@@ -69,7 +69,7 @@ def test_a_client_side_tool_search_ends_incomplete_naming_the_item() -> None:
     turn = openai_responses.parse_response(body)
     assert turn.complete and turn.finish_reason == "other" and turn.message.tool_calls == []
     assert "tool_search_call ts_1" in (turn.finish_reason_raw or "")
-    from agentnb.engine import classify
+    from agentnb._engine import classify
 
     verdict = classify(turn)
     assert verdict is not None and verdict.state is anb.LoopState.INCOMPLETE

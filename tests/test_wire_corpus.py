@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentnb.engine import classify
-from agentnb.messages import ModelTurn, ReasoningPart, TextPart
+from agentnb._engine import classify
+from agentnb._messages import ModelTurn, ReasoningPart, TextPart
 from agentnb.providers import WIRE_APIS
-from agentnb.providers.sse import iter_json_array, iter_sse, iter_sse_json
+from agentnb.providers._sse import iter_json_array, iter_sse, iter_sse_json
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 EXPECTED: dict[str, Any] = json.loads((WIRE / "expected.json").read_text(encoding="utf-8"))["files"]

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import cards, viewdata, wire
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import cards, viewdata, wire
+from agentnb._debugger.timeline import Timeline
 from agentnb.emulator import Emulator
 from agentnb.events import event_to_json
 from agentnb.frames import events_with_payload
@@ -152,7 +152,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the SDK warns as it serializes the odd chunk
 def test_an_answer_of_the_wrong_shape_fails_the_run_clearly_with_what_came(stream: bool) -> None:
-    from agentnb.providers.openai_chat import model as chat
+    from agentnb.providers.openai_chat import _model as chat
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -178,7 +178,7 @@ def test_what_an_adapter_cannot_read_is_named_a_broken_stream_or_a_wrong_shape()
     import httpx
 
     from agentnb.exceptions import StreamInterrupted, WireFormatError
-    from agentnb.providers.openai_chat import model as chat
+    from agentnb.providers.openai_chat import _model as chat
 
     sdk = chat.OpenAIChatModel(chat.client(KEY, "http://127.0.0.1:9/v1", max_retries=0), model="gpt-4.1")
     broke = sdk._unreadable(httpx.RemoteProtocolError("peer closed connection"), None)

@@ -6,10 +6,10 @@ import json
 import re
 
 import agentnb as anb
-from agentnb.debugger import viewdata
-from agentnb.debugger.bundle import export_bundle
-from agentnb.debugger.timeline import Timeline
-from agentnb.debugger.viewdata import WIRE_TEXT_CAP
+from agentnb._debugger import viewdata
+from agentnb._debugger.bundle import export_bundle
+from agentnb._debugger.timeline import Timeline
+from agentnb._debugger.viewdata import WIRE_TEXT_CAP
 from tests.conftest import add
 
 

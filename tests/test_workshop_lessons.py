@@ -20,7 +20,7 @@ import pytest
 
 import agentnb as anb
 from agentnb import workshop
-from agentnb.workshop.mcp_shop import draw, sounds_like_read
+from agentnb.workshop._mcp_shop import draw, sounds_like_read
 
 SEEDS = (1, 2, 3, 17, 4242)
 

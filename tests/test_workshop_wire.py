@@ -14,10 +14,10 @@ import pytest
 
 import agentnb as anb
 from agentnb import workshop
+from agentnb._engine import classify
 from agentnb.emulator import Emulator
-from agentnb.engine import classify
 from agentnb.providers import openai_chat
-from agentnb.workshop.wire_exercise import make_streams
+from agentnb.workshop._wire_exercise import make_streams
 
 SOLUTION = Path(__file__).parent.parent / "notebooks" / "solutions" / "05_the_wire.ipynb"
 
@@ -58,7 +58,7 @@ def _subset(mine: Any, sdk: Any) -> bool:
 def test_the_sdk_form_is_what_the_openai_sdk_gives(seed: int) -> None:
     from openai.types.chat import ChatCompletionChunk
 
-    from agentnb.workshop.wire_exercise import _sdk_form
+    from agentnb.workshop._wire_exercise import _sdk_form
 
     raw_streams = [s for s in make_streams(random.Random(seed)) if "service_tier" not in s.chunks[0]]
     assert raw_streams

@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     # extra -> what a user of it imports (the third-party package, then agentnb's module that needs it)
-    "openai": ("openai", "agentnb.providers.openai_chat.model"),
-    "anthropic": ("anthropic", "agentnb.providers.anthropic.model"),
-    "gemini": ("google.genai", "agentnb.providers.gemini.model"),
-    "ollama": ("ollama", "agentnb.providers.ollama.model"),
+    "openai": ("openai", "agentnb.providers.openai_chat._model"),
+    "anthropic": ("anthropic", "agentnb.providers.anthropic._model"),
+    "gemini": ("google.genai", "agentnb.providers.gemini._model"),
+    "ollama": ("ollama", "agentnb.providers.ollama._model"),
     "mcp": ("mcp", "jsonschema", "agentnb.mcp"),
-    "postgres": ("psycopg", "psycopg_pool", "agentnb.store.postgres"),
-    "dask": ("dask", "distributed", "agentnb.batch"),
+    "postgres": ("psycopg", "psycopg_pool", "agentnb.store._postgres"),
+    "dask": ("dask", "distributed", "agentnb._batch"),
     "otel": ("opentelemetry.sdk.trace", "agentnb.otel"),
-    "analysis": ("pyarrow", "matplotlib", "duckdb", "agentnb.plots"),
+    "analysis": ("pyarrow", "matplotlib", "duckdb", "agentnb._plots"),
     "lab": ("jupyterlab", "ipykernel"),
 }
 """Every extra a user installs, and the modules that must import once it is installed."""

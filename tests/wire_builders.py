@@ -289,7 +289,7 @@ def same_turn(a: Any, b: Any) -> bool:
 
 def results_for(turn: Any, *, error_for: str | None = None) -> Any:
     """The canonical tool message answering every call of ``turn`` (``error_for``: a call id that failed)."""
-    from agentnb.messages import Message, ToolResultPart
+    from agentnb._messages import Message, ToolResultPart
 
     return Message(role="tool", parts=tuple(
         ToolResultPart(call_id=c.call_id, name=c.name, status="error" if c.call_id == error_for else "ok",

@@ -1,6 +1,6 @@
 // agentnb debugger: the front end (an anywidget ES module; plain JavaScript, no build step).
 //
-// Theory of operation. The kernel (agentnb/debugger/widget.py) interprets events; this module only draws.
+// Theory of operation. The kernel (agentnb/_debugger/widget.py) interprets events; this module only draws.
 // It gets two kinds of data:
 //   - rows, one per event, in custom messages, kept once per model in a RowStore however many views show it:
 //     every row's codes (type, state, turn, tool, status) as binary buffers {kind: "rows"} (typed arrays here,
@@ -128,7 +128,7 @@ class RowStore {
     this.emit({ from, ts_last: msg.ts_last });
     return true;
   }
-  /** The tree's nodes (agentnb/debugger/tree.py: records of FIELDS, or binary columns) and each event's group. */
+  /** The tree's nodes (agentnb/_debugger/tree.py: records of FIELDS, or binary columns) and each event's group. */
   applyTree(msg) {
     if (msg.start > this.gn) return;
     const g = msg.g;
@@ -1214,7 +1214,7 @@ class DebuggerView {
   }
 }
 
-// -- labels: what a person says about the run or an event (agentnb/debugger/labelling.py) --------------------
+// -- labels: what a person says about the run or an event (agentnb/_debugger/labelling.py) --------------------
 //
 // The kernel syncs a `labels` trait: the run's labels (items), what the selected event can be labelled as
 // (targets), who labels, and the last answer to a form (done / error, with the form it answers). The header
@@ -1382,7 +1382,7 @@ async function loadPageLabels(model) {
   model.state.labels = { can: false, items, targets: [] };
 }
 
-// -- stepping into a paused run (agentnb/debugger/intervene.py) -------------------------------------------
+// -- stepping into a paused run (agentnb/_debugger/intervene.py) -------------------------------------------
 
 /**
  * The box under the approvals where a person steps into a paused run: a message the model reads on its next
@@ -1452,7 +1452,7 @@ function attachIntervene(view) {
 /**
  * Under a model turn's card: its request as sent (system prompt, messages' text, tool choice, tools offered),
  * editable as JSON, and "Replay this turn with edits", which forks from just before the request with the edit
- * (agentnb/debugger/replay_edit.py); the fork shows in this widget, its lineage says "request edited".
+ * (agentnb/_debugger/replay_edit.py); the fork shows in this widget, its lineage says "request edited".
  */
 function drawReplayEdit(view, fe, box) {
   const lines = String(fe.value).split("\n").length;
@@ -1483,7 +1483,7 @@ const HELLO_TRIES = 40; // a minute: the kernel may be busy running the cell tha
  * Say hello until the kernel answers it. A hello sent while the page's comms come up can be lost (a reopened
  * notebook's widget then waits for rows forever), so it is said again every 1.5 s, for a minute at most, until
  * a "welcome" comes back. Each hello names this page; the kernel answers a repeat of one it answered less
- * than 5 s before with nothing (agentnb/debugger/hello.py), so hellos queued behind a busy cell send the rows
+ * than 5 s before with nothing (agentnb/_debugger/hello.py), so hellos queued behind a busy cell send the rows
  * once, and a page whose answer was lost on the way is answered again.
  */
 function sayHello(model) {
@@ -1631,7 +1631,7 @@ async function inflate(text) {
   return new Response(packed.body.pipeThrough(new DecompressionStream("gzip")));
 }
 
-/** Boot the read-only debugger of an exported page (agentnb/debugger/export.py). */
+/** Boot the read-only debugger of an exported page (agentnb/_debugger/export.py). */
 async function standalone(el) {
   const t0 = performance.now();
   const read = (id) => {

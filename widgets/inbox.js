@@ -1,6 +1,6 @@
 // agentnb approvals inbox: the front end (an anywidget ES module; plain JavaScript, no build step).
 //
-// Theory of operation. The kernel (agentnb/inbox_widget.py) lists the calls waiting for a person and decides;
+// Theory of operation. The kernel (agentnb/_inbox_widget.py) lists the calls waiting for a person and decides;
 // this module only draws. The rows arrive in the synced trait `rows` (one per waiting call, every text made
 // visible by the kernel), and are grouped, filtered and selected here. Every button sends
 // {kind: "call", method, args} naming a public method of InboxWidget (approve, deny, edit, submit, open,

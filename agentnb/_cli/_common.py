@@ -23,9 +23,11 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
-from ..collection import MANIFEST, load_transcripts
-from ..debugger.timeline import Timeline
-from ..debugger.viewdata import meters
+from .._collection import MANIFEST, load_transcripts
+from .._debugger.timeline import Timeline
+from .._debugger.viewdata import meters
+from .._transcript import Transcript
+from .._visible import hides, visible
 from ..events import BaseEvent
 from ..exceptions import (
     AgentnbError,
@@ -40,8 +42,6 @@ from ..exceptions import (
     TranscriptError,
 )
 from ..store import PostgresStore, SqliteStore, Store
-from ..transcript import Transcript
-from ..visible import hides, visible
 
 
 class Exit(IntEnum):

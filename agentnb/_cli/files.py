@@ -1,6 +1,6 @@
 """``agentnb export``, ``lint`` and ``import``: runs and histories in and out of files.
 
-``export`` writes the one-file HTML debugger of :mod:`agentnb.debugger.export` (the transcript is embedded
+``export`` writes the one-file HTML debugger of :mod:`agentnb._debugger.export` (the transcript is embedded
 too, so ``Transcript.load("run.html")`` reads it back); ``lint`` runs :func:`agentnb.lint` on a history in a
 wire format and ``--fix`` writes the repaired copy; ``import`` turns an OTLP/JSON trace
 (:func:`agentnb.import_trace`) or a wire-format or framework history (:func:`agentnb.import_history`) into
@@ -17,13 +17,13 @@ from typing import Any
 
 import click
 
-from ..debugger.export import write_html
-from ..findings import Finding
+from .._debugger.export import write_html
+from .._findings import Finding
+from .._lint import lint as lint_history
+from .._transcript import Transcript
 from ..importers import FRAMEWORKS, import_history
-from ..lint import lint as lint_history
-from ..otel.importer import import_trace
-from ..providers.registry import WIRE_APIS
-from ..transcript import Transcript
+from ..otel._importer import import_trace
+from ..providers._registry import WIRE_APIS
 from ._common import (
     EXIT_CODES_HELP,
     Exit,
@@ -202,7 +202,7 @@ def lint(file: str, fmt: str, model: str | None, fix: bool, output: str | None, 
 # -- import --------------------------------------------------------------------------------------------------
 
 
-def _is_trace(path: Path) -> bool:
+def is_trace(path: Path) -> bool:
     with path.open("rb") as fh:
         head = fh.read(1 << 16)
     return b'"resourceSpans"' in head or b'"resource_spans"' in head
@@ -241,7 +241,7 @@ def import_(source: str, output: str, fmt: str | None, run_id: str | None, model
     out = Path(output)
     findings: list[Finding] = []
     if fmt is None:
-        if not _is_trace(path):
+        if not is_trace(path):
             raise refusal(f"{source} is not an OTLP/JSON trace (no resourceSpans); a history needs --format "
                           f"({', '.join([*WIRE_APIS, *FRAMEWORKS])})", Exit.USAGE)
         transcripts = import_trace(path)

@@ -20,10 +20,10 @@ from typing import Any
 
 import click
 
-from ..driver.loopspec import LoopSpec
-from ..loop import Loop
-from ..run import Run
-from ..states import LoopState
+from .._driver.loopspec import LoopSpec
+from .._loop import Loop
+from .._run import Run
+from .._states import LoopState
 from ._common import (
     EXIT_CODES_HELP,
     Exit,

@@ -18,7 +18,7 @@ from types import FrameType
 import click
 
 from ..emulator import Emulator
-from ..providers.scripted import ScriptedModel
+from ..providers._scripted import ScriptedModel
 from ..stories import names as story_names
 from ._common import EXIT_CODES_HELP, Exit, emit_json, refusal, reports, say, stderr
 

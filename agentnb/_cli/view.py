@@ -33,15 +33,15 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import click
 
-from ..collection import MANIFEST, load_transcripts
-from ..debugger.export import render_html
-from ..debugger.render import esc
-from ..debugger.timeline import Timeline
+from .._collection import MANIFEST, load_transcripts
+from .._debugger.export import render_html
+from .._debugger.render import esc
+from .._debugger.timeline import Timeline
+from .._states import LoopState
+from .._transcript import Transcript
 from ..events import BaseEvent
-from ..otel.importer import import_trace
-from ..states import LoopState
+from ..otel._importer import import_trace
 from ..store import Store
-from ..transcript import Transcript
 from ._common import (
     EXIT_CODES_HELP,
     Exit,
@@ -59,7 +59,7 @@ from ._common import (
     summary,
     transcript_files,
 )
-from .files import _is_trace
+from .files import is_trace
 from .runs import key_file_option
 from .serve import StopSignals
 
@@ -175,7 +175,7 @@ class Catalog:
         if known and all(e.stamp == stamp for e in known):
             return
         try:
-            if path.suffix == ".json" and _is_trace(path):
+            if path.suffix == ".json" and is_trace(path):
                 for t in import_trace(path):
                     self._put(str(path), t.run_id or path.stem, t.events, None, stamp)
                 return

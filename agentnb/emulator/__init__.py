@@ -21,13 +21,13 @@ lines). A stream is sent as the script plays it: the headers at once, the script
 frame and its ``chunk_delay`` before each frame, each frame flushed as one HTTP chunk, so a live view through
 the official SDKs moves fragment by fragment (and a Pause acts mid-turn). A whole answer waits as the script
 does when it answers whole. ``Logged.finished_at`` says when each answer's last byte left. Everything
-per API comes from its ``emulator`` field (an :class:`~agentnb.providers.wireapi.Endpoint`) in
+per API comes from its ``emulator`` field (an :class:`~agentnb.providers._wireapi.Endpoint`) in
 :data:`agentnb.providers.WIRE_APIS`: the routes, how a request says it streams, the encoder
 (``agentnb/providers/<api>/encode.py``), the error body. Script functions receive the conversation the
 client sent, read back by that API's ``parse_history`` (the importers' reader).
 
-Before answering, it validates the request with :func:`agentnb.lint.validate` -- the same checks as
-``agentnb.lint`` -- plus what only the issuer can know (are these the thinking signatures, thought
+Before answering, it validates the request with :func:`agentnb._lint.validate` -- the same checks as
+``anb.lint`` -- plus what only the issuer can know (are these the thinking signatures, thought
 signatures and encrypted reasoning it issued? was this call preceded by a reasoning item?). The first error
 is answered with that service's 400 error body and message, so a client sees what the real service would
 say. Faults come from the script (``{"error": {"status": 500}}``, ``{"interrupt": True}`` for a stream cut

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..messages import ModelTurn, TextPart, ToolCallPart
+from .._messages import ModelTurn, TextPart, ToolCallPart
 from ._instance import minimal_instance
 
 

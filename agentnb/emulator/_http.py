@@ -23,7 +23,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from ..lint import Finding
+from .._lint import Finding
 from ._records import (
     LISTEN_BACKLOG,
     MAX_BODY_BYTES,

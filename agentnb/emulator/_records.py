@@ -6,9 +6,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lint import Finding
-from ..providers.registry import WIRE_APIS
-from ..providers.wireapi import Encoded, RouteMatch, WireAPI
+from .._lint import Finding
+from ..providers._registry import WIRE_APIS
+from ..providers._wireapi import Encoded, RouteMatch, WireAPI
 
 STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
                408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",

@@ -18,13 +18,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .._lint import Context, validate
+from .._messages import ModelTurn
+from .._request import ModelRequest
 from ..exceptions import ModelError, StreamInterrupted
-from ..lint import Context, validate
-from ..messages import ModelTurn
-from ..providers.registry import WIRE_APIS
-from ..providers.scripted import ScriptedModel, ScriptStep
-from ..providers.wireapi import EncodeRequest
-from ..request import ModelRequest
+from ..providers._registry import WIRE_APIS
+from ..providers._scripted import ScriptedModel, ScriptStep
+from ..providers._wireapi import EncodeRequest
 from ._choice import enforce_strict, honour_tool_choice
 from ._http import Handler, Server, _Request
 from ._records import LOG_SIZE, Answer, Fault, RequestLog, default_message, mounts

@@ -1,7 +1,7 @@
 """Evaluations: a dataset of cases run by one or more loops, each run scored; the scores are a tidy table.
 
 Theory of operation. :func:`evaluate` runs every case of a :class:`Dataset` (:mod:`.dataset`: a DataFrame, a
-list of dicts, a file, or runs a person labelled) with each target loop through :func:`~agentnb.batch`
+list of dicts, a file, or runs a person labelled) with each target loop through :func:`agentnb.batch`
 (concurrent, resumable on a durable store: the same ids name the same runs), then scores each run with each
 scorer (:mod:`.scorers`: the output, :mod:`.trajectory`: the calls, budgets, :mod:`.rubric`: a model's grade,
 or a function of your own). The :class:`Evaluation` is one row per case x target x scorer, summarised per
@@ -18,12 +18,12 @@ Example:
 
 from __future__ import annotations
 
-from .dataset import Case, Dataset
-from .evaluate import COLUMNS, Evaluation, ScoreComparison, evaluate
-from .kit import ScorerKit
-from .rubric import Grade
+from ._dataset import Case, Dataset
+from ._evaluate import COLUMNS, Evaluation, ScoreComparison, evaluate
+from ._kit import ScorerKit
+from ._rubric import Grade
+from ._trajectory import Call
 from .scorers import Score, Scorer, Trial
-from .trajectory import Call
 
 scorers = ScorerKit()
 """``anb.scorers``: the built-in scorers and the decorator (see :class:`ScorerKit`)."""

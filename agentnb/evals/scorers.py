@@ -23,13 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..scanners.views import ScanCall
-from ..transcript import Transcript
-from ..values import to_json_safe
-from .dataset import Case
+from .._transcript import Transcript
+from .._values import to_json_safe
+from ..scanners._views import ScanCall
+from ._dataset import Case
 
 if TYPE_CHECKING:
-    from ..states import LoopState
+    from .._states import LoopState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,12 +1,12 @@
 """Transcripts as tidy pandas DataFrames.
 
 Theory of operation. A frame is a flat projection of the event log, declared as data: each column of each
-frame is a :class:`Column` (name, dtype, source) in :mod:`.columns`. Building a frame takes two steps:
+frame is a :class:`Column` (name, dtype, source) in :mod:`._columns`. Building a frame takes two steps:
 
-1. a *row builder* (:mod:`.rows`) walks each run's events once and lines up, for every row, the objects the
+1. a *row builder* (:mod:`._rows`) walks each run's events once and lines up, for every row, the objects the
    columns read -- the row's own event, the events joined to it (a call's ``ToolFinished``), a part of the
    conversation, or a value that needs several events (a call's ``status``);
-2. the *column builder* (:mod:`.build`) reads each declared source over those lists and turns it straight into a
+2. the *column builder* (:mod:`._build`) reads each declared source over those lists and turns it straight into a
    typed pandas array: nullable integers and floats, categoricals over fixed vocabularies, strings, and
    timestamps as ``datetime64[us, UTC]``.
 
@@ -35,10 +35,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..engine.prices import PriceTable, resolve
-from ..providers.prices import price_table
-from .builder import build, conform, empty, events_with_payload
-from .columns import FRAME_NAMES, FRAMES, Column, Dtype
+from .._engine.prices import PriceTable, resolve
+from ..providers._prices import price_table
+from ._builder import build, conform, empty, events_with_payload
+from ._columns import FRAME_NAMES, FRAMES, Column, Dtype
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 Prices = Mapping[str, Sequence[float]]
 """``{model: (usd per million input tokens, usd per million output tokens)}``; keys are a model name or
-``provider:model`` (see :mod:`agentnb.engine.prices`)."""
+``provider:model`` (see :mod:`agentnb._engine.prices`)."""
 
 
 class LabelBook(Protocol):
@@ -108,7 +108,7 @@ class Frames:
         """One row per model request: answer, latency, tokens, finish reason, calls, retries, cost.
 
         ``cost_usd`` is priced as :class:`~agentnb.Budget` prices a turn for ``max_cost`` (one rule,
-        :func:`agentnb.engine.prices.resolve`): pass the budget's ``prices`` (and ``price_table``) to see the
+        :func:`agentnb._engine.prices.resolve`): pass the budget's ``prices`` (and ``price_table``) to see the
         dollars the run counted. A turn nothing prices keeps a null cost.
 
         Args:
@@ -116,7 +116,7 @@ class Frames:
                 unit providers publish and :class:`~agentnb.Budget` takes; keys are a model name or
                 ``provider:model``, and a dated snapshot finds its alias's price. They win over the table.
             price_table: True (agentnb's maintained table, as a ``Loop`` uses by default), False (``prices``
-                alone) or a :class:`~agentnb.engine.prices.PriceTable`.
+                alone) or a :class:`~agentnb._engine.prices.PriceTable`.
 
         Example:
             >>> import agentnb as anb
@@ -157,7 +157,7 @@ class Frames:
         return self._get("compressions", False)
 
     def labels(self, book: LabelBook) -> pd.DataFrame:
-        """The labels ``book`` holds for these runs, keyed like the frames (see :mod:`agentnb.labels`).
+        """The labels ``book`` holds for these runs, keyed like the frames (see :mod:`agentnb._labels`).
 
         Example:
             >>> import agentnb as anb, tempfile, os
@@ -182,7 +182,7 @@ class Frames:
 def cost(turns: pd.DataFrame, prices: Prices, table: PriceTable | bool = True) -> Any:
     """``cost_usd`` of each turn: ``prices`` first, then ``table``, by the rule the run's cost limit applies.
 
-    Each turn is priced by :func:`agentnb.engine.prices.resolve`, as ``Budget.price`` prices it for
+    Each turn is priced by :func:`agentnb._engine.prices.resolve`, as ``Budget.price`` prices it for
     ``max_cost``: the same ``prices`` and table give the same dollars. Null for a turn nothing prices.
     """
     import numpy as np

@@ -1,9 +1,9 @@
 """Foreign histories into transcripts: OpenAI Chat messages, Responses items, Anthropic messages, Gemini contents.
 
 Theory of operation. Each ``from_<format>`` function reads a request-side history (the list you send, or
-log) into the canonical conversation (:mod:`agentnb.messages`) with the ``parse_history`` of that wire API
+log) into the canonical conversation (:mod:`agentnb._messages`) with the ``parse_history`` of that wire API
 (:data:`agentnb.providers.WIRE_APIS`: the same function the emulator decodes requests with), plus a list of
-:class:`~agentnb.findings.Finding` from the same lint rules as :func:`agentnb.lint` (one vocabulary of codes).
+:class:`~agentnb._findings.Finding` from the same lint rules as :func:`agentnb.lint` (one vocabulary of codes).
 The conversation becomes a transcript holding one event: a ``RunStarted`` whose messages
 are the imported history. That is the honest minimum: no model turn, latency, token count or tool duration is
 invented. The frames still see everything the history says: ``frames.messages()`` has every part and
@@ -16,17 +16,17 @@ provider's terms (``messages[3].content[1]``). A history is a log, not a request
 that has no result yet is a warning (it may be pending), where :func:`agentnb.lint` calls it an error.
 Reading adds what only a reader sees (a part the canonical conversation cannot hold: ``unsupported_part``).
 :func:`lint` checks the canonical structure every provider needs -- each call answered exactly once, after
-it, ids unique -- on canonical messages (:mod:`agentnb.pairing`); the framework importers use it.
+it, ids unique -- on canonical messages (:mod:`agentnb._pairing`); the framework importers use it.
 
 Framework histories. Besides the wire APIs' lists, :func:`import_history` (``anb.import_history(obj, format=...)``)
 reads the histories agent frameworks keep, each from a module of this package:
 
 - ``"pydantic_ai"``: a PydanticAI history (``result.all_messages()``, ``all_messages_json()`` or the dicts
-  of ``ModelMessagesTypeAdapter``) -- :func:`agentnb.importers.pydantic_ai.from_pydantic_ai`;
+  of ``ModelMessagesTypeAdapter``) -- :func:`agentnb.importers._pydantic_ai.from_pydantic_ai`;
 - ``"openai_agents"``: the OpenAI Agents SDK's ``RunResult.to_input_list()`` --
-  :func:`agentnb.importers.openai_agents.from_openai_agents` (its traces: :class:`AgentsTraceCollector`);
+  :func:`agentnb.importers._openai_agents.from_openai_agents` (its traces: :class:`AgentsTraceCollector`);
 - ``"langchain"``: a LangChain message list (``messages_to_dict`` or the messages) --
-  :func:`agentnb.importers.langchain.from_langchain`.
+  :func:`agentnb.importers._langchain.from_langchain`.
 
 Like the wire importers, each gives an :class:`Imported`: a transcript of one ``RunStarted`` holding the
 conversation (nothing is invented), and the same structural findings plus what only the framework's format
@@ -59,20 +59,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..findings import Finding
-from ..providers.registry import WIRE_APIS
-from .langchain import from_langchain
-from .openai_agents import AgentsTraceCollector, from_openai_agents
-from .pydantic_ai import from_pydantic_ai
-from .wire import (
-    Imported,
-    from_anthropic,
-    from_gemini,
-    from_openai_chat,
-    from_openai_responses,
-    lint,
-    read,
-)
+from .._findings import Finding
+from ..providers._registry import WIRE_APIS
+from ._langchain import from_langchain
+from ._openai_agents import AgentsTraceCollector, from_openai_agents
+from ._pydantic_ai import from_pydantic_ai
+from ._wire import Imported, from_anthropic, from_gemini, from_openai_chat, from_openai_responses, lint, read
 
 Format = str
 """A format :func:`import_history` reads: the name of a wire API of :data:`agentnb.providers.WIRE_APIS`

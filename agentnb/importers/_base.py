@@ -2,7 +2,7 @@
 
 A framework importer maps its history to canonical messages, remembering for each message the position of
 the input item it came from, then :meth:`History.done` runs the same structural checks as the provider
-importers (:func:`agentnb.importers.lint`, that is :func:`agentnb.pairing.check`) with the input positions.
+importers (:func:`agentnb.importers.lint`, that is :func:`agentnb._pairing.check`) with the input positions.
 
 Whatever it is given, an importer gives an :class:`Imported` and never raises: :meth:`History.items` turns
 any value into the list of items to read (JSON text parsed, one message wrapped, the framework's own objects
@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..findings import Finding
-from ..messages import Message, ToolCallPart, ToolResultPart
-from ..pairing import check
+from .._findings import Finding
+from .._messages import Message, ToolCallPart, ToolResultPart
+from .._pairing import check
+from .._values import MAX_DEPTH, fits
 from ..providers._wire import loads_object
-from ..values import MAX_DEPTH, fits
-from .wire import Imported, transcript_of
+from ._wire import Imported, transcript_of
 
 WHOLE = -1
 """The ``index`` of a finding about the history as a whole (not one of its items)."""
@@ -79,7 +79,7 @@ class History:
 
         The history is :meth:`listed`; an item that is not a dict goes through ``dump`` (the framework's own
         serializer for its message objects, which raises for anything else); an item nested deeper than
-        :data:`agentnb.values.MAX_DEPTH` or that contains itself is left out (None). Each of these is a finding.
+        :data:`agentnb._values.MAX_DEPTH` or that contains itself is left out (None). Each of these is a finding.
         """
         out = []
         for i, item in enumerate(self.listed(history)):

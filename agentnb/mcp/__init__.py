@@ -25,17 +25,17 @@ The tools are listed when a session opens (the first connection, and every resta
 was built with, but their risk follows the latest listing (:meth:`MCPTool.current`); a tool the server no longer
 has after a restart answers with the server's own error.
 
-The package, by responsibility: :mod:`~agentnb.mcp.server` (:class:`MCPServer`: connecting, listing, calling),
-:mod:`~agentnb.mcp.connection` (one session on the background loop), :mod:`~agentnb.mcp.tool` (:class:`MCPTool`
-and the annotations read as risk), :mod:`~agentnb.mcp.schema` (arguments checked against the server's schema)
-and :mod:`~agentnb.mcp.results` (what a call comes back as). Import from ``agentnb.mcp``.
+The package, by responsibility: :mod:`~agentnb.mcp._server` (:class:`MCPServer`: connecting, listing, calling),
+:mod:`~agentnb.mcp._connection` (one session on the background loop), :mod:`~agentnb.mcp._tool` (:class:`MCPTool`
+and the annotations read as risk), :mod:`~agentnb.mcp._schema` (arguments checked against the server's schema)
+and :mod:`~agentnb.mcp._results` (what a call comes back as). Import from ``agentnb.mcp``.
 """
 
 from __future__ import annotations
 
-from .schema import SchemaArguments
-from .schema import schema_arguments as schema_arguments
-from .server import DEFAULT_CALL_TIMEOUT, MCPServer
-from .tool import IDEMPOTENCY_META_KEY, MCPTool
+from ._schema import SchemaArguments
+from ._schema import schema_arguments as schema_arguments
+from ._server import DEFAULT_CALL_TIMEOUT, MCPServer
+from ._tool import IDEMPOTENCY_META_KEY, MCPTool
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "SchemaArguments"]

@@ -5,7 +5,7 @@ Export a run as spans that follow the OpenTelemetry semantic conventions for gen
 agentnb, PydanticAI, or anything else that writes them -- as transcripts with :func:`import_trace`, or, for a
 file too large to hold (the Collector's JSON Lines), one invocation at a time with :func:`iter_trace`.
 
-Spans written (see :mod:`agentnb.otel.export`): ``invoke_agent {agent}`` for the run, ``chat {model}`` per
+Spans written (see :mod:`agentnb.otel._export`): ``invoke_agent {agent}`` for the run, ``chat {model}`` per
 model request, ``execute_tool {tool}`` per call. Attributes written and read:
 
 =====================================  ========================================  ============================
@@ -49,10 +49,10 @@ another tool, is read as before).
 
 from __future__ import annotations
 
-from .export import SpanWriter, Tracing, export
-from .importer import import_trace
-from .spans import SpanRecord, read_spans, to_otlp_json
-from .stream import iter_trace
+from ._export import SpanWriter, Tracing, export
+from ._importer import import_trace
+from ._spans import SpanRecord, read_spans, to_otlp_json
+from ._stream import iter_trace
 
 __all__ = ["SpanRecord", "SpanWriter", "Tracing", "export", "import_trace", "iter_trace", "read_spans",
            "to_otlp_json"]

@@ -15,7 +15,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, get_args
 
-from ..messages import (
+from .._messages import (
     FinishReason,
     Message,
     ReasoningPart,
@@ -75,7 +75,7 @@ A_INPUT_FROM = "agentnb.input.from"
 A_MODEL = "agentnb.model"
 A_STATE = "agentnb.state"
 A_REASON = "agentnb.reason"
-A_OUTPUT = "agentnb.output"
+A_OUTPUT = "agentnb._output"
 A_TURN = "agentnb.turn"
 A_FINALIZE = "agentnb.finalize"
 A_WIRE = "agentnb.provider"
@@ -98,7 +98,7 @@ def provider_name(wire: str) -> str:
 
     Names that are not a registered wire API pass through.
     """
-    from ..providers.registry import WIRE_APIS
+    from ..providers._registry import WIRE_APIS
 
     api = WIRE_APIS.get(wire)
     return api.otel_name or api.name if api is not None else wire

@@ -3,7 +3,7 @@
 Theory of operation. An OTLP/JSON document is ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``
 (the body of an OTLP/HTTP JSON export; a Collector's file exporter writes one per line). This module finds the
 spans in it and hands each span's JSON object, with its place (``resourceSpans[0].scopeSpans[0].spans[3]``), to
-a callback; the fields of a span are the callback's business (:mod:`agentnb.otel.spans`).
+a callback; the fields of a span are the callback's business (:mod:`agentnb.otel._spans`).
 
 Two walks give the same spans:
 

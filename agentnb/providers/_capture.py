@@ -17,10 +17,10 @@ stream (SSE events split on blank lines, JSON lines on newlines), each with the 
 the request and reading the bytes that completed it (when the client read them: a run paused mid-stream shows
 the pause).
 
-:meth:`Capture.record` turns it into the plain JSON data a :class:`~agentnb.messages.ModelTurn` carries in
+:meth:`Capture.record` turns it into the plain JSON data a :class:`~agentnb._messages.ModelTurn` carries in
 ``wire`` (keys below). Secrets never get there: header values under credential names (``Authorization``,
 ``x-api-key``, ``x-goog-api-key``, ``api-key``, cookies ...) are masked, and every text (URL, body, frames)
-goes through :func:`agentnb.redact.redact_text` (key shapes, registered literals such as the client's own
+goes through :func:`agentnb._redact.redact_text` (key shapes, registered literals such as the client's own
 key); the driver masks the run's secret arguments on top, as for the raw response. A request keeps at most
 ``cap`` bytes of body and response together: past it, the rest is dropped and ``truncated`` says so.
 
@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from ..redact import MASK, redact, redact_text
+from .._redact import MASK, redact, redact_text
 
 __all__ = ["CURRENT", "WIRE_CAP", "Capture", "tap"]
 

@@ -1,6 +1,6 @@
 """Helpers the emulator's encoders share: SSE framing, the turn's pieces, call ids, the cut point.
 
-Each wire API's ``encode.py`` writes a scripted :class:`~agentnb.messages.ModelTurn` the way its service
+Each wire API's ``encode.py`` writes a scripted :class:`~agentnb._messages.ModelTurn` the way its service
 does (whole, or as stream frames); a frame is the bytes of one event. :class:`Encoded` also says which frame
 holds the middle of the arguments, where an injected cut goes.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..messages import ModelTurn, ReasoningPart, RefusalPart, TextPart, ToolCallPart
-from .wireapi import Encoded, EncodeRequest
+from .._messages import ModelTurn, ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from ._wireapi import Encoded, EncodeRequest
 
 __all__ = ["Encoded", "EncodeRequest", "args", "call_ids", "cut_point", "data", "event", "pieces", "turn_pieces"]
 

@@ -14,11 +14,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._findings import Finding, Severity
+from .._messages import Message, ResultStatus, ToolCallPart, ToolResultPart
 from ..events import ToolInfo
-from ..findings import Finding, Severity
-from ..messages import Message, ResultStatus, ToolCallPart, ToolResultPart
 from ._wire import loads_object
-from .wireapi import History
+from ._wireapi import History
 
 __all__ = ["Builder", "dumps_value", "tool_info"]
 

@@ -10,7 +10,7 @@ adapter keeps its own :class:`Renders` under its name; the next request's conver
 last one, by identity only (an equal message that is another object is rendered again):
 
 - the same list, grown at its end: agentnb appends to a run's history and replaces it whole on compression,
-  forks and resumes, never edits it in place (:class:`~agentnb.request.HistoryView`), so only the new messages
+  forks and resumes, never edits it in place (:class:`~agentnb._request.HistoryView`), so only the new messages
   are rendered, and the check costs the same at 10 messages and at 10,000;
 - anything else (a compressed or forked history, a model wrapper's own list): the longest common prefix is
   kept and the rest is placed again; a message after it that was rendered before (the same object, in the same
@@ -24,7 +24,7 @@ item make a new item), so a body sent earlier stays as it was sent: the items of
 bodies, to be read and never changed (the SDKs copy what they send).
 
 Secrets: the cache holds renderings of the run's own history, which is masked at the source
-(:mod:`agentnb.redact`): it holds nothing the run's messages do not. It lives in the run's model port and is
+(:mod:`agentnb._redact`): it holds nothing the run's messages do not. It lives in the run's model port and is
 dropped with the run, and when the run ends; what a message held before a masking rule existed is in the
 run's history as much as in the cache, and a history masked again is made of new messages, rendered again.
 """
@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..messages import Message
-from ..request import HistoryView
+from .._messages import Message
+from .._request import HistoryView
 
 __all__ = ["Plan", "Renders", "conversation"]
 
@@ -83,8 +83,8 @@ class Renders:
     """One adapter's renderings of one conversation, kept from one request to the next (see the module docs).
 
     Example:
-        >>> from agentnb.providers.openai_chat.adapter import render_request
-        >>> from agentnb.request import HistoryView
+        >>> from agentnb.providers.openai_chat._adapter import render_request
+        >>> from agentnb._request import HistoryView
         >>> history, renders = [Message.user("Hi")], {}
         >>> first = render_request(HistoryView(history), renders=renders)
         >>> history.append(Message.assistant("Hello!"))

@@ -6,8 +6,8 @@ the official client the user passes. For each turn it
 1. renders the canonical request with its wire adapter (``render_request``), merging the model's own
    settings with the loop's on *every* turn (so temperature, max tokens, tool choice and parallel calls hold
    for the whole run, not only its first request). The model's settings are split once, when it is made
-   (:func:`~agentnb.request.split_options`): its tool choice, parallel calls and output schema become default
-   :class:`~agentnb.request.RequestOptions`, which the request's own options override field by field, and
+   (:func:`~agentnb._request.split_options`): its tool choice, parallel calls and output schema become default
+   :class:`~agentnb._request.RequestOptions`, which the request's own options override field by field, and
    the rest passes through. Everything a turn renders comes from that turn's request: the model keeps no
    memory of a run's earlier requests (a provider that needs the run's tool definitions on a tools-free turn
    reads ``request.run_tools``). What the run kept of its earlier requests' renderings travels with the
@@ -45,14 +45,14 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from .._aio import run_coroutine
+from .._messages import ModelTurn
+from .._redact import client_credentials
+from .._request import ModelRequest, StreamItem, split_options
 from ..events import ToolInfo
 from ..exceptions import AgentnbError, ModelError, ProviderError, StreamInterrupted, WireFormatError
-from ..messages import ModelTurn
-from ..redact import client_credentials
-from ..request import ModelRequest, StreamItem, split_options
+from ._base import WireKind
 from ._capture import CURRENT, WIRE_CAP, Capture, tap
 from ._wire import DEFAULT_MAX_ARGUMENT_BYTES
-from .base import WireKind
 
 __all__ = ["ProviderError", "SdkModel", "require"]
 

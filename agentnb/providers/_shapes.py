@@ -1,6 +1,6 @@
 """Request bodies of any shape made safe to read: what is malformed becomes a finding, never an exception.
 
-Theory of operation. The history rules (:mod:`agentnb.lint`), the importers and the emulator read request
+Theory of operation. The history rules (:mod:`agentnb._lint`), the importers and the emulator read request
 bodies that come from anywhere: a user's own list, a log, a hostile client. The rules are written for the
 documented shapes (a message is an object, ``tool_calls`` is a list of objects, a Gemini part is an
 object). Each wire API's ``normalize`` (``agentnb/providers/<api>/shapes.py``, found as

@@ -18,9 +18,9 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from .._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from .._request import OPTION_SETTINGS
 from ..exceptions import AgentnbError, ArgumentsTooLarge, StreamProtocolError, WireFormatError
-from ..messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from ..request import OPTION_SETTINGS
 
 DEFAULT_MAX_ARGUMENT_BYTES = 1 << 20
 """The default cap on one call's streamed argument bytes (1 MiB)."""
@@ -269,7 +269,7 @@ def split_settings(settings: dict[str, Any], known: Iterable[str]) -> tuple[dict
     options = [k for k in OPTION_SETTINGS if k in settings]
     if options:
         raise ValueError(f"{', '.join(options)} is a request option, not a setting: pass "
-                         f"request_options=RequestOptions(...) (agentnb.request.split_options reads a settings dict)")
+                         f"request_options=RequestOptions(...) (agentnb._request.split_options reads a settings dict)")
     known_set = set(known)
     mine = {k: v for k, v in settings.items() if k in known_set}
     rest = {k: v for k, v in settings.items() if k not in known_set and k != "extra"}

@@ -2,11 +2,11 @@
 
 Theory of operation. A scanner (:class:`Scanner`) is a named, versioned function of a run, of each of its
 calls or of each of its events, that answers with hits (:class:`Hit`: where, what, a value, a score); or a
-question put to a model, answered with a typed value (:func:`~agentnb.scanners.ask.ask`); or one of the
-built-ins (:mod:`.builtin`, :mod:`.injection`) that find tool errors the model went past, repeated calls, made-up
+question put to a model, answered with a typed value (:func:`~agentnb.scanners._ask.ask`); or one of the
+built-ins (:mod:`._builtin`, :mod:`._injection`) that find tool errors the model went past, repeated calls, made-up
 arguments, instructions hidden in tool results, refusals, and slow or costly turns. :func:`scan` runs them over
 a transcript, a collection, saved transcripts or a store, concurrently, with a cache that makes a second scan
-run only what changed (:mod:`.runner`, :mod:`.cache`). The results are one row per hit with the frames' keys.
+run only what changed (:mod:`._runner`, :mod:`._cache`). The results are one row per hit with the frames' keys.
 
 Example:
     >>> import agentnb as anb
@@ -25,10 +25,10 @@ Example:
 
 from __future__ import annotations
 
-from .core import Hit, Over, Scanner
-from .kit import ScannerKit
-from .runner import COLUMNS, ScanWarning, scan
-from .views import ScanCall, ScanView, view
+from ._core import Hit, Over, Scanner
+from ._kit import ScannerKit
+from ._runner import COLUMNS, ScanWarning, scan
+from ._views import ScanCall, ScanView, view
 
 scanner = ScannerKit()
 """``anb.scanner``: the decorator, ``ask`` and the built-ins (see :class:`ScannerKit`)."""

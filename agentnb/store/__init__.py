@@ -35,20 +35,20 @@ stays, and the run object is left equal to its checkpoint (see :class:`agentnb.R
 
 :class:`MemoryStore` is what a loop uses when you give it none (nothing survives the process; the same rules,
 in memory). :class:`SqliteStore` is the durable default: one SQLite file in WAL mode; :class:`PostgresStore`
-(:mod:`agentnb.store.postgres`) is the one a team shares. The key and its fingerprint, and the seals every durable
-store writes, are in :mod:`agentnb.store.seals`; durability settings in :mod:`agentnb.store.sqlite`.
+(:mod:`agentnb.store._postgres`) is the one a team shares. The key and its fingerprint, and the seals every durable
+store writes, are in :mod:`agentnb.store._seals`; durability settings in :mod:`agentnb.store._sqlite`.
 
 The package, by responsibility:
 
-- :mod:`agentnb.store.protocol`: the :class:`Store` protocol and the values it trades in (:class:`Effect`,
+- :mod:`agentnb.store._protocol`: the :class:`Store` protocol and the values it trades in (:class:`Effect`,
   :class:`EffectDone`, :class:`Lease`), with the two rules every implementation shares (who may take a lease,
   and an effect as the fold of its ledger operations);
-- :mod:`agentnb.store.memory`: :class:`MemoryStore`;
-- :mod:`agentnb.store.seals`: checkpoint keys and the HMAC chains (:class:`Seals`), one formula for every
+- :mod:`agentnb.store._memory`: :class:`MemoryStore`;
+- :mod:`agentnb.store._seals`: checkpoint keys and the HMAC chains (:class:`Seals`), one formula for every
   durable store;
-- :mod:`agentnb.store.sqlite`: :class:`SqliteStore`;
-- :mod:`agentnb.store.postgres`: :class:`PostgresStore` (psycopg is imported when one is made);
-- :mod:`agentnb.store.moves`: :func:`move_run`, which moves a run with its whole operation and ledger into
+- :mod:`agentnb.store._sqlite`: :class:`SqliteStore`;
+- :mod:`agentnb.store._postgres`: :class:`PostgresStore` (psycopg is imported when one is made);
+- :mod:`agentnb.store._moves`: :func:`move_run`, which moves a run with its whole operation and ledger into
   another store, and the claim-time check that refuses a new effect for a run copied without them.
 """
 
@@ -56,13 +56,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..outcomes import Effect, EffectDone, EffectStatus
-from .memory import MemoryStore
-from .moves import home_of, move_run
-from .postgres import PostgresStore
-from .protocol import LEASE_TTL, Lease, Store
-from .seals import MIN_KEY_BYTES, Seals, key_mismatch, load_key
-from .sqlite import SCHEMA_VERSION, SqliteStore
+from .._outcomes import Effect, EffectDone, EffectStatus
+from ._memory import MemoryStore
+from ._moves import home_of, move_run
+from ._postgres import PostgresStore
+from ._protocol import LEASE_TTL, Lease, Store
+from ._seals import MIN_KEY_BYTES, Seals, key_mismatch, load_key
+from ._sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
     "LEASE_TTL",

@@ -15,18 +15,18 @@ model can read and correct (see :meth:`ToolRegistry.check`):
 Tools need not be Python functions: a :class:`ToolSource` (an MCP server, see :mod:`agentnb.mcp`) hands the
 registry several :class:`Tool` objects at once, and from then on they are ordinary tools.
 
-The package, by responsibility: :mod:`~agentnb.tools.definition` (:class:`Tool`, :class:`ToolContext`),
-:mod:`~agentnb.tools.schema` (``@tool``: from a signature and docstring to the arguments model and schema),
-:mod:`~agentnb.tools.results` (:class:`Outcome` and the texts a model reads) and
-:mod:`~agentnb.tools.registry` (:class:`ToolRegistry`, :class:`ToolSource`). Import from ``agentnb.tools``.
+The package, by responsibility: :mod:`~agentnb.tools._definition` (:class:`Tool`, :class:`ToolContext`),
+:mod:`~agentnb.tools._schema` (``@tool``: from a signature and docstring to the arguments model and schema),
+:mod:`~agentnb.tools._results` (:class:`Outcome` and the texts a model reads) and
+:mod:`~agentnb.tools._registry` (:class:`ToolRegistry`, :class:`ToolSource`). Import from ``agentnb.tools``.
 """
 
 from __future__ import annotations
 
-from .definition import ApprovalPolicy, Risk, Tool, ToolContext
-from .registry import ToolRegistry, ToolSource, as_registry
-from .results import Outcome, describe_errors, jsonable, render_value
-from .schema import parse_docstring, tool
+from ._definition import ApprovalPolicy, Risk, Tool, ToolContext
+from ._registry import ToolRegistry, ToolSource, as_registry
+from ._results import Outcome, describe_errors, jsonable, render_value
+from ._schema import parse_docstring, tool
 
 __all__ = [
     "ApprovalPolicy",

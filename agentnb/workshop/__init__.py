@@ -29,18 +29,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import CheckTimeout
+from ._capstone import SHOP_ORDERS, check_capstone
 from ._common import rng_for
+from ._cost import check_cost
+from ._errors import check_errors
+from ._exercises import check_budget, check_policy, check_stop_at, check_tool
 from ._guard import LIMIT_S, Leash
+from ._injection import check_injection
+from ._mcp_tools import check_mcp
 from ._report import Line, Report, describe_exception, reset_hints
-from .capstone import SHOP_ORDERS, check_capstone
-from .cost import check_cost
-from .errors import check_errors
-from .exercises import check_budget, check_policy, check_stop_at, check_tool
-from .injection import check_injection
-from .mcp_tools import check_mcp
-from .switch import KEY_VARIABLES, course_model
-from .typed_output import check_output
-from .wire_exercise import check_wire
+from ._switch import KEY_VARIABLES, course_model
+from ._typed_output import check_output
+from ._wire_exercise import check_wire
 
 __all__ = ["EXERCISES", "KEY_VARIABLES", "SHOP_ORDERS", "CheckTimeout", "Line", "Report", "check", "course_model",
            "exercises", "reset_hints"]

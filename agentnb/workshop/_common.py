@@ -13,14 +13,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.guards import Budget, UnpricedModelWarning
+from .._engine.guards import Budget, UnpricedModelWarning
+from .._loop import Loop
+from .._messages import Message
+from .._run import Run
+from .._states import LoopState
 from ..events import ApprovalRequested, BaseEvent, CallRejected, ToolFinished
 from ..exceptions import CheckTimeout
-from ..loop import Loop
-from ..messages import Message
-from ..providers.scripted import ScriptStep
-from ..run import Run
-from ..states import LoopState
+from ..providers._scripted import ScriptStep
 from ..tools import Tool
 from ._report import Report, describe_exception
 

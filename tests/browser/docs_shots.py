@@ -45,7 +45,7 @@ def _small(out: Path) -> None:
 def figures(browser: Any, where: Path) -> list[Path]:
     """The tree with its waterfall, the wire as sent and a comparison, each in light and dark (``docs/img``)."""
     from agentnb.emulator import Emulator
-    from agentnb.providers.openai_chat.model import client
+    from agentnb.providers.openai_chat._model import client
 
     parallel = anb.Loop(model=anb.ScriptedModel.story("parallel", stream=True, chunk_size=6),
                         tools=anb.stories.tools("parallel")).start("Weather in Paris and Tokyo?").run()

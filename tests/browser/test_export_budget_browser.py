@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import bundle
+from agentnb._debugger import bundle
 
 pytestmark = pytest.mark.browser
 

@@ -25,7 +25,7 @@ CELLS = [
     f"""import json, sys
 sys.path.insert(0, {str(BENCH)!r})
 import agentnb as anb
-from agentnb.debugger import cards
+from agentnb._debugger import cards
 from debugger import long_run
 events = long_run(20_000).events
 big = anb.Debugger(anb.Transcript(events), start="end")

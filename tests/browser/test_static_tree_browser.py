@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import viewdata
-from agentnb.debugger.timeline import Timeline
+from agentnb._debugger import viewdata
+from agentnb._debugger.timeline import Timeline
 
 from .contrast import below_aa
 

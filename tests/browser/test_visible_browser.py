@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.visible import FLAG
+from agentnb._visible import FLAG
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,7 @@ import pytest
 
 import agentnb as anb
 from agentnb.emulator import Emulator
-from agentnb.providers.openai_chat.model import client
+from agentnb.providers.openai_chat._model import client
 
 from .contrast import below_aa
 

@@ -1,19 +1,19 @@
 """Anthropic Messages: everything about this wire format, in one package.
 
-The modules are those of every wire API package (see :mod:`agentnb.providers.openai_chat`): :mod:`.adapter`,
-:mod:`.history`, :mod:`.shapes`, :mod:`.rules`, :mod:`.encode`, :mod:`.emulate`, :mod:`.model`
+The modules are those of every wire API package (see :mod:`agentnb.providers.openai_chat`): :mod:`._adapter`,
+:mod:`._history`, :mod:`._shapes`, :mod:`._rules`, :mod:`._encode`, :mod:`._emulate`, :mod:`._model`
 (:class:`AnthropicModel`). :data:`API` is its entry in :data:`agentnb.providers.WIRE_APIS`.
 """
 
 from __future__ import annotations
 
-from ..wireapi import WireAPI
-from .adapter import DEFAULT_MAX_TOKENS, PROVIDER, parse_response, parse_stream, render_request, render_tool
-from .emulate import ENDPOINT
-from .history import parse_history
-from .model import AnthropicModel, client
-from .rules import RULES, AnthropicView
-from .shapes import normalize
+from .._wireapi import WireAPI
+from ._adapter import DEFAULT_MAX_TOKENS, PROVIDER, parse_response, parse_stream, render_request, render_tool
+from ._emulate import ENDPOINT
+from ._history import parse_history
+from ._model import AnthropicModel, client
+from ._rules import RULES, AnthropicView
+from ._shapes import normalize
 
 __all__ = [
     "API",

@@ -6,14 +6,14 @@ Everything about the format lives in this package, and :data:`API` is its one en
 =================== =====================================================================================
 module              what
 =================== =====================================================================================
-:mod:`.adapter`     requests (:func:`render_request`), whole responses and JSON-lines streams; the theory
+:mod:`._adapter`     requests (:func:`render_request`), whole responses and JSON-lines streams; the theory
                     of binding results to calls without call ids
-:mod:`.history`     request bodies read back (:func:`parse_history`): the importer and the emulator's decoder
-:mod:`.shapes`      the shape check (:func:`~.shapes.normalize`): wrong JSON types as findings
-:mod:`.rules`       the lint rules, with their fixes and examples
-:mod:`.encode`      scripted turns written as the server writes them (the emulator)
-:mod:`.emulate`     the emulator's route, error bodies and request checks
-:mod:`.model`       :class:`OllamaModel` over the official ``ollama`` client; ``anb.model("ollama:qwen3")``
+:mod:`._history`     request bodies read back (:func:`parse_history`): the importer and the emulator's decoder
+:mod:`._shapes`      the shape check (:func:`~._shapes.normalize`): wrong JSON types as findings
+:mod:`._rules`       the lint rules, with their fixes and examples
+:mod:`._encode`      scripted turns written as the server writes them (the emulator)
+:mod:`._emulate`     the emulator's route, error bodies and request checks
+:mod:`._model`       :class:`OllamaModel` over the official ``ollama`` client; ``anb.model("ollama:qwen3")``
 =================== =====================================================================================
 
 ``anb.model("ollama:qwen3")`` talks to the server at ``OLLAMA_HOST`` (default ``http://127.0.0.1:11434``);
@@ -30,16 +30,15 @@ Example:
 
 from __future__ import annotations
 
-from ..wireapi import WireAPI
-from . import adapter
-from .adapter import PROVIDER, iter_json_lines, parse_response, parse_stream, render_request, render_tool
-from .emulate import ENDPOINT
-from .history import parse_history
-from .model import OllamaModel, client
-from .rules import RULES, OllamaView
-from .shapes import normalize
+from .._wireapi import WireAPI
+from ._adapter import PROVIDER, iter_json_lines, parse_response, parse_stream, render_request, render_tool
+from ._emulate import ENDPOINT
+from ._history import parse_history
+from ._model import OllamaModel, client
+from ._rules import RULES, OllamaView
+from ._shapes import normalize
 
-__all__ = ["API", "PROVIDER", "OllamaModel", "adapter", "iter_json_lines", "parse_history", "parse_response",
+__all__ = ["API", "PROVIDER", "OllamaModel", "iter_json_lines", "parse_history", "parse_response",
            "parse_stream", "render_request", "render_tool"]
 
 API = WireAPI(

@@ -3,12 +3,12 @@
 =================== =====================================================================================
 module              what it holds
 =================== =====================================================================================
-:mod:`.adapter`     ``render_request``, ``parse_response``, ``parse_stream`` (pure, no SDK)
-:mod:`.history`     ``parse_history``: a request body read back (the importer and the emulator's decoder)
-:mod:`.shapes`      ``normalize``: a body of any JSON shape made safe to read
-:mod:`.rules`       the lint rules and their fixes
-:mod:`.encode`      the emulator's encoder; :mod:`.emulate` its route, error body and request checks
-:mod:`.model`       :class:`OpenAIChatModel` (the ``openai`` SDK, imported when a model is made)
+:mod:`._adapter`     ``render_request``, ``parse_response``, ``parse_stream`` (pure, no SDK)
+:mod:`._history`     ``parse_history``: a request body read back (the importer and the emulator's decoder)
+:mod:`._shapes`      ``normalize``: a body of any JSON shape made safe to read
+:mod:`._rules`       the lint rules and their fixes
+:mod:`._encode`      the emulator's encoder; :mod:`._emulate` its route, error body and request checks
+:mod:`._model`       :class:`OpenAIChatModel` (the ``openai`` SDK, imported when a model is made)
 =================== =====================================================================================
 
 :data:`API` is this package's entry in :data:`agentnb.providers.WIRE_APIS`.
@@ -16,13 +16,13 @@ module              what it holds
 
 from __future__ import annotations
 
-from ..wireapi import WireAPI
-from .adapter import PROVIDER, parse_response, parse_stream, render_request, render_tool
-from .emulate import ENDPOINT
-from .history import parse_history
-from .model import OpenAIChatModel, client
-from .rules import RULES, ChatView
-from .shapes import normalize
+from .._wireapi import WireAPI
+from ._adapter import PROVIDER, parse_response, parse_stream, render_request, render_tool
+from ._emulate import ENDPOINT
+from ._history import parse_history
+from ._model import OpenAIChatModel, client
+from ._rules import RULES, ChatView
+from ._shapes import normalize
 
 __all__ = [
     "API",
