@@ -48,6 +48,7 @@ from .render import (
     TRUNCATE,
     conversation_html,
     conversation_lines,
+    counted,
     esc,
     flag_html,
     json_lines,
@@ -110,10 +111,6 @@ def _s_approval_resolved(ev: Any) -> str:
     by = f" by {ev.by}" if ev.by else ""
     edited = " · edited" + _flagged(ev.arguments) if ev.arguments is not None else ""
     return f"{ev.decision}{by}{edited}" + (f" · {short(ev.note, 40)}" if ev.note else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def _choice_label(ev: Any) -> str:
@@ -515,12 +512,12 @@ CARDS: dict[type[BaseEvent], CardSpec] = {
     Interjected: CardSpec("agentnb-k-warn", lambda ev: f"a person said: {short(ev.text, 60)}", _b_interjected),
     RunStarted: CardSpec(
         "agentnb-k-model",
-        lambda ev: f"{ev.model} · {_plural(len(ev.tools), 'tool')} · {_plural(len(ev.messages), 'message')}"
+        lambda ev: f"{ev.model} · {counted(len(ev.tools), 'tool')} · {counted(len(ev.messages), 'message')}"
         + (f" · fork of {ev.settings['fork'].get('parent')}" if isinstance(ev.settings.get("fork"), dict) else ""),
         _b_run_started),
     ModelRequested: CardSpec(
-        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {_plural(ev.message_count, 'message')}"
-        + (" · finalize (no tools)" if ev.finalize else f" · {_plural(len(ev.tools), 'tool')}") + _choice_label(ev),
+        "agentnb-k-model", lambda ev: f"turn {ev.turn} · {counted(ev.message_count, 'message')}"
+        + (" · finalize (no tools)" if ev.finalize else f" · {counted(len(ev.tools), 'tool')}") + _choice_label(ev),
         _b_model_requested),
     TextMerged: CardSpec("agentnb-k-stream", lambda ev: f"+{ev.fragment!r} ({ev.length} chars)", _b_text_merged),
     ArgumentsMerged: CardSpec(
@@ -552,7 +549,7 @@ CARDS: dict[type[BaseEvent], CardSpec] = {
     ToolStarted: CardSpec("agentnb-k-call", lambda ev: f"{ev.name} ({ev.call_id})" + _flagged(ev.call_id, ev.name),
                           _b_tool_started),
     ToolFinished: CardSpec("agentnb-k-ok", _tool_finished_summary, _b_tool_finished),
-    ResultsBound: CardSpec("agentnb-k-ok", lambda ev: f"{_plural(len(ev.call_ids), 'result')} → model",
+    ResultsBound: CardSpec("agentnb-k-ok", lambda ev: f"{counted(len(ev.call_ids), 'result')} → model",
                            _b_results_bound),
     GuardTripped: CardSpec("agentnb-k-warn", lambda ev: f"{ev.guard}: {ev.value:g}/{ev.limit:g} → {ev.action}",
                            _b_guard_tripped, status=lambda ev: "guard"),

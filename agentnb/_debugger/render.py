@@ -22,6 +22,11 @@ TRUNCATE = 2000
 """Characters of a value shown before "show all"."""
 
 
+def counted(n: int, what: str) -> str:
+    """``n`` of ``what``, counted in words ("1 message", "2,000 tools")."""
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
+
+
 def esc(value: object) -> str:
     """HTML-escape anything, with its invisible and direction-changing characters written out (``⟨U+202E⟩``)."""
     return html.escape(visible(str(value))[0], quote=True)

@@ -35,6 +35,7 @@ from ..events import BaseEvent, ModelRetried, RunFinished, TurnCompleted
 from ..providers._prices import recorded_table
 from . import cards
 from .diagram import state_diagram
+from .render import counted
 from .rows import RowEncoder as RowEncoder  # re-exported: the kernel-less views' rows
 from .rows import event_tool
 from .timeline import Timeline
@@ -134,11 +135,6 @@ def meters_html(tl: Timeline, seq: int) -> str:
             f'<span class="agentnb-muted">({c.input_tokens:,} in, {c.output_tokens:,} out)</span></span></div>')
 
 
-def counted(n: int, what: str) -> str:
-    """``n`` of ``what``, counted in words ("1 message", "2,000 tools")."""
-    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
-
-
 def events_text(n: int) -> str:
     """``n`` events, counted in words ("1 event", "2,000 events").
 
@@ -222,12 +218,12 @@ def wire_view(tl: Timeline, seq: int, provider: str) -> dict[str, Any]:
                            "where": [], "sent": {}}
     if not len(tl):
         return out
-    req, messages, tools, _ = wire.request_at(tl, seq)
+    req, messages, tools, settings = wire.request_at(tl, seq)
     if req is None:
         return out
     column = titles.index(provider) + 1
     out["where"] = wire.where_rows(column, messages, tools)
-    body = wire.render_one(tl, seq, provider)
+    body = wire.render_request_for(provider, messages, tools, settings)
     request = _pretty(body)
     out.update(seq=req.seq, turn=req.turn, request=request,
                note=f"the request of turn {req.turn} (event {req.seq}): {counted(len(messages), 'message')}, "

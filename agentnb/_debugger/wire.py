@@ -66,8 +66,11 @@ def render(timeline: Timeline, seq: int) -> dict[str, Any]:
 def render_one(timeline: Timeline, seq: int, title: str) -> Any:
     """One provider's request body (or why it cannot take the request) for the request in force at ``seq``."""
     req, messages, tools, settings = request_at(timeline, seq)
-    if req is None:
-        return None
+    return None if req is None else render_request_for(title, messages, tools, settings)
+
+
+def render_request_for(title: str, messages: list[Any], tools: Sequence[Any], settings: dict[str, Any]) -> Any:
+    """One provider's body for a request already found (:func:`request_at`), or why it cannot take it."""
     settings = {k: v for k, v in settings.items() if k in ("tool_choice", "max_tokens", "temperature",
                                                           "parallel_tool_calls")}
     adapter = dict(ADAPTERS)[title]
