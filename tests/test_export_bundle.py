@@ -90,12 +90,22 @@ def test_the_export_shows_the_same_rows_meters_and_conversations_as_the_static_b
 
 
 @pytest.mark.parametrize("budget", [0, 6_000, 20_000, 40_000, 60_000])
-def test_under_a_small_wire_budget_the_export_keeps_the_same_requests_as_the_static_bundle(
+def test_under_a_small_wire_budget_the_latest_requests_that_fit_are_kept_whole(
         budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from agentnb._debugger import viewdata
 
-    monkeypatch.setattr(viewdata, "WIRE_BUDGET", budget)
-    monkeypatch.setattr(bundle, "WIRE_BUDGET", budget)
     tl = Timeline(streamed_run(5).events)
+    every = viewdata.latest_wire(tl)
+    monkeypatch.setattr(viewdata, "WIRE_BUDGET", budget)
     new, old = export_bundle(tl, title="t")["wire"], viewdata.static_bundle(tl, title="t")["wire"]
     assert new == old
+    # the newest requests, as many as fit, each with every provider's view, as the unlimited views draw them
+    starts = [str(s) for s in reversed(tl.turn_starts())]
+    assert list(new) == starts[:len(new)] and all(new[s] == every[s] for s in new)
+    size = sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
+               for views in new.values() for v in views.values())
+    assert size <= budget
+    if len(new) < len(starts):  # the next one would not have fit
+        nxt = every[starts[len(new)]]
+        assert size + sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
+                          for v in nxt.values()) > budget

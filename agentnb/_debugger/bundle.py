@@ -32,25 +32,19 @@ from ..events import ArgumentsMerged, BaseEvent, TextMerged
 from .diagram import state_diagram
 from .timeline import Timeline
 from .viewdata import (
-    CUT,
-    WIRE_BUDGET,
     RowEncoder,
     conversation_versions,
     detail_html,
     events_text,
     header,
+    latest_wire,
     meters_html,
-    wire_view,
 )
 
 CARD_BUDGET = 10_000
 """Cards an export renders (every card of a run this long or shorter; see the module docs for the rest)."""
 
 _FRAGMENTS = (TextMerged, ArgumentsMerged)
-
-_MESSAGE_CHARS = 10
-"""Fewer characters than any provider's indented JSON spends on a message of a request (its braces, a role, a
-field name), so a request whose message count times this, per provider, is over the budget is not rendered."""
 
 
 def carded(events: list[BaseEvent], budget: int | None = None) -> list[bool]:
@@ -78,26 +72,6 @@ def carded(events: list[BaseEvent], budget: int | None = None) -> list[bool]:
                 keep[seq] = True
                 left -= 1
     return keep
-
-
-def _wire(tl: Timeline) -> dict[str, dict[str, Any]]:
-    from . import wire
-
-    titles = [t for t, _ in wire.ADAPTERS]
-    kept: dict[str, dict[str, Any]] = {}
-    spent = 0
-    for seq in reversed(tl.turn_starts()):
-        held = getattr(tl.events[seq], "message_count", 0)
-        if spent + held * len(titles) * _MESSAGE_CHARS > WIRE_BUDGET:
-            return kept  # its providers' bodies cannot fit: known without rendering them
-        views: dict[str, Any] = {}
-        for title in titles:
-            v = views[title] = wire_view(tl, seq, title)
-            spent += len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
-            if spent > WIRE_BUDGET or CUT in v["request"]:
-                return kept  # a request the view cuts is too long to keep whole, like one over the budget
-        kept[str(seq)] = views
-    return kept
 
 
 def _meters(tl: Timeline) -> tuple[list[str], list[int]]:
@@ -159,7 +133,7 @@ def export_bundle(tl: Timeline, *, title: str, budget: int | None = None) -> dic
         "meters": meter_lines,
         "meter_at": meter_at,
         "diagrams": {s.value: state_diagram(s) for s in states},
-        "wire": _wire(tl),
+        "wire": latest_wire(tl),
         "wire_titles": [t for t, _ in wire.ADAPTERS],
         "requests": tl.turn_starts(),
     }

@@ -337,6 +337,36 @@ WIRE_BUDGET = 3_000_000
 """Characters of wire-view JSON an export keeps (the latest requests first; older ones say so)."""
 
 
+_MESSAGE_CHARS = 10
+"""Fewer characters than any provider's indented JSON spends on a message of a request (its braces, a role, a
+field name), so a request whose message count times this, per provider, is over the budget is not rendered."""
+
+
+def latest_wire(tl: Timeline) -> dict[str, dict[str, Any]]:
+    """The wire views of the latest requests, every provider's, newest first, while they fit the budget.
+
+    At most :data:`WIRE_BUDGET` characters, and no request that the view cuts (:data:`WIRE_TEXT_CAP`): the ones
+    before such a request stay out too. The export and the static bundle keep the same ones.
+    """
+    from . import wire
+
+    titles = [t for t, _ in wire.ADAPTERS]
+    kept: dict[str, dict[str, Any]] = {}
+    spent = 0
+    for seq in reversed(tl.turn_starts()):
+        held = getattr(tl.events[seq], "message_count", 0)
+        if spent + held * len(titles) * _MESSAGE_CHARS > WIRE_BUDGET:
+            return kept  # its providers' bodies cannot fit: known without rendering them
+        views: dict[str, Any] = {}
+        for title in titles:
+            v = views[title] = wire_view(tl, seq, title)
+            spent += len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
+            if spent > WIRE_BUDGET or CUT in v["request"]:
+                return kept  # a request the view cuts is too long to keep whole, like one over the budget
+        kept[str(seq)] = views
+    return kept
+
+
 def conversation_versions(tl: Timeline) -> tuple[list[str], list[list[int]], list[tuple[int, int]]]:
     """Each message's card once, and the conversation's versions as indices into them.
 
@@ -381,17 +411,9 @@ def static_bundle(tl: Timeline, *, title: str) -> dict[str, Any]:
         line = meters_html(tl, seq)
         meter_at.append(meter_lines.setdefault(line, len(meter_lines)))
     states = sorted({ev.state for ev in tl.events} | {LoopState.NEW}, key=lambda s: s.value)
-    wire_data: dict[str, dict[str, Any]] = {}
-    spent = 0
+    wire_data = latest_wire(tl)
     titles = [t for t, _ in wire.ADAPTERS]
     requests = tl.turn_starts()
-    for seq in reversed(requests):
-        views = {t: wire_view(tl, seq, t) for t in titles}
-        size = sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values())) for v in views.values())
-        if spent + size > WIRE_BUDGET or any(CUT in v["request"] for v in views.values()):
-            break  # a request the view cuts is too long to keep, like one over the budget
-        spent += size
-        wire_data[str(seq)] = views
     return {
         "header": {**header(tl, live=False), "mode": f"exported · {events_text(n)}", "static": True,
                    "title": visible(title)[0]},
