@@ -44,3 +44,43 @@ def test_the_run_is_the_loop_and_its_public_methods() -> None:
                and not f.name.startswith("__") and f.name not in ("_step", "_started", "_debugger",
                                                                   "_repr_mimebundle_", "_ipython_display_")]
     assert private == [], f"Run's private helpers belong in a port of agentnb/_driver/: {private}"
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``from <an agentnb module> import _name``: a private name used outside its module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("agentnb")):
+            for alias in node.names:
+                name = alias.name
+                if name.startswith("_") and not name.startswith("__"):
+                    if node.level:
+                        base = path.parent
+                        for _ in range(node.level - 1):
+                            base = base.parent
+                    else:
+                        base = PACKAGE.parent
+                    base = base.joinpath(*(node.module or "").split(".")) if node.module else base
+                    if not ((base / f"{name}.py").exists() or (base / name).is_dir()):  # a module is no name
+                        found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} imports {name}")
+    return found
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name with a leading underscore stays in its module; what another module needs is named without one (a
+    private module's names are private already, by its own underscore)."""
+    crossing = [hit for p in MODULES for hit in _private_imports(p)]
+    assert crossing == [], f"drop the underscore of these names in their module (or keep them there): {crossing}"
+
+
+def test_the_private_import_check_sees_one(tmp_path: Path) -> None:
+    sample = PACKAGE / "_engine" / "fold.py"
+    text = sample.read_text(encoding="utf-8")
+    assert _private_imports(sample) == []
+    probe = PACKAGE / "_engine" / "_probe_private_import.py"
+    probe.write_text(text + "\nfrom .calls import _hidden  # noqa\n", encoding="utf-8")
+    try:
+        assert [h.split(" imports ")[1] for h in _private_imports(probe)] == ["_hidden"]
+    finally:
+        probe.unlink()

@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 MASK = "[REDACTED]"
 
-_PYDANTIC_MASK = "**********"
+PYDANTIC_MASK = "**********"
 """What pydantic writes for a ``SecretStr`` in JSON mode; a masked secret parameter may show as this."""
 
 KEY_NAMES = frozenset(
@@ -56,7 +56,7 @@ _literal_texts: list[tuple[str, ...]] = [()]
 
 def is_mask(value: object) -> bool:
     """Whether ``value`` is what a masked secret reads (``[REDACTED]``, or pydantic's ``**********``)."""
-    return value == MASK or value == _PYDANTIC_MASK
+    return value == MASK or value == PYDANTIC_MASK
 
 
 def register_secret(value: str | None) -> None:

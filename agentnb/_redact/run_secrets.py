@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .mask import is_secret_key, redact, redact_json_text, secret_names, secret_values
-from .patterns import _PYDANTIC_MASK, MASK, redact_text, register_secret
+from .patterns import MASK, PYDANTIC_MASK, redact_text, register_secret
 from .stream import StreamRedactor
 
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -136,7 +136,7 @@ class RunSecrets:
         now = _normalize(arguments, names)
         real = _restore(now, kept.masked, kept.real) if kept is not None else now
         for value in secret_values(real, names):
-            if value not in (MASK, _PYDANTIC_MASK):
+            if value not in (MASK, PYDANTIC_MASK):
                 register_secret(value)
         masked: dict[str, Any] = redact(real, names)
         if masked != real:
@@ -183,7 +183,7 @@ def _restore(now: Any, masked: Any, real: Any) -> Any:
 def _normalize(value: Any, names: frozenset[str]) -> Any:
     """A ``SecretStr`` dumped by pydantic reads ``**********``: take it for the mask, which it stands for."""
     if isinstance(value, dict):
-        return {k: (MASK if v == _PYDANTIC_MASK and isinstance(k, str) and is_secret_key(k, names)
+        return {k: (MASK if v == PYDANTIC_MASK and isinstance(k, str) and is_secret_key(k, names)
                     else _normalize(v, names)) for k, v in value.items()}
     if isinstance(value, list):
         return [_normalize(v, names) for v in value]
@@ -196,7 +196,7 @@ def _masked_paths(value: Any, names: frozenset[str], restored: bool, path: str =
     if isinstance(value, dict):
         for k, v in value.items():
             where = f"{path}.{k}" if path else str(k)
-            if isinstance(v, str) and (v in (MASK, _PYDANTIC_MASK) and (k in names or restored)):
+            if isinstance(v, str) and (v in (MASK, PYDANTIC_MASK) and (k in names or restored)):
                 found.append(repr(where))
             elif restored and isinstance(v, str) and MASK in v:
                 found.append(repr(where))

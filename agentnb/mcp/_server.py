@@ -42,7 +42,7 @@ from ..tools import ApprovalPolicy, Risk, Tool
 from ._connection import OWNERS, Connection, Garbled, http_transport, watched_call
 from ._results import connection_lost, describe_result, not_a_result, value_of
 from ._schema import schema_arguments
-from ._tool import MCPTool, _higher, _risk_of
+from ._tool import MCPTool, higher_risk, risk_of
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -352,18 +352,18 @@ class MCPServer:
     def _risk_now(self, remote_name: str, floor: Risk) -> tuple[Risk, bool]:
         """(risk, idempotent) of a tool by the latest listing: never below ``floor`` or the user's ``risk=``.
 
-        Trusted annotations can only raise the risk (:func:`~agentnb.mcp._tool._risk_of` reads them as the MCP
+        Trusted annotations can only raise the risk (:func:`~agentnb.mcp._tool.risk_of` reads them as the MCP
         spec says); an untrusted server's tools are writes unless the user says otherwise.
         """
         declared = self.risk.get(remote_name)
-        risk = _higher(floor, declared) if declared is not None else floor
+        risk = higher_risk(floor, declared) if declared is not None else floor
         remote = next((t for t in self._listing or () if t.name == remote_name), None)
         if not self.trust_annotations:
-            return (risk if declared is not None else _higher(risk, "write")), False
+            return (risk if declared is not None else higher_risk(risk, "write")), False
         if remote is None:  # the server no longer lists it: the call gets the server's own answer
             return risk, False
-        listed, idempotent = _risk_of(remote.annotations)
-        return _higher(risk, listed), idempotent and listed != "read"
+        listed, idempotent = risk_of(remote.annotations)
+        return higher_risk(risk, listed), idempotent and listed != "read"
 
     def _current(self, tool: MCPTool) -> MCPTool:
         """``tool`` under the latest listing: its risk raised if the server now says it does more (cached)."""

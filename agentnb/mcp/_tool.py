@@ -1,6 +1,6 @@
 """An MCP server's tool as an agentnb tool: :class:`MCPTool`, and the annotations read as risk.
 
-The annotations become agentnb's risk model (:func:`_risk_of`): ``readOnlyHint`` -> ``read`` (runs without
+The annotations become agentnb's risk model (:func:`risk_of`): ``readOnlyHint`` -> ``read`` (runs without
 asking), ``destructiveHint`` -> ``dangerous``, anything else -> ``write`` (both wait for a person, by risk), and
 ``idempotentHint`` -> ``idempotent``. The MCP spec says ``destructiveHint`` and ``idempotentHint`` are
 meaningful only when ``readOnlyHint`` is false, so a tool that claims both ``readOnlyHint`` and
@@ -57,12 +57,12 @@ IDEMPOTENCY_META_KEY = "agentnb/idempotency_key"
 _RANK: dict[str, int] = {"read": 0, "write": 1, "dangerous": 2}
 
 
-def _higher(a: Risk, b: Risk) -> Risk:
+def higher_risk(a: Risk, b: Risk) -> Risk:
     """The riskier of two risks."""
     return a if _RANK[a] >= _RANK[b] else b
 
 
-def _risk_of(annotations: ToolAnnotations | None) -> tuple[Risk, bool]:
+def risk_of(annotations: ToolAnnotations | None) -> tuple[Risk, bool]:
     """(risk, idempotent) from a tool's MCP annotations (hints; the MCP spec's defaults are destructive)."""
     if annotations is None:
         return "write", False

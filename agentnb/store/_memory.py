@@ -15,7 +15,7 @@ from typing import Any
 from .._outcomes import Effect, EffectDone
 from ..events import BaseEvent
 from ..exceptions import CheckpointError, RunNotFound
-from ._protocol import LEASE_TTL, Lease, _check_lease, fold_effect
+from ._protocol import LEASE_TTL, Lease, check_lease, fold_effect
 
 
 class MemoryStore:
@@ -119,7 +119,7 @@ class MemoryStore:
     ) -> Lease:
         """Take or renew the run's lease."""
         with self._lock:
-            _check_lease(self._leases.get(run_id), run_id, owner, take_over, empty=not self._events.get(run_id))
+            check_lease(self._leases.get(run_id), run_id, owner, take_over, empty=not self._events.get(run_id))
             stored = len(self._events.get(run_id, []))
             if seq is not None and run_id in self._events and stored > seq:
                 raise CheckpointError(f"run {run_id!r} moved on in another driver (it has {stored} events, not {seq})")

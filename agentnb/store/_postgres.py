@@ -47,13 +47,13 @@ from ..events import BaseEvent, event_to_json
 from ..exceptions import CheckpointError, RunLocked, RunNotFound, StoreUnavailable
 from ._moves import Guard, Mark, RunRows, mark_name
 from ._protocol import LEASE_TTL, Lease
-from ._seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
+from ._seals import Head, Seals, encode_value, fingerprint_of, key_mismatch, load_key
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-_NO_HEAD: _Head = (-1, "", -1, "")
+_NO_HEAD: Head = (-1, "", -1, "")
 
 _MIGRATIONS: list[str] = [
     # 1: the first schema (the same tables and columns as SqliteStore's schema 2, plus a global order of the
@@ -153,7 +153,7 @@ class PostgresStore:
         self.channel = f"agentnb_{schema}"
         self._args = (key, key_file, pool_size, timeout, synchronous_commit)
         self._timeout = timeout
-        self._heads: dict[str, _Head] = {}
+        self._heads: dict[str, Head] = {}
         self._lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
@@ -228,7 +228,7 @@ class PostgresStore:
         got = conn.execute(f"SELECT value FROM {table} WHERE name = 'key_fingerprint'").fetchone()
         recorded = None if got is None else str(got[0])
         checked, source = load_key(key, key_file, where=repr(self), recorded=recorded)
-        fingerprint = _fingerprint(checked)
+        fingerprint = fingerprint_of(checked)
         if recorded is None:  # two first openers race: the first fingerprint wins, the other is compared to it
             conn.execute(f"INSERT INTO {table} VALUES ('key_fingerprint', %s) ON CONFLICT DO NOTHING", (fingerprint,))
             got = conn.execute(f"SELECT value FROM {table} WHERE name = 'key_fingerprint'").fetchone()
@@ -260,7 +260,7 @@ class PostgresStore:
                 raise StoreUnavailable(f"could not {what}: {exc}") from exc
             raise CheckpointError(f"could not {what}: {exc}") from exc
 
-    def _read_head(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = False) -> tuple[_Head, bool]:
+    def _read_head(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = False) -> tuple[Head, bool]:
         """The stored head (seal checked) and whether the run exists."""
         row = conn.execute(
             "SELECT head_seq, head_mac, ledger_seq, ledger_mac, seal FROM runs WHERE run_id = %s"
@@ -273,7 +273,7 @@ class PostgresStore:
             raise CheckpointError(f"run {run_id!r}: the checkpoint's head seal does not match")
         return head, True
 
-    def _cached_head(self, run_id: str) -> _Head:
+    def _cached_head(self, run_id: str) -> Head:
         with self._lock:
             head = self._heads.get(run_id)
         if head is None:
@@ -281,7 +281,7 @@ class PostgresStore:
                 head, _ = self._read_head(conn, run_id)
         return head
 
-    def _remember(self, run_id: str, head: _Head | None) -> None:
+    def _remember(self, run_id: str, head: Head | None) -> None:
         with self._lock:
             if head is None:
                 self._heads.pop(run_id, None)
@@ -300,7 +300,7 @@ class PostgresStore:
                 self._remember(run_id, None)
                 raise CheckpointError(f"run {run_id!r}: event seq {event.seq} does not follow {head[0]}")
             mac = self._seals.event(head[1], run_id, event.seq, data)
-            new: _Head = (event.seq, mac, head[2], head[3])
+            new: Head = (event.seq, mac, head[2], head[3])
             params: dict[str, Any] = {
                 "run": run_id, "type": event.type, "data": data, "pseq": head[0], "pmac": head[1],
                 "plseq": head[2], "plmac": head[3], "state": event.state.value, "now": time.time(),
@@ -309,7 +309,7 @@ class PostgresStore:
             }
             if effect is not None:
                 call_id = getattr(event, "call_id", "")
-                value = _encode(effect.value)
+                value = encode_value(effect.value)
                 lmac = self._seals.ledger(run_id, head[2] + 1, "done", effect.key, call_id, "", effect.content, value,
                                         effect.result_status, head[3])
                 new = (event.seq, mac, head[2] + 1, lmac)
@@ -444,7 +444,7 @@ class PostgresStore:
                     if inserted is None:
                         self._remember(run_id, head)
                         return False
-                    new: _Head = (head[0], head[1], lseq, mac)
+                    new: Head = (head[0], head[1], lseq, mac)
                     conn.execute(
                         "UPDATE runs SET ledger_seq = %s, ledger_mac = %s, seal = %s, updated = %s WHERE run_id = %s",
                         (lseq, mac, self._seals.head(run_id, new), time.time(), run_id),
@@ -468,7 +468,7 @@ class PostgresStore:
     def finish_effect(self, key: str, run_id: str, call_id: str, content: str, value: Any, result_status: str) -> None:
         """Record a late outcome (no event reports it: the run stopped waiting for the call)."""
         self._ledger_write(run_id, f"record the late outcome of {key!r}", "done", key, call_id, "", content,
-                           _encode(value), result_status)
+                           encode_value(value), result_status)
 
     # -- moves (agentnb.store._moves) ---------------------------------------------------------------------
 

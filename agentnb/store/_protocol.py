@@ -5,7 +5,7 @@ guarantees). Every implementation -- :class:`~agentnb.store.MemoryStore`, :class
 ``PostgresStore`` -- answers with the same values: an :class:`Effect` is the ledger's view of one idempotency
 key, folded from its ``claim``/``retry``/``done`` operations by :func:`fold_effect`; an :class:`EffectDone` is
 an outcome written in the same transaction as the event that reports it; a :class:`Lease` says who drives a
-run until when, and :func:`_check_lease` is the one rule for who may take it. Sharing these two functions is
+run until when, and :func:`check_lease` is the one rule for who may take it. Sharing these two functions is
 what keeps the stores' behaviour identical (``tests/test_store_conformance.py`` runs the same cases on each).
 """
 
@@ -89,7 +89,7 @@ class Store(Protocol):
         """
 
 
-def _check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool, empty: bool = False) -> None:
+def check_lease(current: Lease | None, run_id: str, owner: str, take_over: bool, empty: bool = False) -> None:
     """Refuse a lease another owner holds; an expired one only with ``take_over``.
 
     Or when the run has no stored event: its driver died before writing one, so there is nothing to protect.

@@ -127,13 +127,13 @@ def key_mismatch(where: str, recorded: str, fingerprint: str, source: str) -> Ch
     )
 
 
-def _fingerprint(key: bytes) -> str:
+def fingerprint_of(key: bytes) -> str:
     return hmac.new(key, b"agentnb checkpoint key fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 # -- seals -------------------------------------------------------------------------------------------------
 
-_Head = tuple[int, str, int, str]  # head seq, head mac, ledger seq, ledger mac
+Head = tuple[int, str, int, str]  # head seq, head mac, ledger seq, ledger mac
 
 
 class Seals:
@@ -162,7 +162,7 @@ class Seals:
         """The seal of one event, chained over the previous event's."""
         return self.mac(prev, run_id, str(seq), data)
 
-    def head(self, run_id: str, head: _Head) -> str:
+    def head(self, run_id: str, head: Head) -> str:
         """The seal of a run's head: the last event's seq and seal, the last ledger entry's number and seal."""
         return self.mac("head", run_id, str(head[0]), head[1], str(head[2]), head[3])
 
@@ -173,7 +173,7 @@ class Seals:
         return self.mac("ledger", run_id, str(lseq), op, key, call_id, tool, absent if content is None else content,
                         absent if value is None else value, status or "", prev)
 
-    def verify(self, run_id: str, head: _Head, rows: list[Any], ledger: list[Any]) -> list[BaseEvent]:
+    def verify(self, run_id: str, head: Head, rows: list[Any], ledger: list[Any]) -> list[BaseEvent]:
         """The run's events from stored ``(seq, data, mac)`` rows, after checking both chains against the head.
 
         ``ledger`` holds ``(lseq, op, key, call_id, tool, content, value, result_status, prev, mac)`` rows.
@@ -238,5 +238,5 @@ def _decoded(run_id: str, rows: list[Any]) -> list[BaseEvent]:
     return events
 
 
-def _encode(value: Any) -> str:
+def encode_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)

@@ -23,8 +23,8 @@ from .._outcomes import Effect, EffectDone
 from ..events import BaseEvent, event_to_json
 from ..exceptions import CheckpointError, RunLocked, RunNotFound
 from ._moves import Guard, Mark, RunRows, mark_name
-from ._protocol import LEASE_TTL, Lease, _check_lease
-from ._seals import Seals, _encode, _fingerprint, _Head, key_mismatch, load_key
+from ._protocol import LEASE_TTL, Lease, check_lease
+from ._seals import Head, Seals, encode_value, fingerprint_of, key_mismatch, load_key
 
 SCHEMA_VERSION = 2
 
@@ -98,7 +98,7 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot open the store {self.path}: {exc}") from exc
         self._seals = Seals(self._resolve_key(key, key_file))
-        self._heads: dict[str, _Head] = {}
+        self._heads: dict[str, Head] = {}
         if not readonly:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
         self.store_id: str = self._meta("store_id") or ""
@@ -138,14 +138,14 @@ class SqliteStore:
         recorded = self._meta("key_fingerprint")
         checked, source = load_key(key, key_file, where=str(self.path), recorded=recorded,
                                    may_create=not self.readonly)
-        fingerprint = _fingerprint(checked)
+        fingerprint = fingerprint_of(checked)
         if recorded is None and not self.readonly:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('key_fingerprint', ?)", (fingerprint,))
         elif recorded is not None and recorded != fingerprint:
             raise key_mismatch(str(self.path), recorded, fingerprint, source)
         return checked
 
-    def _head(self, run_id: str) -> _Head:
+    def _head(self, run_id: str) -> Head:
         head = self._heads.get(run_id)
         if head is None:
             row = self._db.execute(
@@ -185,7 +185,7 @@ class SqliteStore:
                     raise CheckpointError(f"run {run_id!r}: could not {what}: {exc}") from exc
                 raise
 
-    def _put_head(self, db: sqlite3.Connection, run_id: str, head: _Head, state: str | None) -> None:
+    def _put_head(self, db: sqlite3.Connection, run_id: str, head: Head, state: str | None) -> None:
         seal = self._seals.head(run_id, head)
         if state is None:
             cur = db.execute(
@@ -202,9 +202,9 @@ class SqliteStore:
                 (run_id, *head, seal, state, time.time()),
             )
 
-    def _ledger_op(self, db: sqlite3.Connection, head: _Head, run_id: str, op: str, key: str, call_id: str,
+    def _ledger_op(self, db: sqlite3.Connection, head: Head, run_id: str, op: str, key: str, call_id: str,
                    tool: str, content: str | None = None, value: str | None = None,
-                   status: str | None = None) -> _Head:
+                   status: str | None = None) -> Head:
         lseq, prev = head[2] + 1, head[3]
         mac = self._seals.ledger(run_id, lseq, op, key, call_id, tool, content, value, status, prev)
         db.execute(
@@ -220,7 +220,7 @@ class SqliteStore:
         data = event_to_json(event)
         run_id = event.run_id
 
-        def body(db: sqlite3.Connection) -> _Head:
+        def body(db: sqlite3.Connection) -> Head:
             head = self._head(run_id)
             if event.seq != head[0] + 1:
                 raise CheckpointError(f"run {run_id!r}: event seq {event.seq} does not follow {head[0]}")
@@ -229,7 +229,7 @@ class SqliteStore:
             head = (event.seq, mac, head[2], head[3])
             if effect is not None:
                 head = self._ledger_op(db, head, run_id, "done", effect.key, getattr(event, "call_id", ""), "",
-                                       effect.content, _encode(effect.value), effect.result_status)
+                                       effect.content, encode_value(effect.value), effect.result_status)
             self._put_head(db, run_id, head, event.state.value)
             return head
 
@@ -319,7 +319,7 @@ class SqliteStore:
     def claim_effect(self, key: str, run_id: str, call_id: str, tool: str) -> Effect | None:
         """Claim a key atomically (a unique index on claims): None when claimed now, else the existing effect."""
 
-        def body(db: sqlite3.Connection) -> _Head | None:
+        def body(db: sqlite3.Connection) -> Head | None:
             if db.execute("SELECT 1 FROM ledger WHERE key=? AND op='claim'", (key,)).fetchone() is not None:
                 return None
             self._guard.check(run_id, key, self._first_row, self._get_mark)
@@ -336,7 +336,7 @@ class SqliteStore:
     def retry_effect(self, key: str, run_id: str, call_id: str) -> None:
         """Record an approved retry of an effect whose outcome is unknown."""
 
-        def body(db: sqlite3.Connection) -> _Head:
+        def body(db: sqlite3.Connection) -> Head:
             head = self._ledger_op(db, self._head(run_id), run_id, "retry", key, call_id, "")
             self._put_head(db, run_id, head, None)
             return head
@@ -346,9 +346,9 @@ class SqliteStore:
     def finish_effect(self, key: str, run_id: str, call_id: str, content: str, value: Any, result_status: str) -> None:
         """Record a late outcome (no event reports it: the run stopped waiting for the call)."""
 
-        def body(db: sqlite3.Connection) -> _Head:
-            head = self._ledger_op(db, self._head(run_id), run_id, "done", key, call_id, "", content, _encode(value),
-                                   result_status)
+        def body(db: sqlite3.Connection) -> Head:
+            head = self._ledger_op(db, self._head(run_id), run_id, "done", key, call_id, "", content,
+                                   encode_value(value), result_status)
             self._put_head(db, run_id, head, None)
             return head
 
@@ -426,7 +426,7 @@ class SqliteStore:
             row = db.execute("SELECT owner, expires FROM leases WHERE run_id=?", (run_id,)).fetchone()
             self._heads.pop(run_id, None)
             stored = self._head(run_id)[0] + 1
-            _check_lease(None if row is None else Lease(run_id, row[0], row[1]), run_id, owner, take_over,
+            check_lease(None if row is None else Lease(run_id, row[0], row[1]), run_id, owner, take_over,
                          empty=stored == 0)
             if seq is not None:
                 if stored > seq:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from ..events import ToolInfo
 from ..exceptions import ToolDefinitionError
 from ._definition import Tool, ToolContext
-from ._results import Outcome, _converted
+from ._results import Outcome, converted_outcome
 from ._schema import tool
 
 
@@ -109,7 +109,7 @@ class ToolRegistry:
                 duration_s=time.perf_counter() - start,
             )
         duration = time.perf_counter() - start
-        return _converted(t, value, duration)
+        return converted_outcome(t, value, duration)
 
 
 def as_registry(tools: ToolRegistry | Iterable[Tool | ToolSource | Callable[..., Any]]) -> ToolRegistry:

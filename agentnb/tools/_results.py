@@ -34,7 +34,7 @@ def jsonable(value: Any) -> Any:
     return values.to_json_safe(value)
 
 
-def _converted(t: Tool, value: Any, duration: float) -> Outcome:
+def converted_outcome(t: Tool, value: Any, duration: float) -> Outcome:
     """The ok outcome of a tool's return value, or an error outcome when it cannot enter the run.
 
     Called inside the tool's error boundary: a value that cannot be converted is an error *result*, recorded
