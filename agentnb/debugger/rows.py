@@ -49,8 +49,6 @@ what the page shows first (a quarter as many after it)."""
 MAX_TEXTS = 20_000
 """Texts answered for one request at most (a page asks for what is in sight, and a margin)."""
 
-_NONE = object()
-
 assert sys.byteorder == "little", "the page reads the row buffers as little-endian typed arrays"
 
 
@@ -117,37 +115,54 @@ class RowEncoder:
         return len(self.codes["k"])
 
     def extend(self, events: list[BaseEvent], end: int) -> None:
-        """Compute the codes of the events up to ``end``."""
+        """Compute the codes of the events up to ``end``.
+
+        What an event class says once (its type's code, whether it names a call and a tool, how its status
+        is read) is looked up once per class, not per event: a million events are a few dozen classes.
+        """
         k, s, u, t, x = (self.codes[c] for c in CODES)
         type_codes, state_codes, tool_codes, status_codes = self._codes
         names = self._names
-        status_of = cards.event_status
 
         def code(codes: dict[str, int], vocab: list[str], value: str) -> int:
-            c = codes[value] = len(vocab)
-            vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
+            c = codes.get(value)
+            if c is None:
+                c = codes[value] = len(vocab)
+                vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
             return c
 
+        classes: dict[type, tuple[int, bool, bool, Callable[[Any], str]]] = {}
+        states: dict[Any, int] = {}
+        k_add, s_add, u_add, t_add, x_add = k.append, s.append, u.append, t.append, x.append
         for ev in events[len(k):end]:
-            kc = type_codes.get(ev.type)
-            k.append(kc if kc is not None else code(type_codes, self.types, ev.type))
-            state = ev.state.value
-            sc = state_codes.get(state)
-            s.append(sc if sc is not None else code(state_codes, self.states, state))
-            u.append(ev.turn)
-            call_id = getattr(ev, "call_id", _NONE)
-            name = getattr(ev, "name", None)
-            tool = name if isinstance(name, str) and call_id is not _NONE else ""
-            if isinstance(call_id, str):
-                if tool:
-                    names[call_id] = tool
-                else:
-                    tool = names.get(call_id, "")
+            cls = type(ev)
+            known = classes.get(cls)
+            if known is None:
+                spec = cards.CARDS.get(cls)
+                known = classes[cls] = (code(type_codes, self.types, ev.type), hasattr(ev, "call_id"),
+                                        hasattr(ev, "name"), spec.status if spec is not None else cards.event_status)
+            kc, calls, named, status_of = known
+            k_add(kc)
+            sc = states.get(ev.state)
+            if sc is None:
+                sc = states[ev.state] = code(state_codes, self.states, ev.state.value)
+            s_add(sc)
+            u_add(ev.turn)
+            tool = ""
+            if calls:
+                call_id = ev.call_id  # type: ignore[attr-defined]
+                name = ev.name if named else None  # type: ignore[attr-defined]
+                tool = name if isinstance(name, str) else ""
+                if isinstance(call_id, str):
+                    if tool:
+                        names[call_id] = tool
+                    else:
+                        tool = names.get(call_id, "")
             tc = tool_codes.get(tool)
-            t.append(tc if tc is not None else code(tool_codes, self.tools, tool))
+            t_add(tc if tc is not None else code(tool_codes, self.tools, tool))
             status = status_of(ev)
             xc = status_codes.get(status)
-            x.append(xc if xc is not None else code(status_codes, self.statuses, status))
+            x_add(xc if xc is not None else code(status_codes, self.statuses, status))
         self.summaries.extend([None] * (len(k) - len(self.summaries)))
 
     def _vocab(self) -> dict[str, Any]:
