@@ -565,10 +565,9 @@ class DebuggerView {
     const v = m.get(name);
     switch (name) {
       case "header": this.drawHeader(); break;
-      case "selected":
+      case "selected": // drawn at the next frame: a click's message to the kernel goes first
         this.sel = v;
-        this.paint();
-        this.reveal(v);
+        this.schedulePaint(false, true);
         this.drawStatus();
         break;
       case "follow": case "message": case "count": this.drawStatus(); break;
@@ -1026,13 +1025,19 @@ class DebuggerView {
     return -lo - 1; // not shown: -(insertion point) - 1
   }
 
-  schedulePaint(follow) {
+  /** Paint at the next frame (once however often asked), then scroll the selected row into sight when `reveal`
+   * or, with `follow`, when the view follows the run. */
+  schedulePaint(follow, reveal = false) {
+    this.revealQueued = this.revealQueued || reveal;
+    this.followQueued = this.followQueued || follow;
     if (this.paintQueued) return;
     this.paintQueued = true;
     requestAnimationFrame(() => {
       this.paintQueued = false;
+      const show = this.revealQueued || (this.followQueued && this.model.get("follow"));
+      this.revealQueued = this.followQueued = false;
       this.paint();
-      if (follow && this.model.get("follow")) this.reveal(this.sel);
+      if (show) this.reveal(this.sel);
     });
   }
 
@@ -1172,10 +1177,9 @@ class DebuggerView {
     if (clearNode) this.selNode = -1;
     metrics.marks.clickAt = performance.now();
     this.sel = seq;
-    this.paint();
-    this.reveal(seq);
     this.model.set("selected", seq);
-    this.model.save_changes();
+    this.model.save_changes(); // to the kernel first (the card comes from there); the rows are drawn at the next frame
+    this.schedulePaint(false, true);
   }
 
   move(how) {
