@@ -34,7 +34,7 @@ def _hello(events: list[Any]) -> tuple[anb.Debugger, Sent]:
 
 
 def _column(dtype: str, data: bytes) -> list[int] | list[float]:
-    return array({"u2": "H", "i4": "i", "f8": "d"}[dtype], data).tolist()
+    return array({"u1": "B", "u2": "H", "i4": "i", "f8": "d"}[dtype], data).tolist()
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ summary and time only while the row is in sight. So a row has two parts, sent di
 :meth:`RowEncoder.encode` is the old all-in-one JSON form (codes and texts as lists), which the
 kernel-less views embed (:func:`.viewdata.static_bundle`, :mod:`.bundle`) and :meth:`Debugger.rows` returns.
 
-Buffers are little-endian typed arrays (``u2``: 16-bit unsigned, ``i4``: 32-bit signed, ``f8``: double), the
-byte order of every machine Python and the browser run on here; the header names each column's type.
+Buffers are little-endian typed arrays (``u1``, ``u2``: 8- and 16-bit unsigned, ``i4``: 32-bit signed, ``f8``:
+double), the byte order of every machine Python and the browser run on here; the header names each column's
+type, the narrowest its values fit (a vocabulary's codes; the turns).
 """
 
 from __future__ import annotations
@@ -77,9 +78,18 @@ def ranges(asked: Any, n: int, cap: int = MAX_TEXTS) -> list[tuple[int, int]]:
     return out
 
 
-def _narrow(column: array[int], vocab: int) -> tuple[str, bytes]:
-    """A column as bytes, 16-bit when its vocabulary allows it."""
-    if vocab <= 0xFFFF:
+def _narrow(column: array[int], vocab: int | None) -> tuple[str, bytes]:
+    """A column as bytes, 8- or 16-bit when its values allow it (``vocab``: how many there can be; None: look).
+
+    Example:
+        >>> [_narrow(array("i", v), None)[0] for v in ([3, 200], [0, 70_000], [-1, 5])]
+        ['u1', 'i4', 'i4']
+    """
+    if vocab is None:  # the turn: look at the values
+        vocab = max(column) + 1 if column and min(column) >= 0 else 1 << 31
+    if vocab <= 0x100:
+        return "u1", array("B", column).tobytes()
+    if vocab <= 0x10000:
         return "u2", array("H", column).tobytes()
     return "i4", column.tobytes()
 
@@ -199,7 +209,7 @@ class RowEncoder:
         """
         if end > len(self):
             self.extend(events, end)
-        sizes = {"k": len(self.types), "s": len(self.states), "u": 1 << 31, "t": len(self.tools),
+        sizes = {"k": len(self.types), "s": len(self.states), "u": None, "t": len(self.tools),
                  "x": len(self.statuses)}
         cols, buffers = [], []
         for c in CODES:
