@@ -222,12 +222,13 @@ def test_a_second_page_gets_the_built_tree_without_building_or_encoding_it_again
         monkeypatch: pytest.MonkeyPatch) -> None:
     events = list(long_run(300).events)
     dbg = anb.Debugger(anb.Transcript(events), start="end")
-    dbg._repr_mimebundle_()  # displayed: the codes, then the tree, are made while the page loads
+    _listening(dbg)
+    _hello(dbg)
     assert dbg._tree.wait(WAIT) and dbg._tree.ready
     encoded: list[int] = []
     columns = tree_mod.columns
     monkeypatch.setattr(tree_mod, "columns", lambda nodes, vocab: encoded.append(1) or columns(nodes, vocab))
-    for page in ("p", "q"):
+    for page in ("q", "r"):
         sent = _listening(dbg)
         dbg.view._handle_custom_msg({"kind": "hello", "page": page}, [])
         assert "building" not in [c["kind"] for c, _ in sent]

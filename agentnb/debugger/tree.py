@@ -525,11 +525,6 @@ class SentTree:
         building = self.building
         return building is None or building.finished.wait(timeout)
 
-    def prebuild(self) -> None:
-        """Start building a long log's tree before any page asked (while the page loads)."""
-        if not self.ready and self.building is None and not self.error and len(self.events) > self.AT_ONCE:
-            self.building = Building(self.events, self._adopt).start()
-
     def update(self, n: int, long: bool) -> None:
         """The pages have the rows up to ``n``: send them the tree up to there, or say it is being built.
 
@@ -542,7 +537,8 @@ class SentTree:
                 self.tree.prepare(self.events, n)
                 self.ready = True
             else:
-                self.prebuild()
+                if self.building is None and not self.error:  # after the rows: it does not slow them down
+                    self.building = Building(self.events, self._adopt).start()
                 if not self._noted:
                     self._noted = True
                     self._send({"kind": "building", "what": "tree", "error": self.error}, [])

@@ -285,15 +285,15 @@ class Debugger(Labelling, intervene.Intervening):
         self._tree.update(n, long=not texts)
 
     def _encode_rows(self) -> None:
-        """The codes a piece at a time (a hello heard meanwhile sends the rows without waiting), then the tree."""
+        """The codes, a piece at a time: a hello heard meanwhile sends the rows without waiting.
+
+        Not the tree: it is built once the rows are sent (see :class:`.tree.SentTree`), not beside them.
+        """
         for end in range(viewdata.CHUNK, len(self.timeline) + viewdata.CHUNK, viewdata.CHUNK):
             with self._lock:
                 if self._rows_of is not self.timeline or self._asked:
                     return
                 self._rows.extend(self.timeline.events, min(end, len(self.timeline)))
-        with self._lock:
-            if self._rows_of is self.timeline:
-                self._tree.prebuild()  # in a thread of its own, without the lock
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end``, codes and texts, as JSON lists (see :mod:`.rows`)."""
