@@ -34,7 +34,7 @@ def _hello(events: list[Any]) -> tuple[anb.Debugger, Sent]:
 
 
 def _column(dtype: str, data: bytes) -> list[int] | list[float]:
-    return array({"u2": "H", "i4": "i", "f8": "d"}[dtype], data).tolist()
+    return array({"u1": "B", "u2": "H", "i4": "i", "f8": "d"}[dtype], data).tolist()
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +47,12 @@ def test_the_answer_to_a_hello_does_not_grow_with_the_run_but_by_its_codes(big: 
     around the selected event); the binary columns cost a few bytes an event."""
     sizes = {}
     for n in (10_000, len(big)):
-        _, sent = _hello(big[:n])
+        dbg, sent = _hello(big[:n])
         kinds = [c["kind"] for c, _ in sent]
-        assert kinds == ["reset", "rows", "texts", "tree", "texts", "welcome"], kinds
+        assert kinds == ["reset", "rows", "texts", "building", "welcome"], kinds  # the tree: built after the rows
+        assert dbg._tree.wait(120)
+        kinds = [c["kind"] for c, _ in sent]
+        assert kinds[5:] == ["tree", "texts"], kinds  # then sent, and the labels around the selected event
         text = sum(len(json.dumps(c)) for c, _ in sent)
         binary = sum(len(b) for _, bs in sent for b in bs)
         sizes[n] = (text, binary)

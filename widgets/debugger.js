@@ -105,6 +105,7 @@ class RowStore {
     this.m = []; this.w = [];
     this.g = new Int32Array(0); this.gn = 0;
     this.nodes = []; this.treeVersion = 0;
+    this.building = ""; // the kernel builds a long run's tree after its rows: "tree", or why it could not
     this.types = []; this.states = []; this.tools = [""]; this.statuses = [""]; this.typeClasses = [];
     this.n = 0;
     this.asked = { rows: new Map(), nodes: new Map() };
@@ -151,6 +152,7 @@ class RowStore {
       }
     }
     if (msg.start === 0) this.nodes.length = msg.count ?? msg.records.length;
+    this.building = "";
     this.treeVersion++;
     this.emit({ tree: true });
   }
@@ -248,6 +250,7 @@ function storeOf(model) {
       } else if (msg.kind === "texts") store.applyTexts(msg);
       else if (msg.kind === "found") store.applyFound(msg, msg.seqs || typed("i4", buffers[0]));
       else if (msg.kind === "reset") store.reset();
+      else if (msg.kind === "building") { store.building = msg.error ? `error: ${msg.error}` : msg.what; store.emit({ building: true }); }
       else if (msg.kind === "welcome") store.welcomed = true; // the kernel answered a hello: stop saying it
     });
   }
@@ -562,10 +565,9 @@ class DebuggerView {
     const v = m.get(name);
     switch (name) {
       case "header": this.drawHeader(); break;
-      case "selected":
+      case "selected": // drawn at the next frame: a click's message to the kernel goes first
         this.sel = v;
-        this.paint();
-        this.reveal(v);
+        this.schedulePaint(false, true);
         this.drawStatus();
         break;
       case "follow": case "message": case "count": this.drawStatus(); break;
@@ -751,6 +753,7 @@ class DebuggerView {
     const st = this.store;
     if (st.heard) this.hideSnapshot();
     if (change.reset) {
+      this.hadTree = false;
       this.visible = null;
       this.optionsFor = "";
       this.flip.clear();
@@ -758,9 +761,11 @@ class DebuggerView {
     }
     if (change.tree) {
       this.layoutDirty = true;
+      if (!this.hadTree && this.tree) { this.hadTree = true; requestAnimationFrame(() => this.reveal(this.sel)); } // the list becomes the tree
       this.schedulePaint(true);
       return;
     }
+    if (change.building) { this.schedulePaint(false); return; }
     if (change.texts) { // summaries and labels in sight came: paint them (the filters may read them too)
       if (this.compiled && this.compiled.words.length && !st.found) this.refilter(false);
       this.schedulePaint(false);
@@ -895,6 +900,13 @@ class DebuggerView {
 
   // -- the tree ----------------------------------------------------------------------------------------------
 
+  /** What the count says while the tree view shows the list: the kernel is building the tree (or failed to). */
+  treeNote() {
+    const what = this.store.building;
+    if (!what || this.mode !== "tree" || this.store.nodes.length) return "";
+    return what === "tree" ? " · building the tree…" : ` · no tree (${what})`;
+  }
+
   isOpen(i) {
     const node = this.store.nodes[i];
     const byDefault = node.n === "run" || node.n === "turn";
@@ -1013,13 +1025,19 @@ class DebuggerView {
     return -lo - 1; // not shown: -(insertion point) - 1
   }
 
-  schedulePaint(follow) {
+  /** Paint at the next frame (once however often asked), then scroll the selected row into sight when `reveal`
+   * or, with `follow`, when the view follows the run. */
+  schedulePaint(follow, reveal = false) {
+    this.revealQueued = this.revealQueued || reveal;
+    this.followQueued = this.followQueued || follow;
     if (this.paintQueued) return;
     this.paintQueued = true;
     requestAnimationFrame(() => {
       this.paintQueued = false;
+      const show = this.revealQueued || (this.followQueued && this.model.get("follow"));
+      this.revealQueued = this.followQueued = false;
       this.paint();
-      if (follow && this.model.get("follow")) this.reveal(this.sel);
+      if (show) this.reveal(this.sel);
     });
   }
 
@@ -1037,7 +1055,7 @@ class DebuggerView {
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
     this.countEl.textContent = (this.visible ? `${this.visible.length.toLocaleString()} of ${st.n.toLocaleString()}` :
-      eventsText(st.n)) + (st.searching ? " · searching…" : "");
+      eventsText(st.n)) + (st.searching ? " · searching…" : "") + this.treeNote();
     const height = list.clientHeight || 400;
     const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(total, Math.ceil((list.scrollTop + height) / ROW_H) + OVERSCAN);
@@ -1159,10 +1177,9 @@ class DebuggerView {
     if (clearNode) this.selNode = -1;
     metrics.marks.clickAt = performance.now();
     this.sel = seq;
-    this.paint();
-    this.reveal(seq);
     this.model.set("selected", seq);
-    this.model.save_changes();
+    this.model.save_changes(); // to the kernel first (the card comes from there); the rows are drawn at the next frame
+    this.schedulePaint(false, true);
   }
 
   move(how) {

@@ -125,8 +125,7 @@ class Controller:
             self.timeline = Timeline()
             upto = len(self._replay) if start == "end" else max(1, int(start) + 1)
             with gc_paused():  # a long log's fold builds much that stays alive (see gc_paused)
-                for ev in self._replay[:upto]:
-                    self.timeline.add(ev)
+                self.timeline.extend(self._replay[:upto])
             self.selected = len(self.timeline) - 1
         self.refresh()
 

@@ -17,8 +17,9 @@ summary and time only while the row is in sight. So a row has two parts, sent di
 :meth:`RowEncoder.encode` is the old all-in-one JSON form (codes and texts as lists), which the
 kernel-less views embed (:func:`.viewdata.static_bundle`, :mod:`.bundle`) and :meth:`Debugger.rows` returns.
 
-Buffers are little-endian typed arrays (``u2``: 16-bit unsigned, ``i4``: 32-bit signed, ``f8``: double), the
-byte order of every machine Python and the browser run on here; the header names each column's type.
+Buffers are little-endian typed arrays (``u1``, ``u2``: 8- and 16-bit unsigned, ``i4``: 32-bit signed, ``f8``:
+double), the byte order of every machine Python and the browser run on here; the header names each column's
+type, the narrowest its values fit (a vocabulary's codes; the turns).
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ what the page shows first (a quarter as many after it)."""
 MAX_TEXTS = 20_000
 """Texts answered for one request at most (a page asks for what is in sight, and a margin)."""
 
-_NONE = object()
-
 assert sys.byteorder == "little", "the page reads the row buffers as little-endian typed arrays"
 
 
@@ -79,9 +78,18 @@ def ranges(asked: Any, n: int, cap: int = MAX_TEXTS) -> list[tuple[int, int]]:
     return out
 
 
-def _narrow(column: array[int], vocab: int) -> tuple[str, bytes]:
-    """A column as bytes, 16-bit when its vocabulary allows it."""
-    if vocab <= 0xFFFF:
+def _narrow(column: array[int], vocab: int | None) -> tuple[str, bytes]:
+    """A column as bytes, 8- or 16-bit when its values allow it (``vocab``: how many there can be; None: look).
+
+    Example:
+        >>> [_narrow(array("i", v), None)[0] for v in ([3, 200], [0, 70_000], [-1, 5])]
+        ['u1', 'i4', 'i4']
+    """
+    if vocab is None:  # the turn: look at the values
+        vocab = max(column) + 1 if column and min(column) >= 0 else 1 << 31
+    if vocab <= 0x100:
+        return "u1", array("B", column).tobytes()
+    if vocab <= 0x10000:
         return "u2", array("H", column).tobytes()
     return "i4", column.tobytes()
 
@@ -117,37 +125,54 @@ class RowEncoder:
         return len(self.codes["k"])
 
     def extend(self, events: list[BaseEvent], end: int) -> None:
-        """Compute the codes of the events up to ``end``."""
+        """Compute the codes of the events up to ``end``.
+
+        What an event class says once (its type's code, whether it names a call and a tool, how its status
+        is read) is looked up once per class, not per event: a million events are a few dozen classes.
+        """
         k, s, u, t, x = (self.codes[c] for c in CODES)
         type_codes, state_codes, tool_codes, status_codes = self._codes
         names = self._names
-        status_of = cards.event_status
 
         def code(codes: dict[str, int], vocab: list[str], value: str) -> int:
-            c = codes[value] = len(vocab)
-            vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
+            c = codes.get(value)
+            if c is None:
+                c = codes[value] = len(vocab)
+                vocab.append(visible(value)[0])  # a tool name is the model's text: the page shows it written out
             return c
 
+        classes: dict[type, tuple[int, bool, bool, Callable[[Any], str]]] = {}
+        states: dict[Any, int] = {}
+        k_add, s_add, u_add, t_add, x_add = k.append, s.append, u.append, t.append, x.append
         for ev in events[len(k):end]:
-            kc = type_codes.get(ev.type)
-            k.append(kc if kc is not None else code(type_codes, self.types, ev.type))
-            state = ev.state.value
-            sc = state_codes.get(state)
-            s.append(sc if sc is not None else code(state_codes, self.states, state))
-            u.append(ev.turn)
-            call_id = getattr(ev, "call_id", _NONE)
-            name = getattr(ev, "name", None)
-            tool = name if isinstance(name, str) and call_id is not _NONE else ""
-            if isinstance(call_id, str):
-                if tool:
-                    names[call_id] = tool
-                else:
-                    tool = names.get(call_id, "")
+            cls = type(ev)
+            known = classes.get(cls)
+            if known is None:
+                spec = cards.CARDS.get(cls)
+                known = classes[cls] = (code(type_codes, self.types, ev.type), hasattr(ev, "call_id"),
+                                        hasattr(ev, "name"), spec.status if spec is not None else cards.event_status)
+            kc, calls, named, status_of = known
+            k_add(kc)
+            sc = states.get(ev.state)
+            if sc is None:
+                sc = states[ev.state] = code(state_codes, self.states, ev.state.value)
+            s_add(sc)
+            u_add(ev.turn)
+            tool = ""
+            if calls:
+                call_id = ev.call_id  # type: ignore[attr-defined]
+                name = ev.name if named else None  # type: ignore[attr-defined]
+                tool = name if isinstance(name, str) else ""
+                if isinstance(call_id, str):
+                    if tool:
+                        names[call_id] = tool
+                    else:
+                        tool = names.get(call_id, "")
             tc = tool_codes.get(tool)
-            t.append(tc if tc is not None else code(tool_codes, self.tools, tool))
+            t_add(tc if tc is not None else code(tool_codes, self.tools, tool))
             status = status_of(ev)
             xc = status_codes.get(status)
-            x.append(xc if xc is not None else code(status_codes, self.statuses, status))
+            x_add(xc if xc is not None else code(status_codes, self.statuses, status))
         self.summaries.extend([None] * (len(k) - len(self.summaries)))
 
     def _vocab(self) -> dict[str, Any]:
@@ -184,7 +209,7 @@ class RowEncoder:
         """
         if end > len(self):
             self.extend(events, end)
-        sizes = {"k": len(self.types), "s": len(self.states), "u": 1 << 31, "t": len(self.tools),
+        sizes = {"k": len(self.types), "s": len(self.states), "u": None, "t": len(self.tools),
                  "x": len(self.statuses)}
         cols, buffers = [], []
         for c in CODES:

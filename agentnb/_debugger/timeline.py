@@ -12,6 +12,7 @@ turn are the fold's own :class:`~agentnb._engine.CallState` objects, kept per tu
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +50,12 @@ class Timeline:
         self.events: list[BaseEvent] = []
         self._rs = RunState()
         self._versions: list[list[Message]] = []
-        self._where: list[tuple[int, int]] = []
+        self._version: array[int] = array("i")  # per event: which version of the history was current
+        self._length: array[int] = array("i")  # and how long it was
         self._counters: list[Counters] = []
         self._frag_pos: dict[int, tuple[list[str], int]] = {}  # fragment event seq -> (the fold's list, length)
         self._turn_calls: dict[int, dict[str, CallState]] = {}  # turn -> the fold's calls of that turn
-        for ev in events:
-            self.add(ev)
+        self.extend(events)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -69,46 +70,60 @@ class Timeline:
 
         A live run hands its state with each event (``Run.on_event``), so the debugger never folds its log again.
         """
-        if state is None:
-            rs = self._rs
-            rs.apply(ev)
-        else:
-            rs = self._rs = state
-        self.events.append(ev)
-        if not self._versions or rs.messages is not self._versions[-1]:
-            self._versions.append(rs.messages)
-        self._where.append((len(self._versions) - 1, len(rs.messages)))
-        prev = self._counters[-1] if self._counters else None
-        if prev is not None and prev.turns == rs.turns_completed and prev.tool_calls == rs.tool_calls and (
-            prev.input_tokens == rs.input_tokens and prev.output_tokens == rs.output_tokens
-        ):
-            self._counters.append(prev)  # most events change no counter: share the record
-        else:
-            by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
-            self._counters.append(Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens,
-                                           by_model))
-        self._turn_calls[ev.turn] = rs.calls
-        if isinstance(ev, TextMerged):
-            self._frag_pos[ev.seq] = (rs.text_fragments, len(rs.text_fragments))
-        elif isinstance(ev, ArgumentsMerged):
-            frags = rs.argument_fragments[ev.index]
-            self._frag_pos[ev.seq] = (frags, len(frags))
+        self.extend((ev,), state)
+
+    def extend(self, events: Iterable[BaseEvent], state: RunState | None = None) -> None:
+        """Index more events, as :meth:`add` does each (one loop: a transcript's million events are one call).
+
+        ``state``, with a single event: the run's fold after it (see :meth:`add`); None: fold them here.
+        """
+        if state is not None:
+            self._rs = state
+        rs = self._rs
+        fold = state is None
+        add_event, versions, counters = self.events.append, self._versions, self._counters
+        add_version, add_length, add_counters = self._version.append, self._length.append, counters.append
+        frag_pos, turn_calls = self._frag_pos, self._turn_calls
+        prev = counters[-1] if counters else None
+        for ev in events:
+            if fold:
+                rs.apply(ev)
+            add_event(ev)
+            messages = rs.messages
+            if not versions or messages is not versions[-1]:
+                versions.append(messages)
+            add_version(len(versions) - 1)
+            add_length(len(messages))
+            if prev is None or prev.turns != rs.turns_completed or prev.tool_calls != rs.tool_calls or (
+                prev.input_tokens != rs.input_tokens or prev.output_tokens != rs.output_tokens
+            ):
+                by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
+                prev = Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens, by_model)
+            add_counters(prev)  # most events change no counter: they share the record
+            turn_calls[ev.turn] = rs.calls
+            cls = type(ev)
+            if cls is TextMerged:
+                frag_pos[ev.seq] = (rs.text_fragments, len(rs.text_fragments))
+            elif cls is ArgumentsMerged:
+                frags = rs.argument_fragments[ev.index]  # type: ignore[attr-defined]
+                frag_pos[ev.seq] = (frags, len(frags))
 
     # -- queries ---------------------------------------------------------------------------------------
 
     def messages_at(self, seq: int) -> list[Message]:
         """The conversation right after event ``seq``."""
-        if not self._where or seq < 0:
+        if not self.events or seq < 0:
             return []
-        version, count = self._where[min(seq, len(self._where) - 1)]
-        return self._versions[version][:count]
+        seq = min(seq, len(self.events) - 1)
+        return self._versions[self._version[seq]][:self._length[seq]]
 
     def last_message_at(self, seq: int) -> Message | None:
         """The last message of the conversation right after event ``seq`` (without copying the conversation)."""
-        if not self._where or seq < 0:
+        if not self.events or seq < 0:
             return None
-        version, count = self._where[min(seq, len(self._where) - 1)]
-        return self._versions[version][count - 1] if count else None
+        seq = min(seq, len(self.events) - 1)
+        count = self._length[seq]
+        return self._versions[self._version[seq]][count - 1] if count else None
 
     def counters_at(self, seq: int) -> Counters:
         """Turns, tool calls and tokens used right after event ``seq``."""
@@ -160,7 +175,7 @@ class Timeline:
 
         ``messages_at(k) == versions[v][:n]`` with ``(v, n) = where[k]``; the export stores each message once.
         """
-        return self._versions, self._where
+        return self._versions, list(zip(self._version, self._length, strict=True))
 
     def turn_starts(self) -> list[int]:
         """The seq of every ``ModelRequested`` event (where each turn begins)."""

@@ -17,12 +17,23 @@ belongs to (``g``), so the front end lays the tree out from two arrays and never
 :class:`TreeEncoder` builds the tree event by event (a live run only appends) and says which nodes changed
 since it last encoded, so a live page receives the nodes that grew and the leaves that are new. It reads the
 events and the card table's statuses and summaries (:mod:`.cards`): the one reading of what an event means.
+
+:class:`SentTree` is the tree a debugger's pages are sent. A short log's is built at once, with the rows; a
+long one's (more than :data:`SentTree.AT_ONCE` events: a million take seconds) by a :class:`Building`, in a
+thread of its own that holds no lock while it places the events, so the page shows the flat list, and its
+clicks are answered, meanwhile. The nodes follow the events' order and the log only grows, so the thread
+builds the tree of the events there are, encodes it whole, and hands it over under the debugger's lock, where
+the events a live run appended meanwhile are placed as a live update places them: the tree the page gets is
+the one built in one go.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +59,7 @@ from ..events import (
 from ..providers._prices import recorded_table
 from . import cards
 from .render import short
-from .rows import ranges
+from .rows import NEAR, ranges
 
 FRAGMENTS = (TextMerged, ArgumentsMerged)
 """The events folded into their model call's row."""
@@ -63,7 +74,7 @@ dollars, None when unpriced), status, tool, effect mark, the span the tool ran (
 fragments folded (a model call)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One group of the tree (see the module docstring)."""
 
@@ -399,3 +410,166 @@ def outline(events: list[BaseEvent], *, fragments: bool = False) -> list[str]:
 
     walk(0)
     return lines
+
+
+class Building:
+    """The tree of a long log, built in a thread of its own a chunk at a time, holding no lock (module docstring).
+
+    It places the events there are (a live run may append more meanwhile: it goes on until it has caught up),
+    encodes the tree whole, then calls ``done`` with itself -- :attr:`tree`, :attr:`end` (the events it
+    holds), :attr:`encoded` (:meth:`TreeEncoder.binary` from 0 to :attr:`end`) or :attr:`error`.
+    """
+
+    CHUNK = 20_000
+    """Events placed between two looks at :meth:`stop` (and two calls of :meth:`between`)."""
+
+    def __init__(self, events: list[BaseEvent], done: Callable[[Building], None]) -> None:
+        self.events = events
+        self.tree = TreeEncoder()
+        self.end = 0
+        self.encoded: tuple[dict[str, Any], list[bytes]] | None = None
+        self.error = ""
+        self.finished = threading.Event()
+        """Set when the thread is over (done, stopped or failed)."""
+        self._stop = threading.Event()
+        self._done = done
+        self._thread = threading.Thread(target=self._run, name="agentnb-tree", daemon=True)
+
+    @staticmethod
+    def between(placed: int) -> None:
+        """Called before each chunk with the events placed so far: lets the other threads in (a test's gate)."""
+        time.sleep(0)
+
+    def start(self) -> Building:
+        """Start the thread (and return this building)."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop at the next chunk (the log it builds is no longer shown); ``done`` is not called."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        try:
+            self._build()
+            if not self._stop.is_set():
+                self._done(self)
+        finally:
+            self.finished.set()
+
+    def _build(self) -> None:
+        events, tree = self.events, self.tree
+        try:
+            while len(tree.groups) < len(events):
+                Building.between(len(tree.groups))
+                if self._stop.is_set():
+                    return
+                tree.prepare(events, min(len(events), len(tree.groups) + self.CHUNK))
+            self.end = len(tree.groups)
+            self.encoded = tree.binary(events, 0, self.end)
+        except Exception as exc:  # a thread's error would go unseen: the page says the tree failed
+            self.error = f"{type(exc).__name__}: {exc}"
+
+
+class SentTree:
+    """The tree of a debugger's timeline as its pages are sent it (see the module docstring).
+
+    Every method but :meth:`_adopt` (the building thread's) is called holding ``lock``; ``send`` sends a
+    message to the pages, ``selected`` says which event is selected (the labels around it go unasked).
+    """
+
+    AT_ONCE = 5_000
+    """Events whose tree is built at once, with the rows (a few tens of milliseconds); more: in the background."""
+
+    def __init__(self, lock: Any, send: Callable[[dict[str, Any], list[bytes]], None],
+                 selected: Callable[[], int]) -> None:
+        self._lock = lock
+        self._send = send
+        self._selected = selected
+        self.restart([])
+
+    def restart(self, events: list[BaseEvent]) -> None:
+        """Another log (a new timeline): nothing of it built or sent; a build of the old one stops."""
+        building = getattr(self, "building", None)
+        if building is not None:
+            building.stop()
+        self.events = events
+        self.tree = TreeEncoder()
+        self.ready = False
+        """:attr:`tree` holds the log up to where the page was last sent it, and follows it from there."""
+        self.building: Building | None = None
+        self.error = ""
+        self._full: tuple[dict[str, Any], list[bytes]] | None = None
+        self.page_reset()
+
+    def page_reset(self) -> None:
+        """The pages start again: they have no node, and the rows come again."""
+        self.sent = 0
+        self.upto = 0
+        self._long = False
+        self._noted = False
+
+    def built(self) -> TreeEncoder | None:
+        """The tree, when it is built (the static view draws it)."""
+        return self.tree if self.ready else None
+
+    def labels(self, asked: Any) -> dict[str, Any]:
+        """The labels of the nodes a page asked for (none before the tree is built)."""
+        return self.tree.labels(asked)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no tree is being built (a test's, a benchmark's); False when ``timeout`` ran out first.
+
+        Call it without the lock: the building thread takes it to hand the tree over.
+        """
+        building = self.building
+        return building is None or building.finished.wait(timeout)
+
+    def update(self, n: int, long: bool) -> None:
+        """The pages have the rows up to ``n``: send them the tree up to there, or say it is being built.
+
+        ``long``: the rows went without their texts; so do the labels of a tree sent whole, but those around
+        the selected event, which go along.
+        """
+        self.upto, self._long = n, self._long or long  # the page got rows without their texts since its reset
+        if not self.ready:
+            if self.building is None and not self.error and n <= self.AT_ONCE:
+                self.tree.prepare(self.events, n)
+                self.ready = True
+            else:
+                if self.building is None and not self.error:  # after the rows: it does not slow them down
+                    self.building = Building(self.events, self._adopt).start()
+                if not self._noted:
+                    self._noted = True
+                    self._send({"kind": "building", "what": "tree", "error": self.error}, [])
+                return
+        whole, full = None, self._full
+        if self.sent == 0 and full is not None and (full[0]["end"] >= n or n > self.AT_ONCE):
+            # the tree is still what was last encoded whole (a short one that grew since: encoded again, below)
+            whole = full
+            self._send(*whole)
+            self.sent = whole[0]["end"]
+        if self.sent < n:
+            start = self.sent
+            content, buffers = self.tree.binary(self.events, start, n)
+            self._full = (content, buffers) if start == 0 else None
+            whole = self._full or whole
+            self._send(content, buffers)
+            self.sent = n
+        if whole is not None and self._long and self.tree.groups:
+            group = self.tree.groups[max(0, min(self._selected(), len(self.tree.groups) - 1))]
+            self._send({"kind": "texts", **self.tree.labels([[0, 1], [group - NEAR // 2, group + NEAR // 8]])}, [])
+
+    def _adopt(self, building: Building) -> None:
+        """The building thread's end: the tree (up to the events it held) replaces the empty one, and is sent."""
+        with self._lock:
+            if building is not self.building:
+                return  # another log is shown now
+            self.building = None
+            if building.encoded is None:
+                self.error = building.error or "not built"
+                self._noted = False
+            else:
+                self.tree, self.ready, self._full = building.tree, True, building.encoded
+            if self.upto:
+                self.update(self.upto, self._long)

@@ -48,7 +48,7 @@ from .controller import Breakpoint, BreakpointKind
 from .labelling import Labelling
 from .plots_tab import plots_html
 from .timeline import Timeline
-from .tree import TreeEncoder
+from .tree import SentTree, TreeEncoder
 
 __all__ = ["Breakpoint", "BreakpointKind", "Debugger", "DebuggerView", "plots_html"]
 
@@ -88,7 +88,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._rows = rows_mod.RowEncoder()
-        self._tree = TreeEncoder()
+        self._tree = SentTree(self._lock, lambda c, b: self.view.send(c, b), lambda: self.selected)
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
@@ -242,9 +242,10 @@ class Debugger(Labelling, intervene.Intervening):
         """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
         if self._rows_of is not self.timeline:
             self._rows = rows_mod.RowEncoder()
-            self._tree = TreeEncoder()
+            self._tree.restart(self.timeline.events)
             self._rows_of = self.timeline
         self._rows_sent = 0
+        self._tree.page_reset()
         self.view.send({"kind": "reset"})
 
     EARLY_ROWS = 2_000
@@ -277,26 +278,22 @@ class Debugger(Labelling, intervene.Intervening):
             self.view.send(*self._rows.binary(events, self._rows_sent, end, texts=texts))
             self._rows_sent = end
         # unasked, the texts the page shows first (those around the selected event), then the tree (the page
-        # shows the list until it has come), then the labels of its nodes around that event
+        # shows the list until it has come: a long run's is built in the background, see .tree.SentTree)
         sel, near = max(0, min(self.selected, n - 1)), rows_mod.NEAR
         if not texts:
             self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
-        if n > start:
-            self.view.send(*self._tree.binary(events, start, n))
-        if not texts:
-            group = self._tree.groups[sel]
-            self.view.send({"kind": "texts", **self._tree.labels([[0, 1], [group - near // 2, group + near // 8]])})
+        self._tree.update(n, long=not texts)
 
     def _encode_rows(self) -> None:
-        """The codes, then the tree, a piece at a time: a hello heard meanwhile sends the rows without waiting."""
-        with self._lock:
-            if self._rows_of is self.timeline:
-                self._rows.extend(self.timeline.events, len(self.timeline))
+        """The codes, a piece at a time: a hello heard meanwhile sends the rows without waiting.
+
+        Not the tree: it is built once the rows are sent (see :class:`.tree.SentTree`), not beside them.
+        """
         for end in range(viewdata.CHUNK, len(self.timeline) + viewdata.CHUNK, viewdata.CHUNK):
             with self._lock:
                 if self._rows_of is not self.timeline or self._asked:
                     return
-                self._tree.prepare(self.timeline.events, min(end, len(self.timeline)))
+                self._rows.extend(self.timeline.events, min(end, len(self.timeline)))
 
     def rows(self, start: int = 0, end: int | None = None) -> dict[str, Any]:
         """The timeline rows ``start`` to ``end``, codes and texts, as JSON lists (see :mod:`.rows`)."""
@@ -471,8 +468,8 @@ class Debugger(Labelling, intervene.Intervening):
                                           built=self._built())
 
     def _built(self) -> TreeEncoder | None:
-        """The tree the page's rows were sent with, for the static view (None: not of this timeline)."""
-        return self._tree if self._rows_of is self.timeline else None
+        """The tree the page's rows were sent with, for the static view (None: not of this timeline, or not built)."""
+        return self._tree.built() if self._rows_of is self.timeline else None
 
     def export_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """Write the events shown so far as one self-contained HTML file: a read-only debugger, no network.

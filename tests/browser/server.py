@@ -27,11 +27,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_server(base: Path, app: str = "jupyterlab") -> Iterator[dict[str, Any]]:
-    """Run ``python -m <app>`` (``jupyterlab`` or ``notebook``) until the block ends; yields url, token, root."""
+def jupyter_server(base: Path, app: str = "jupyterlab", extra_env: dict[str, str] | None = None,
+                   ) -> Iterator[dict[str, Any]]:
+    """Run ``python -m <app>`` (``jupyterlab`` or ``notebook``) until the block ends; yields url, token, root.
+
+    ``extra_env``: more environment for the server and its kernels (a benchmark's ``PYTHONPATH``).
+    """
     root = base / "root"
     root.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"} | (extra_env or {})
     dirs = {}
     for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
                  "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "HOME", "TMPDIR"):

@@ -2,7 +2,9 @@
 
 A 20,000-event run (bench/debugger.py's long run): the rows at the bottom show their summaries once scrolled
 to (they were not sent with the first answer), the type filter and the search box (which asks the kernel)
-count what the kernel counts, and the tree's nodes open with their labels.
+count what the kernel counts, and the tree's nodes open with their labels. While the kernel builds a long run's
+tree (held there by a gate in the notebook, released by the page's click), the page shows the list, says so,
+answers clicks, and shows the tree when it comes -- unless the list was chosen meanwhile.
 """
 
 from __future__ import annotations
@@ -104,5 +106,63 @@ def test_a_long_run_shows_the_rows_it_is_scrolled_to_and_filters_them(lab: dict[
         page.screenshot(path=str(artifacts / "pages-02-search.png"))
         root.locator(".agentnb-filter-q").fill("")
         expect(root.locator(".anb-count")).to_have_text(f"{n:,} events", timeout=T)
+    finally:
+        page.close()
+
+
+HELD = [
+    f"""import sys, threading
+sys.path.insert(0, {str(BENCH)!r})
+import agentnb as anb
+from agentnb.debugger import tree as tree_mod
+from debugger import long_run
+events = long_run(20_000).events
+held, add, main = threading.Event(), tree_mod.TreeEncoder.add, threading.main_thread()
+
+def gated(tree, ev):  # the building thread waits at event 3,000 until the page selects an event
+    if ev.seq == 3_000 and threading.current_thread() is not main:
+        held.wait(120)
+    add(tree, ev)
+
+tree_mod.TreeEncoder.add = gated
+held_dbg = anb.Debugger(anb.Transcript(events), start="end")
+held_dbg.view.observe(lambda change: held.set(), names="selected")
+held_dbg""",
+]
+
+
+@pytest.mark.parametrize("choose_list", [False, True])
+def test_while_the_tree_is_built_the_list_shows_and_answers_clicks(lab: dict[str, Any], browser: Any,
+                                                                  artifacts: Path, choose_list: bool) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{lab['url']}/lab/tree/{write_notebook(lab['root'], 'held', HELD)}?reset&token={lab['token']}",
+                  timeout=T)
+        run_all(page)
+        root = page.locator(".jp-OutputArea-output .agentnb-debugger").first
+        count = root.locator(".anb-count")
+        expect(count).to_have_text("20,000 events · building the tree…", timeout=T)
+        expect(root.locator(".agentnb-view-tree")).to_have_attribute("aria-selected", "true")
+        assert root.locator(".anb-node").count() == 0  # the list, meanwhile
+        last = root.locator(".anb-row[data-seq='19999'] .anb-summary")
+        expect(last).not_to_have_text("…", timeout=T)  # with the texts in sight
+        page.screenshot(path=str(artifacts / f"pages-03-building{'-list' if choose_list else ''}.png"))
+        if choose_list:
+            root.locator(".agentnb-view-flat").click()
+            expect(count).to_have_text("20,000 events")
+        row = root.locator(".anb-row[data-seq='19990']")
+        row.locator(".anb-summary").click()  # answered while the tree is held: the click releases it after
+        expect(root.locator(".agentnb-detail-card[data-seq='19990']")).to_be_visible(timeout=T)
+        page.wait_for_function("agentnbMetrics.marks.treeAt", timeout=T, polling=50)
+        if choose_list:  # the tree came, but the list was chosen: it stays until the Tree tab is clicked
+            page.wait_for_timeout(200)
+            assert root.locator(".anb-node").count() == 0
+            expect(count).to_have_text("20,000 events")
+            root.locator(".agentnb-view-tree").click()
+        expect(root.locator(".anb-node.agentnb-node-turn").first).to_be_visible(timeout=T)
+        expect(count).to_have_text("20,000 events", timeout=T)
+        expect(root.locator(".anb-row.anb-selected")).to_be_visible(timeout=T)  # the selected event, in the tree
     finally:
         page.close()
