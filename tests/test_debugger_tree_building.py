@@ -1,4 +1,4 @@
-"""A long run's tree, built after its rows in a thread of its own (agentnb/debugger/tree.py: SentTree, Building).
+"""A long run's tree, built after its rows in a thread of its own (agentnb/_debugger/tree.py: SentTree, Building).
 
 What a page is sent is decoded as the page decodes it (widgets/debugger.js applyTree) and compared with the tree
 built in one go. The build is held at an event by a gate (a patched ``TreeEncoder.add`` that waits in the
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import agentnb as anb
-from agentnb.debugger import rows as rows_mod
-from agentnb.debugger import tree as tree_mod
+from agentnb._debugger import rows as rows_mod
+from agentnb._debugger import tree as tree_mod
 from agentnb.events import BaseEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

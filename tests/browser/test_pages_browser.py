@@ -114,7 +114,7 @@ HELD = [
     f"""import sys, threading
 sys.path.insert(0, {str(BENCH)!r})
 import agentnb as anb
-from agentnb.debugger import tree as tree_mod
+from agentnb._debugger import tree as tree_mod
 from debugger import long_run
 events = long_run(20_000).events
 held, add, main = threading.Event(), tree_mod.TreeEncoder.add, threading.main_thread()
