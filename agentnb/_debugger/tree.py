@@ -55,6 +55,7 @@ from ..events import (
     ToolFinished,
     ToolStarted,
     TurnCompleted,
+    gc_paused,
 )
 from ..providers._prices import recorded_table
 from . import cards
@@ -460,13 +461,16 @@ class Building:
     def _build(self) -> None:
         events, tree = self.events, self.tree
         try:
-            while len(tree.groups) < len(events):
-                Building.between(len(tree.groups))
-                if self._stop.is_set():
-                    return
-                tree.prepare(events, min(len(events), len(tree.groups) + self.CHUNK))
-            self.end = len(tree.groups)
-            self.encoded = tree.binary(events, 0, self.end)
+            # the collector paused, as for the fold (gc_paused): the nodes all stay alive, and a collection would
+            # walk the heap for nothing (a million events': seconds, holding up the threads that answer the page)
+            with gc_paused():
+                while len(tree.groups) < len(events):
+                    Building.between(len(tree.groups))
+                    if self._stop.is_set():
+                        return
+                    tree.prepare(events, min(len(events), len(tree.groups) + self.CHUNK))
+                self.end = len(tree.groups)
+                self.encoded = tree.binary(events, 0, self.end)
         except Exception as exc:  # a thread's error would go unseen: the page says the tree failed
             self.error = f"{type(exc).__name__}: {exc}"
 
