@@ -71,6 +71,7 @@ LAYERS: dict[str, str] = {
     "agentnb.frames": "outer",
     "agentnb.plots": "outer",
     "agentnb.collection": "outer",
+    "agentnb._parquet": "outer",  # Parquet datasets of runs: files, manifest, writing in batches, reading lazily
     "agentnb.batch": "outer",
     "agentnb.replay": "outer",  # a recorded run driven again by today's loop
     "agentnb.compare": "outer",  # two runs aligned step by step
