@@ -201,8 +201,9 @@ class TranscriptCollection:
             0  scripted:story:weather      3
         """
         keys = partition_keys(partition_by, partition_by_run)
-        write_dataset(Path(path), self._each_frame(payload), self._run_ids, self._partition_values(keys), keys=keys,
-                      payload=payload, append=append)
+        with gc_paused():  # frames, tables and files: nothing for the collector to find, millions of objects to walk
+            write_dataset(Path(path), self._each_frame(payload), self._run_ids, self._partition_values(keys),
+                          keys=keys, payload=payload, append=append)
 
     def _each_frame(self, payload: bool) -> Iterator[tuple[str, pd.DataFrame]]:
         """Every frame (the events with their payload if asked), built from one log of the runs, one at a time."""
