@@ -9,14 +9,15 @@ Two file formats, both lossless:
 - **JSON Lines** (:meth:`TranscriptCollection.save_jsonl`): the transcript format, one event per line. A file
   may hold one run or many (events are grouped by ``run_id``); a directory gets one ``<run_id>.jsonl`` per run.
 - **Parquet** (:meth:`TranscriptCollection.save_parquet`, needs pyarrow): a directory with one dataset per
-  frame (``events/``, ``turns/``, ``calls/``, ``messages/``, ``approvals/``, ``guards/``, ``compressions/``) and a
-  ``manifest.json``. The events dataset carries each event's own fields as JSON (``payload``), which is what
-  makes it lossless: the runs are rebuilt from it. The other datasets are the frames as they are, so DuckDB,
-  Polars or Spark query ``calls/*.parquet`` directly. ``partition_by_run=True`` writes Hive partitions
-  (``calls/run_id=<id>/...``), one directory per run: worth it when runs are large and read one at a time;
-  for many small runs one file per frame loads much faster. Parquet text is UTF-8, so a lone surrogate in a
-  model's text (half an emoji) is written as six characters (a backslash, ``udXXX``) in the frame datasets;
-  the events dataset escapes it in its JSON, so the runs read back exactly.
+  frame (``events/``, ``turns/``, ``calls/``, ``messages/``, ``approvals/``, ``guards/``, ``compressions/``), the
+  run ids (``runs/``) and a ``manifest.json`` (:mod:`agentnb._parquet`). The events dataset carries each
+  event's own fields as JSON (``payload``), which is what makes it lossless: the runs are rebuilt from it.
+  The other datasets are the frames as they are, so DuckDB, Polars or Spark query ``calls/*.parquet``
+  directly. ``partition_by_run=True`` writes Hive partitions (``calls/run_id=<id>/...``), one directory per
+  run: worth it when runs are large and read one at a time; for many small runs one file per frame loads
+  much faster. Parquet text is UTF-8, so a lone surrogate in a model's text (half an emoji) is written as six
+  characters (a backslash, ``udXXX``) in the frame datasets; the events dataset escapes it in its JSON, so
+  the runs read back exactly.
 
 A collection loaded from Parquet is lazy: its frames are read from the files (a second or less for a million
 events) and its transcripts are rebuilt from the events dataset only when asked for. When the frame
@@ -36,7 +37,6 @@ Example:
 from __future__ import annotations
 
 import glob as globlib
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -44,32 +44,20 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from ._compare import compare_many
+from ._parquet import MANIFEST as MANIFEST  # the CLI tells a dataset by it
+from ._parquet import Store as _ParquetStore
+from ._parquet import partition_keys
+from ._parquet import write as write_dataset
 from ._transcript import Transcript
 from .events import BaseEvent, event_from_json, event_to_json, gc_paused
 from .exceptions import TranscriptError
-from .frames import FRAMES, Frames, build, conform, empty, events_with_payload
+from .frames import FRAMES, Frames, build, events_with_payload
+from .frames._rows import Log
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ._plots import Plots
-
-MANIFEST = "manifest.json"
-FORMAT = "agentnb-transcripts"
-
-
-def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet  # noqa: F401 -- loads the submodule
-    except ImportError as exc:
-        raise ImportError("Parquet files need pyarrow: pip install 'agentnb[analysis]'") from exc
-    return pyarrow
-
-
-def _signature(name: str) -> list[list[str]]:
-    return [[c.name, c.dtype] for c in FRAMES[name]]
-
 
 class TranscriptCollection:
     """Many runs, with the frame and plot methods of one transcript over all of them.
@@ -212,62 +200,38 @@ class TranscriptCollection:
                             run_model  calls
             0  scripted:story:weather      3
         """
-        pa = _pyarrow()
-        import shutil
+        keys = partition_keys(partition_by, partition_by_run)
+        with gc_paused():  # frames, tables and files: nothing for the collector to find, millions of objects to walk
+            write_dataset(Path(path), self._each_frame(payload), self._run_ids, self._partition_values(keys),
+                          keys=keys, payload=payload, append=append)
 
-        keys = _partition_keys(partition_by, partition_by_run)
-        root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
-        manifest: dict[str, Any] = {
-            "format": FORMAT, "version": 2, "partition_by": keys, "partition_by_run": keys == ["run_id"],
-            "payload": payload, "run_ids": list(self._run_ids), "frames": {name: _signature(name) for name in FRAMES},
-        }
-        part = 0
-        if append and (root / MANIFEST).exists():
-            old = _ParquetStore(root)
-            if old.partition_by != keys or old.payload != payload or old.signatures != manifest["frames"]:
-                raise TranscriptError(f"{root} was written with other options (partition_by={old.partition_by}, "
-                                      f"payload={old.payload}) or frame columns; append with the same ones")
-            clash = set(old.run_ids) & set(self._run_ids)
-            if clash:
-                raise TranscriptError(f"{root} already holds runs {sorted(clash)[:5]}; a dataset holds each run once")
-            manifest["run_ids"] = old.run_ids + manifest["run_ids"]
-            part = old.parts
-        manifest["parts"] = part + 1
-        values = self._partition_values(keys)
+    def _each_frame(self, payload: bool) -> Iterator[tuple[str, pd.DataFrame]]:
+        """Every frame (the events with their payload if asked), built from one log of the runs, one at a time."""
+        log: Log | None = None
         for name in FRAMES:
-            df = self._frame("events", True) if name == "events" and payload else self._frame(name, False)
-            target = root / name
-            if target.exists() and not append:
-                shutil.rmtree(target)
-            for key in keys:  # partition keys as plain text: Dask refuses a categorical hive partition column
-                df[key] = df["run_id"].astype(str).map(values[key]) if key != "run_id" else df[key].astype(str)
-            try:
-                table = pa.Table.from_pandas(df, preserve_index=False)
-            except UnicodeEncodeError:  # a lone surrogate in a model's text: Parquet strings are UTF-8
-                table = pa.Table.from_pandas(_utf8(df), preserve_index=False)
-            if keys:  # an empty frame writes no file (a file outside the key directories would not merge)
-                target.mkdir(exist_ok=True)
-                if len(df):
-                    pa.parquet.write_to_dataset(table, target, partition_cols=keys,
-                                                basename_template=f"part-{part}-{{i}}.parquet")
-            else:
-                target.mkdir(exist_ok=True)
-                pa.parquet.write_table(table, target / f"part-{part}.parquet", row_group_size=256 * 1024)
-        (root / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+            with_payload = payload and name == "events"
+            if self._store is not None and self._transcripts is None:
+                stored = self._store.frame(name, with_payload)
+                if stored is not None:
+                    yield name, stored
+                    continue
+            if log is None:
+                log = Log([t.events for t in self.transcripts])
+            yield name, (events_with_payload(log.runs, self._run_ids, log=log) if with_payload
+                         else build(name, log.runs, run_ids=self._run_ids, log=log))
 
-    def _partition_values(self, keys: list[str]) -> dict[str, dict[str, str]]:
-        """``{key: {run_id: value}}`` for the run-level partition keys (from each run's first event)."""
-        out: dict[str, dict[str, str]] = {k: {} for k in keys if k != "run_id"}
-        if not out:
+    def _partition_values(self, keys: list[str]) -> dict[str, list[str]]:
+        """``{key: [the value of each run]}`` for the run-level partition keys (from each run's first event)."""
+        out: dict[str, list[str]] = {}
+        if "run_id" in keys:
+            out["run_id"] = list(self._run_ids)
+        if not set(keys) - {"run_id"}:
             return out
-        for t in self.transcripts:
-            first = t.events[0] if t.events else None
-            rid = t.run_id or ""
-            if "run_date" in out:
-                out["run_date"][rid] = first.ts.date().isoformat() if first is not None else "unknown"
-            if "run_model" in out:
-                out["run_model"][rid] = str(getattr(first, "model", "") or "unknown")
+        firsts = [t.events[0] if t.events else None for t in self.transcripts]
+        if "run_date" in keys:
+            out["run_date"] = [f.ts.date().isoformat() if f is not None else "unknown" for f in firsts]
+        if "run_model" in keys:
+            out["run_model"] = [str(getattr(f, "model", "") or "unknown") for f in firsts]
         return out
 
     # -- SQL -----------------------------------------------------------------------------------------
@@ -373,100 +337,6 @@ class TranscriptCollection:
             return Labels.empty_frame()
         book = labels if isinstance(labels, Labels) else Labels(labels)
         return book.frame(self._run_ids)
-
-
-_PARTITION_KEYS = ("run_date", "run_model", "run_id")
-
-
-def _partition_keys(partition_by: str | Sequence[str] | None, partition_by_run: bool) -> list[str]:
-    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    if partition_by_run and "run_id" not in keys:
-        keys.append("run_id")
-    for key in keys:
-        if key not in _PARTITION_KEYS:
-            raise ValueError(f"cannot partition by {key!r}: choose from {', '.join(_PARTITION_KEYS)}")
-    return keys
-
-
-def _utf8(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with each lone surrogate in its text written as six characters (a backslash, ``udXXX``).
-
-    Only the frames' text columns change; the ``payload`` column (what the runs are rebuilt from) escapes
-    such text in its JSON already, so the events read back exactly.
-    """
-    out = df.copy()
-    for name in out.columns:
-        col = out[name]
-        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
-            out[name] = col.map(
-                lambda v: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v,
-                na_action="ignore",
-            ).astype(col.dtype)
-    return out
-
-
-class _ParquetStore:
-    """A directory written by :meth:`TranscriptCollection.save_parquet`, read lazily."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        if manifest.get("format") != FORMAT:
-            raise TranscriptError(f"{root / MANIFEST}: not an agentnb transcripts directory")
-        self.run_ids: list[str] = manifest["run_ids"]
-        self.partition_by: list[str] = manifest.get(
-            "partition_by", ["run_id"] if manifest.get("partition_by_run", False) else [])
-        self.payload: bool = manifest.get("payload", True)
-        self.parts: int = manifest.get("parts", 1)
-        self.signatures: dict[str, Any] = manifest.get("frames", {})
-
-    def current(self, name: str) -> bool:
-        """Whether frame ``name`` was written with today's declarations."""
-        return bool(self.signatures.get(name) == _signature(name))
-
-    def read(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
-        pa = _pyarrow()
-        import pyarrow.dataset as ds
-
-        target = self.root / name
-        if not target.exists() or not any(target.rglob("*.parquet")):
-            return None
-        dataset = ds.dataset(target, format="parquet", partitioning="hive" if self.partition_by else None)
-        df: pd.DataFrame = dataset.to_table(columns=list(columns) if columns is not None else None).to_pandas()
-        del pa
-        if self.partition_by or self.parts > 1:  # files come back in directory order: put the runs in order
-            order = {r: i for i, r in enumerate(self.run_ids)}
-            key = df["run_id"].astype(str).map(order)
-            df = df.iloc[key.argsort(kind="stable")].reset_index(drop=True)
-        return df
-
-    def frame(self, name: str, payload: bool) -> pd.DataFrame | None:
-        """Frame ``name`` as stored, or None when the declarations changed since it was written."""
-        if not self.current(name) or (payload and not self.payload):
-            return None
-        cols = [c.name for c in FRAMES[name]] + (["payload"] if payload else [])
-        df = self.read(name, cols)
-        if df is None:
-            return empty(name, self.run_ids)
-        return conform(df[cols], name, self.run_ids)
-
-    def transcripts(self) -> list[Transcript]:
-        if not self.payload:
-            raise TranscriptError(f"{self.root} holds frames only (written with payload=False): its runs cannot be "
-                                  "rebuilt; ask for frames or sql() instead")
-        df = self.read("events", ["run_id", "seq", "ts", "turn", "type", "state", "payload"])
-        if df is None:
-            return [Transcript([]) for _ in self.run_ids]
-        runs: dict[str, list[BaseEvent]] = {r: [] for r in self.run_ids}
-        cols = zip(df["run_id"].astype(str), df["seq"], df["ts"], df["turn"], df["type"].astype(str),
-                   df["state"].astype(str), df["payload"], strict=True)
-        with gc_paused():  # millions of events that all stay alive: nothing for the collector to find
-            for run_id, seq, ts, turn, etype, state, payload in cols:
-                head = json.dumps({"type": etype, "seq": int(seq), "ts": ts.isoformat(), "run_id": run_id,
-                                   "turn": int(turn), "state": state}, ensure_ascii=False)
-                text = head[:-1] + ("," + payload[1:] if payload != "{}" else "}")
-                runs[run_id].append(event_from_json(text))
-        return [Transcript(events) for events in runs.values()]
 
 
 def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:

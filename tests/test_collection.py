@@ -95,7 +95,8 @@ def test_parquet_files_are_plain_tables(collection: anb.TranscriptCollection, tm
     assert table.column_names == [c.name for c in FRAMES["calls"]]
     assert str(table.schema.field("ts_called").type) == "timestamp[us, tz=UTC]"
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["run_ids"] == collection.run_ids
+    assert manifest["run_files"] == ["runs/part-0.parquet"] and "run_ids" not in manifest  # a batch's line, no ids
+    assert pq.read_table(tmp_path / "runs" / "part-0.parquet").column("run_id").to_pylist() == collection.run_ids
 
 
 def test_stale_parquet_frames_are_rebuilt(collection: anb.TranscriptCollection, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -94,6 +96,42 @@ def test_a_dataset_is_written_one_batch_at_a_time(
         collection[:1].save_parquet(target, append=True)
     with pytest.raises(ValueError, match="cannot partition by 'tool'"):
         collection.save_parquet(tmp_path / "x", partition_by="tool")
+
+
+def test_an_append_writes_its_own_files_and_rewrites_none_of_the_others(
+    collection: anb.TranscriptCollection, tmp_path: Path  # noqa: F811
+) -> None:
+    target = tmp_path / "pq"
+    collection[:3].save_parquet(target, partition_by="run_date", payload=False)
+    before = {p: p.read_bytes() for p in target.rglob("*.parquet")}
+    collection[3:].save_parquet(target, partition_by="run_date", payload=False, append=True)
+    assert all(p.read_bytes() == data for p, data in before.items())  # the first batch's files, untouched
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["run_files"] == ["runs/part-0.parquet", "runs/part-1.parquet"] and "run_ids" not in manifest
+    assert anb.load_transcripts(target).run_ids == collection.run_ids
+
+
+def test_a_dataset_with_its_run_ids_in_the_manifest_is_read_and_appended_to(
+    collection: anb.TranscriptCollection, tmp_path: Path  # noqa: F811
+) -> None:
+    target = tmp_path / "pq"
+    collection[:3].save_parquet(target, partition_by="run_date")
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))  # as version 2 wrote it
+    del manifest["run_files"]
+    manifest.update(version=2, run_ids=collection.run_ids[:3])
+    shutil.rmtree(target / "runs")
+    (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert anb.load_transcripts(target).run_ids == collection.run_ids[:3]
+    collection[3:].save_parquet(target, partition_by="run_date", append=True)
+    loaded = anb.load_transcripts(target)
+    assert loaded.run_ids == collection.run_ids
+    same_frames(collection, loaded)
+    same_events(collection, loaded)
+    with pytest.raises(anb.TranscriptError, match=r"already holds runs \['approved'\]"):
+        collection[:1].save_parquet(target, partition_by="run_date", append=True)
+    (target / "manifest.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match="not JSON"):
+        anb.load_transcripts(target)
 
 
 def test_frames_only_datasets_answer_frames_and_sql_but_not_transcripts(

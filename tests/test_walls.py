@@ -71,6 +71,7 @@ LAYERS: dict[str, str] = {
     "agentnb.frames": "outer",
     "agentnb._plots": "outer",
     "agentnb._collection": "outer",
+    "agentnb._parquet": "outer",  # Parquet datasets of runs: files, manifest, writing in batches, reading lazily
     "agentnb._batch": "outer",
     "agentnb._replay": "outer",  # a recorded run driven again by today's loop
     "agentnb._compare": "outer",  # two runs aligned step by step

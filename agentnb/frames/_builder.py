@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..events import gc_paused
 from ._columns import DATETIME, EVENTS, EVENTS_PAYLOAD, FRAMES, Column
-from ._rows import ROW_BUILDERS, Rows, Run
+from ._rows import ROW_BUILDERS, Log, Rows, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,41 +33,51 @@ def string_dtype() -> Any:
     return pd.StringDtype("python")
 
 
-def _read(items: list[Any], path: str | None) -> list[Any]:
-    """``path`` read on every item (None stays None; a missing attribute reads as None)."""
-    if path is None:
-        return items
-    get = attrgetter(path)
+def _attribute(items: list[Any], name: str) -> list[Any]:
+    """Attribute ``name`` of every item (None for a None item, and for one without the attribute)."""
     try:
-        return list(map(get, items))  # every item has the attribute: one C loop
+        return list(map(attrgetter(name), items))  # every item has the attribute: one C loop
     except AttributeError:
         pass
-    if "." not in path:
-        return [getattr(x, path, None) for x in items]
-    try:
-        return [get(x) if x is not None else None for x in items]
-    except AttributeError:
-        names = path.split(".")
-
-        def safe(x: Any) -> Any:
-            for n in names:
-                if x is None:
-                    return None
-                x = getattr(x, n, None)
-            return x
-
-        return [safe(x) for x in items]
+    if not hasattr(None, name):  # None reads as None: no test per item
+        return [getattr(x, name, None) for x in items]
+    return [getattr(x, name, None) if x is not None else None for x in items]  # pragma: no cover
 
 
-def values(col: Column, rows: Rows) -> list[Any]:
-    """The Python values of one column over the rows (before dtype conversion)."""
+class Reader:
+    """Attribute paths read over a frame's fields, each prefix once.
+
+    ``TurnCompleted.response`` is read one time for the dozen columns under it (``response.model``,
+    ``response.usage.input_tokens`` ...). A path reads as None where an item is None or lacks an attribute on
+    the way.
+    """
+
+    def __init__(self, rows: Rows) -> None:
+        self.fields = rows.fields
+        self._read: dict[tuple[str, str], list[Any]] = {}
+
+    def read(self, field: str, path: str | None) -> list[Any]:
+        """``path`` read on every item of ``field`` (``field`` itself for no path)."""
+        if path is None:
+            return self.fields[field]
+        got = self._read.get((field, path))
+        if got is None:
+            head, _, name = path.rpartition(".")
+            got = self._read[(field, path)] = _attribute(self.read(field, head or None), name)
+        return got
+
+
+def values(col: Column, rows: Rows, reader: Reader | None = None) -> list[Any]:
+    """The Python values of one column over the rows (before dtype conversion).
+
+    ``reader``: one :class:`Reader` for all the columns of ``rows``, so that shared path prefixes are read once.
+    """
     n = len(rows)
     if col.source is None:
         return [None] * n
     field = col.field
     assert field is not None
-    items = rows.fields[field]
-    out = _read(items, col.path)
+    out = (reader or Reader(rows)).read(field, col.path)
     fn = col.value
     if fn is not None:
         out = [fn(v) if v is not None else None for v in out]
@@ -74,11 +85,41 @@ def values(col: Column, rows: Rows) -> list[Any]:
 
 
 def _masked(vals: list[Any], dtype: Any) -> tuple[Any, Any]:
-    arr = np.array(vals, dtype=object)
+    arr = np.fromiter(vals, dtype=object, count=len(vals))  # no look for nested sequences, unlike np.array
     mask = arr == None  # noqa: E711 -- elementwise comparison
     if mask.any():
         arr[mask] = 0
     return arr.astype(dtype), mask
+
+
+@functools.cache
+def _string_array() -> Any:
+    """``StringArray`` of :func:`string_dtype` from an object array of strings and None (pandas 2 and 3)."""
+    import inspect
+
+    import pandas as pd
+
+    make: Any = pd.arrays.StringArray
+    if "dtype" in inspect.signature(make).parameters:  # pandas 3 (whose default storage is Arrow's)
+        return functools.partial(make, dtype=string_dtype())
+    return make
+
+
+def _strings(vals: list[Any]) -> Any:
+    """A string array of ``vals``.
+
+    The values are checked in C (strings or None) and wrapped as they are, not converted one by one: three
+    times faster than ``pd.array``, which stays the way for anything else.
+    """
+    import pandas as pd
+
+    try:
+        out = _string_array()(np.fromiter(vals, dtype=object, count=len(vals)))
+    except ValueError:  # something else than a string: pd.array converts it to one, as it always did
+        out = None
+    if out is None or out.dtype != string_dtype():
+        out = pd.array(vals, dtype=string_dtype())
+    return out
 
 
 def _codes(vals: list[Any], categories: tuple[str, ...] | None) -> tuple[Any, list[str]]:
@@ -136,7 +177,7 @@ def to_array(col: Column, vals: list[Any]) -> Any:
         codes, cats = _codes(vals, col.categories)
         return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype="str"))
     if dtype == "string":
-        return pd.array(vals, dtype=string_dtype())
+        return _strings(vals)
     if dtype == "datetime":
         try:
             idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
@@ -156,7 +197,7 @@ def _run_ids(run_index: Any, run_ids: Sequence[str]) -> Any:
 
 
 def build(name: str, runs: Sequence[Run], *, run_ids: Sequence[str] | None = None,
-          extra: Sequence[Column] = ()) -> pd.DataFrame:
+          extra: Sequence[Column] = (), log: Log | None = None) -> pd.DataFrame:
     """Build frame ``name`` over ``runs`` (each a list of one run's events).
 
     Args:
@@ -164,6 +205,7 @@ def build(name: str, runs: Sequence[Run], *, run_ids: Sequence[str] | None = Non
         runs: the runs' events.
         run_ids: the runs' ids, in the order of ``runs`` (read from their first events when omitted).
         extra: columns to add after the declared ones (their sources read this frame's fields).
+        log: ``Log(runs)``, when several frames are built from the same runs (it is built once, not per frame).
 
     Example:
         >>> import agentnb as anb
@@ -181,14 +223,18 @@ def build(name: str, runs: Sequence[Run], *, run_ids: Sequence[str] | None = Non
         raise KeyError(f"no frame {name!r}; frames: {', '.join(FRAMES)}") from None
     if run_ids is None:
         run_ids = [r[0].run_id if len(r) else "" for r in runs]
-    rows = ROW_BUILDERS[name](runs)
-    data: dict[str, Any] = {}
-    for col in (*columns, *extra):
-        if col.name == "run_id":
-            data[col.name] = _run_ids(rows.run_index, run_ids)
-        else:
-            data[col.name] = to_array(col, values(col, rows))
-    return pd.DataFrame(data, copy=False)
+    # millions of short-lived lists and keys, no cycle among them: the collector would walk every live event for
+    # nothing, again and again (as much time as the frame itself)
+    with gc_paused():
+        rows = ROW_BUILDERS[name](log if log is not None else Log(runs))
+        reader = Reader(rows)
+        data: dict[str, Any] = {}
+        for col in (*columns, *extra):
+            if col.name == "run_id":
+                data[col.name] = _run_ids(rows.run_index, run_ids)
+            else:
+                data[col.name] = to_array(col, values(col, rows, reader))
+        return pd.DataFrame(data, copy=False)
 
 
 _COMMON = {"seq", "ts", "run_id", "turn", "state", "type"}
@@ -200,27 +246,38 @@ _NO_FAILED_WIRE: dict[str, Any] = {**dict.fromkeys(_COMMON, True), "wire": True}
 """The same for a failed or broken request's capture, on ``ModelRetried`` and ``RunFinished``."""
 
 
-def payloads(events: list[Any], *, wire: bool = False) -> list[str]:
-    """Each event's own fields (all but the common ones) as compact JSON text; HTTP captures only if asked."""
-    from ..events import ModelRetried, RunFinished, TurnCompleted, json_text
+def payloads(events: list[Any], *, wire: bool = False, log: Log | None = None) -> list[str]:
+    """Each event's own fields (all but the common ones) as compact JSON text; HTTP captures only if asked.
 
-    if wire:
-        return [json_text(ev, exclude=_COMMON) for ev in events]  # the log's encoding: NaN kept, surrogates escaped
-    failed = (ModelRetried, RunFinished)
-    return [json_text(ev, exclude=_NO_WIRE if type(ev) is TurnCompleted
-                      else _NO_FAILED_WIRE if type(ev) in failed else _COMMON) for ev in events]
+    The events of each class are serialized together (:func:`~agentnb.events.json_texts`: one call of pydantic's
+    serializer per batch); ``log``: the events' :class:`Log`, if made already (its class codes are reused).
+    """
+    from ..events import ModelRetried, RunFinished, TurnCompleted, json_texts
+
+    log = log if log is not None and log.flat is events else Log([events])
+    out = np.empty(len(events), dtype=object)
+    for code, cls in enumerate(log.classes):
+        at = np.flatnonzero(log.codes == code)
+        # the log's encoding: NaN kept, surrogates escaped; HTTP captures (large) only with wire=True
+        exclude = _COMMON if wire else _NO_WIRE if cls is TurnCompleted else _NO_FAILED_WIRE if cls in (
+            ModelRetried, RunFinished) else _COMMON
+        texts = json_texts(log.take(at), exclude=exclude)
+        out[at] = np.fromiter(texts, dtype=object, count=len(texts))
+    texts_in_order: list[str] = out.tolist()
+    return texts_in_order
 
 
 def events_with_payload(runs: Sequence[Run], run_ids: Sequence[str] | None = None, *,
-                        wire: bool = False) -> pd.DataFrame:
+                        wire: bool = False, log: Log | None = None) -> pd.DataFrame:
     """The events frame plus the ``payload`` column (each event's own fields as JSON).
 
     ``wire=True`` keeps the HTTP captures (a turn's ``response.wire``, a failed request's ``wire``) in their
-    payloads; they are left out otherwise.
+    payloads; they are left out otherwise. ``log``: ``Log(runs)``, if made already.
     """
-    df = build("events", runs, run_ids=run_ids)
-    flat = [e for r in runs for e in r]
-    df[EVENTS_PAYLOAD.name] = to_array(EVENTS_PAYLOAD, payloads(flat, wire=wire))
+    log = log if log is not None else Log(runs)
+    df = build("events", runs, run_ids=run_ids, log=log)
+    with gc_paused():
+        df[EVENTS_PAYLOAD.name] = to_array(EVENTS_PAYLOAD, payloads(log.flat, wire=wire, log=log))
     return df
 
 
@@ -257,4 +314,4 @@ def conform(df: pd.DataFrame, name: str, run_ids: Sequence[str] | None = None) -
     return pd.DataFrame(out)
 
 
-__all__ = ["EVENTS", "build", "conform", "empty", "events_with_payload", "payloads", "to_array", "values"]
+__all__ = ["EVENTS", "Reader", "build", "conform", "empty", "events_with_payload", "payloads", "to_array", "values"]
