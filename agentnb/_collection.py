@@ -44,12 +44,13 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from ._compare import compare_many
+from ._gc import gc_paused
 from ._parquet import MANIFEST as MANIFEST  # the CLI tells a dataset by it
 from ._parquet import Store as _ParquetStore
 from ._parquet import partition_keys
 from ._parquet import write as write_dataset
 from ._transcript import Transcript
-from .events import BaseEvent, event_from_json, event_to_json, gc_paused
+from .events import BaseEvent, event_from_json, event_to_json
 from .exceptions import TranscriptError
 from .frames import FRAMES, Frames, build, events_with_payload
 from .frames._rows import Log

@@ -30,8 +30,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._gc import gc_paused
 from ._transcript import Transcript
-from .events import BaseEvent, event_from_json, gc_paused
+from .events import BaseEvent, event_from_json
 from .exceptions import TranscriptError
 from .frames import FRAMES, conform, empty
 

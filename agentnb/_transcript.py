@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from ._embedded import embedded_lines, is_html
+from ._gc import gc_paused
 from ._messages import Message
 from ._states import LoopState
-from .events import BaseEvent, event_from_json, event_to_json, events_from_json, gc_paused
+from .events import BaseEvent, event_from_json, event_to_json, events_from_json
 from .exceptions import TranscriptError
 
 if TYPE_CHECKING:

@@ -28,11 +28,9 @@ enter a run.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
@@ -41,37 +39,16 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
+from ._gc import gc_paused
 from ._messages import Message, ModelTurn, ResultStatus
 from ._states import LoopState
 
 __all__ = [
-    "ApprovalRequested",
-    "ApprovalResolved",
-    "ArgumentsMerged",
-    "BaseEvent",
-    "CallParsed",
-    "CallRejected",
-    "CallValidated",
-    "CompressionApplied",
-    "EVENT_CLASSES",
-    "Event",
-    "GuardTripped",
-    "Interjected",
-    "ModelRequested",
-    "ModelRetried",
-    "OutputValidated",
-    "ResultsBound",
-    "RunFinished",
-    "RunStarted",
-    "TextMerged",
-    "ToolFinished",
-    "ToolInfo",
-    "ToolStarted",
-    "TurnCompleted",
-    "event_from_json",
-    "event_to_dict",
-    "event_to_json",
-    "events_from_json",
+    "ApprovalRequested", "ApprovalResolved", "ArgumentsMerged", "BaseEvent", "CallParsed", "CallRejected",
+    "CallValidated", "CompressionApplied", "EVENT_CLASSES", "Event", "GuardTripped", "Interjected", "ModelRequested",
+    "ModelRetried", "OutputValidated", "ResultsBound", "RunFinished", "RunStarted", "TextMerged", "ToolFinished",
+    "ToolInfo", "ToolStarted", "TurnCompleted", "event_from_json", "event_to_dict", "event_to_json",
+    "events_from_json"
 ]
 
 EffectMark = Literal["happened", "inherited", "reused", "simulated", "rerun"]
@@ -577,37 +554,6 @@ def event_from_json(text: str | bytes) -> BaseEvent:
         raise
     event = event_adapter().validate_python(data)
     return event
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many events are built, and restore it after.
-
-    Decoding a long log allocates millions of objects that all stay alive; the collector would walk the
-    growing heap again and again for nothing (an event holds no reference cycle), which costs as much as
-    the decoding itself. Reference counting still frees everything as usual, and the collector's state is
-    put back as it was (a caller that disabled it keeps it disabled).
-
-    On the way out of a big build (``AGE_AFTER`` new objects or more), what was built moves to the
-    collector's oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: two list splices, no walk of the
-    heap), so the first collections after a long load do not walk all of it again, young generation by young
-    generation. A small one (a store's run loaded for an inbox listing) leaves the generations as they are:
-    aging everything young in the process each time would keep cyclic garbage until a full collection.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_count()[0] >= AGE_AFTER:  # counted while paused: the objects this build left young
-            gc.freeze()  # every tracked object to the permanent generation, then back into the oldest one
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
-
-
-AGE_AFTER = 100_000
-"""How many young objects a paused build must leave before :func:`gc_paused` ages them (about 20k events)."""
 
 
 def events_from_json(texts: Iterable[str | bytes]) -> list[BaseEvent]:

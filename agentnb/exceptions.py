@@ -65,32 +65,11 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "AgentnbError",
-    "ApprovalError",
-    "ApprovalExpired",
-    "ArgumentsTooLarge",
-    "CheckTimeout",
-    "CheckpointError",
-    "DigestMismatch",
-    "InvalidArguments",
-    "LabelError",
-    "MCPServerError",
-    "MCPToolError",
-    "ModelError",
-    "ProviderError",
-    "ReplayDiverged",
-    "ResumeError",
-    "RunLocked",
-    "RunNotFound",
-    "RunNotPaused",
-    "ScanError",
-    "StoreUnavailable",
-    "StreamInterrupted",
-    "StreamProtocolError",
-    "ToolDefinitionError",
-    "TranscriptError",
-    "ValueConversionError",
-    "WireFormatError",
+    "AgentnbError", "ApprovalError", "ApprovalExpired", "ArgumentsTooLarge", "CheckTimeout", "CheckpointError",
+    "DigestMismatch", "InvalidArguments", "LabelError", "MCPServerError", "MCPToolError", "ModelError",
+    "ProviderError", "ReplayDiverged", "ResumeError", "RunLocked", "RunNotFound", "RunNotPaused", "ScanError",
+    "StoreUnavailable", "StreamInterrupted", "StreamProtocolError", "ToolDefinitionError", "TranscriptError",
+    "ValueConversionError", "WireFormatError"
 ]
 
 

@@ -286,7 +286,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
 def test_only_a_big_paused_build_ages_what_it_built() -> None:
     """A long load's objects go to the oldest generation (no walk of them later); a small build's stay young,
     so the process's own young garbage is not made old by every small load."""
-    from agentnb.events import AGE_AFTER, gc_paused
+    from agentnb._gc import AGE_AFTER, gc_paused
 
     def oldest(obj: object) -> bool:
         return any(o is obj for o in gc.get_objects(generation=2))

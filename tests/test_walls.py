@@ -36,6 +36,7 @@ LAYERS: dict[str, str] = {
     # -- core types: the records every layer trades in; they know nothing of providers, stores or views
     "agentnb._messages": "core",
     "agentnb.events": "core",
+    "agentnb._gc": "core",  # the collector paused while a long log is built (the fold, the frames, the tree, traces)
     "agentnb._states": "core",
     "agentnb.exceptions": "core",
     "agentnb._values": "core",

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from .._engine import RunState
+from .._gc import gc_paused
 from .._run import Run
 from .._states import TERMINAL, LoopState
 from .._transcript import Transcript
-from ..events import BaseEvent, ModelRequested, ToolStarted, gc_paused
+from ..events import BaseEvent, ModelRequested, ToolStarted
 from ..exceptions import AgentnbError
 from . import viewdata
 from .intervene import default_by

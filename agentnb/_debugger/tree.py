@@ -39,6 +39,7 @@ from typing import Any
 
 from .._engine.prices import cost
 from .._engine.projection import ANSWERS, answer_of
+from .._gc import gc_paused
 from .._visible import visible
 from ..events import (
     ApprovalRequested,
@@ -55,7 +56,6 @@ from ..events import (
     ToolFinished,
     ToolStarted,
     TurnCompleted,
-    gc_paused,
 )
 from ..providers._prices import recorded_table
 from . import cards

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..events import gc_paused
+from .._gc import gc_paused
 from ._columns import DATETIME, EVENTS, EVENTS_PAYLOAD, FRAMES, Column
 from ._rows import ROW_BUILDERS, Log, Rows, Run
 

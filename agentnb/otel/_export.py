@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._engine import RunState
+from .._gc import gc_paused
 from .._messages import Message
 from .._redact import redact_text
 from .._states import LoopState
@@ -44,7 +45,6 @@ from ..events import (
     ToolFinished,
     ToolStarted,
     TurnCompleted,
-    gc_paused,
 )
 from . import _conv as c
 

@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 from .._engine import Emit, EngineConfig, RunState, arguments_digest, classify, decide
+from .._gc import gc_paused
 from .._messages import Message, ModelTurn, ResultStatus, TextPart, ToolCallPart, ToolResultPart, Usage
 from .._states import TERMINAL, TRANSITIONS, LoopState
 from .._transcript import Transcript
@@ -62,7 +63,6 @@ from ..events import (
     ToolInfo,
     ToolStarted,
     TurnCompleted,
-    gc_paused,
 )
 from ..exceptions import TranscriptError
 from ..tools import as_registry

@@ -48,8 +48,8 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
+from .._gc import gc_paused
 from .._transcript import Transcript
-from ..events import gc_paused
 from ..exceptions import TranscriptError
 from ._importer import is_member, rebuild, transcripts_of
 from ._otlp import Notes
