@@ -22,7 +22,7 @@ import agentnb as anb
 from agentnb._lint import PROVIDERS, validate
 from agentnb._messages import Message, ToolCallPart, ToolResultPart
 from agentnb.emulator import Emulator, _http, _records
-from agentnb.emulator._http import BadRequest
+from agentnb.emulator._http import _Request
 from agentnb.providers import WIRE_APIS, anthropic, gemini, ollama, openai_chat, openai_responses
 
 ADAPTERS: dict[str, Any] = {"openai_chat": openai_chat, "openai_responses": openai_responses, "anthropic": anthropic,
@@ -101,7 +101,7 @@ def test_the_emulator_answers_any_body_with_a_4xx_or_an_answer(
     emu.play([{"text": "ok"}])
     try:
         emu.answer(provider, body, "m", False)
-    except BadRequest as exc:
+    except _Request as exc:
         assert 400 <= exc.status < 500, (exc.status, exc.message)
         assert exc.message
 
@@ -163,7 +163,7 @@ def test_a_poisoned_history_is_reported_fixed_and_refused(emu: Emulator, provide
     assert [c.action for c in changes] == ["replaced"]
     assert anb.lint(fixed, provider) == []
     emu.play([{"text": "ok"}])
-    with pytest.raises(BadRequest) as info:
+    with pytest.raises(_Request) as info:
         emu.answer(provider, {LIST_KEY[provider]: history, "model": "m", "max_tokens": 10}, "m", False)
     assert info.value.status == 400 and info.value.findings[0].code == "arguments_not_object"
     emu.play([{"text": "ok"}])

@@ -16,7 +16,7 @@ import pytest
 import agentnb as anb
 from agentnb._lint import ANTHROPIC_INLINE_SYSTEM, GEMINI_PLACEHOLDER_SIGNATURES
 from agentnb.emulator import Emulator
-from agentnb.emulator._server import BadRequest
+from agentnb.emulator._http import _Request
 
 
 def errors(history: Any, provider: str, **kw: Any) -> list[str]:
@@ -33,7 +33,7 @@ def status(emu: Emulator, provider: str, body: dict[str, Any], model: str = "m")
     emu.play([{"text": "ok"}])
     try:
         emu.answer(provider, {"max_tokens": 10, **body, "model": model}, model, False)
-    except BadRequest as exc:
+    except _Request as exc:
         return exc.status
     return 200
 

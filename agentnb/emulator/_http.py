@@ -41,7 +41,7 @@ IDLE_SECONDS = 60.0
 """Seconds a worker thread waits for a connection before it ends."""
 
 
-class BadRequest(Exception):
+class _Request(Exception):
     """An answer decided before the script runs (an invalid request, a fault)."""
 
     def __init__(self, status: int, message: str, param: str | None = None, retry_after: float | None = None,
@@ -56,13 +56,22 @@ class BadRequest(Exception):
         """False: the answer says ``x-should-retry: false`` (the SDKs that honour it do not ask again)."""
 
 
+def refusal(status: int, message: str, param: str | None = None, retry_after: float | None = None,
+            findings: list[Finding] | None = None, retry: bool = True) -> Exception:
+    """The error to raise for an answer decided before the script runs; the handler here catches it and answers.
+
+    The class stays in this module (control flow between the emulator's answer and its handler).
+    """
+    return _Request(status, message, param, retry_after, findings, retry)
+
+
 class Answering(Protocol):
     """What the handler needs of the emulator: an answer per request, and the log."""
 
     requests: RequestLog
 
     def answer(self, provider: str, body: dict[str, Any], model: str, stream: bool) -> Answer:
-        """The answer to one request; raises ``BadRequest`` for one decided without the script."""
+        """The answer to one request; raises ``_Request`` for one decided without the script."""
         ...
 
 
@@ -268,7 +277,7 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise ValueError("not an object")
         except (ValueError, RecursionError):
-            self._error(provider, path, {}, BadRequest(400, "We could not parse the JSON body of your request."), False)
+            self._error(provider, path, {}, _Request(400, "We could not parse the JSON body of your request."), False)
             return
         stream = match.stream if match.stream is not None else bool(body.get("stream", api.emulator.stream_default))
         model = match.model or str(body.get("model") or "")
@@ -276,16 +285,16 @@ class Handler(BaseHTTPRequestHandler):
             body = {**body, "model": model}
         try:
             answer = self.emulator.answer(provider, body, model, stream)
-        except BadRequest as exc:
+        except _Request as exc:
             self._error(provider, path, body, exc, stream)
             return
         except RecursionError:
-            self._error(provider, path, body, BadRequest(400, "Invalid request: the JSON body is nested too deeply."),
+            self._error(provider, path, body, _Request(400, "Invalid request: the JSON body is nested too deeply."),
                         stream)
             return
         except Exception as exc:  # a bug in a script function: answer as the service does for its own errors,
             # but tell the SDKs not to retry: asking again would only move the script on to its next turn
-            self._error(provider, path, body, BadRequest(500, f"{type(exc).__name__}: {exc}", retry=False), stream)
+            self._error(provider, path, body, _Request(500, f"{type(exc).__name__}: {exc}", retry=False), stream)
             return
         logged = Logged(provider, path, body, 200, stream, headers={k.lower(): v for k, v in self.headers.items()},
                         frames=list(answer.encoded.frames) if stream and not answer.cut else [])
@@ -301,7 +310,7 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             logged.finished_at = time.perf_counter()
 
-    def _error(self, provider: str, path: str, body: dict[str, Any], exc: BadRequest, stream: bool) -> None:
+    def _error(self, provider: str, path: str, body: dict[str, Any], exc: _Request, stream: bool) -> None:
         logged = Logged(provider, path, body, exc.status, stream, exc.message, exc.findings)
         self.emulator.requests.append(logged)
         headers = {}

@@ -26,7 +26,7 @@ from ..providers._registry import WIRE_APIS
 from ..providers._scripted import ScriptedModel, ScriptStep
 from ..providers._wireapi import EncodeRequest
 from ._choice import enforce_strict, honour_tool_choice
-from ._http import BadRequest, Handler, Server
+from ._http import Handler, Server, refusal
 from ._records import LOG_SIZE, Answer, Fault, RequestLog, default_message, mounts
 
 __all__ = ["Emulator"]
@@ -209,7 +209,7 @@ class Emulator:
         return None
 
     def answer(self, provider: str, body: dict[str, Any], model: str, stream: bool) -> Answer:
-        """The answer to one request: encoded, cut or whole, and its pace; raises ``BadRequest`` for errors.
+        """The answer to one request: encoded, cut or whole, and its pace; raises a :func:`~._http.refusal` for errors.
 
         Safe to call from many threads at once: the lock is held only to read or write the shared state (see
         the module docs). A whole answer has spent the script's waits when it returns; a stream's are in the
@@ -219,15 +219,15 @@ class Emulator:
         with self._lock:
             fault = self._fault(provider)
         if fault is not None and fault.status is not None:
-            raise BadRequest(fault.status, fault.message or default_message(provider, fault.status),
+            raise refusal(fault.status, fault.message or default_message(provider, fault.status),
                            retry_after=fault.retry_after)
         problem = api.emulator.check_request(body)
         if problem is not None:
-            raise BadRequest(400, *problem)
+            raise refusal(400, *problem)
         findings = validate(provider, body, self._context())
         errors = [f for f in findings if f.severity == "error"]
         if errors:
-            raise BadRequest(400, errors[0].provider_message, errors[0].param, findings=errors)
+            raise refusal(400, errors[0].provider_message, errors[0].param, findings=errors)
         clean, _ = api.normalize(body)  # the shapes the service tolerates, in the documented form
         history = api.parse_history(clean)
         request = ModelRequest(messages=history.messages, tools=history.tools, settings={}, run_id="emulator")
@@ -238,7 +238,7 @@ class Emulator:
             turn, interrupted = self._play(script, pos, request, stream)
         except ModelError as exc:
             status = exc.status or 500
-            raise BadRequest(status, str(exc) if exc.status else default_message(provider, status)) from exc
+            raise refusal(status, str(exc) if exc.status else default_message(provider, status)) from exc
         turn = honour_tool_choice(turn, history.tool_choice, history.tools)
         turn = enforce_strict(turn, history.strict)
         turn.usage.input_tokens = max(turn.usage.input_tokens, 1)
