@@ -422,7 +422,7 @@ class Building:
     """
 
     CHUNK = 20_000
-    """Events placed between two looks at :meth:`stop` (and two calls of :meth:`between`)."""
+    """Events placed between two looks at :meth:`stop` (where the other threads are let in, too)."""
 
     def __init__(self, events: list[BaseEvent], done: Callable[[Building], None]) -> None:
         self.events = events
@@ -435,11 +435,6 @@ class Building:
         self._stop = threading.Event()
         self._done = done
         self._thread = threading.Thread(target=self._run, name="agentnb-tree", daemon=True)
-
-    @staticmethod
-    def between(placed: int) -> None:
-        """Called before each chunk with the events placed so far: lets the other threads in (a test's gate)."""
-        time.sleep(0)
 
     def start(self) -> Building:
         """Start the thread (and return this building)."""
@@ -465,7 +460,7 @@ class Building:
             # walk the heap for nothing (a million events': seconds, holding up the threads that answer the page)
             with gc_paused():
                 while len(tree.groups) < len(events):
-                    Building.between(len(tree.groups))
+                    time.sleep(0)  # let the other threads in between two chunks
                     if self._stop.is_set():
                         return
                     tree.prepare(events, min(len(events), len(tree.groups) + self.CHUNK))
@@ -490,18 +485,19 @@ class SentTree:
         self._lock = lock
         self._send = send
         self._selected = selected
+        self.building: Building | None = None
+        """The thread building the tree, while it does."""
         self.restart([])
 
     def restart(self, events: list[BaseEvent]) -> None:
         """Another log (a new timeline): nothing of it built or sent; a build of the old one stops."""
-        building = getattr(self, "building", None)
-        if building is not None:
-            building.stop()
+        if self.building is not None:
+            self.building.stop()
         self.events = events
         self.tree = TreeEncoder()
         self.ready = False
-        """:attr:`tree` holds the log up to where the page was last sent it, and follows it from there."""
-        self.building: Building | None = None
+        """The tree is built: it holds the log as far as the pages were sent it, and follows it from there."""
+        self.building = None
         self.error = ""
         self._full: tuple[dict[str, Any], list[bytes]] | None = None
         self.page_reset()
