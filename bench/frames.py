@@ -24,7 +24,7 @@ tables hold before, after and their ratio against the targets (10 M events: fram
 payload <= 60 s, each query <= 0.2 s; peak RSS <= 1.5 GB at any size).
 
     python bench/frames.py --dataset 10000000 --baseline-ref c0fb001
-    python bench/frames.py --dataset 100000000 --no-payload     # the 100 M curve, frames only
+    python bench/frames.py --dataset 100000000 --no-payload --sizes 100000000   # 100 M events, frames only
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def curve(n_events: int) -> list[int]:
     return [*sizes, n_events]
 
 
-def dataset(n_events: int, payload: bool, baseline: Path | None, ref: str | None) -> int:
+def dataset(n_events: int, payload: bool, baseline: Path | None, ref: str | None, sizes: list[int] | None) -> int:
     trees: dict[str, Path | None] = {}
     fig: dict[tuple[str, int], dict[str, float]] = {}
     runs: dict[int, int] = {}
@@ -259,13 +259,14 @@ def dataset(n_events: int, payload: bool, baseline: Path | None, ref: str | None
         if baseline is not None:
             trees["before"] = baseline
         trees["after"] = None
-        for size in curve(n_events):
+        sizes = sizes or curve(n_events)
+        for size in sizes:
             print(f"{size:,} events ({', '.join(trees)} in lockstep):", file=sys.stderr, flush=True)
             sides = lockstep(size, payload, trees)
             for label, side in sides.items():
                 fig[(label, size)] = figures(side, size)
                 runs[size] = side.runs
-    report(fig, list(trees), curve(n_events), payload, runs, ref or (str(baseline) if baseline else None))
+    report(fig, list(trees), sizes, payload, runs, ref or (str(baseline) if baseline else None))
     return 0
 
 
@@ -324,13 +325,14 @@ def main() -> int:
     ap.add_argument("--no-payload", action="store_true", help="--dataset: the frames-only write only")
     ap.add_argument("--baseline", type=Path, help="--dataset: a checkout of agentnb to measure as 'before'")
     ap.add_argument("--baseline-ref", help="--dataset: a git commit of this repository to measure as 'before'")
+    ap.add_argument("--sizes", type=int, nargs="+", help="--dataset: these sizes instead of 1 M, 10 M, ... N")
     ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker, not args.no_payload)
         return 0
     if args.dataset:
-        return dataset(args.dataset, not args.no_payload, args.baseline, args.baseline_ref)
+        return dataset(args.dataset, not args.no_payload, args.baseline, args.baseline_ref, args.sizes)
 
     t_make, runs = timed(lambda: synthetic(args.events))
     n = sum(len(r) for r in runs)
