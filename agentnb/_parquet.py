@@ -14,8 +14,9 @@ written one batch at a time (``append=True``) in the memory of one batch:
   sort; each piece is written where a Hive partitioning puts it (``pyarrow``'s own directory names);
 - each frame becomes Arrow and then Parquet on a second thread (both release the GIL) while the next frame is
   built;
-- the manifest gains one line per batch and keeps no run id: an append reads the earlier batches' ids as one
-  Arrow column to refuse a run written twice (a C hash lookup), and rewrites nothing of theirs.
+- the manifest gains one line per batch and keeps no run id: to refuse a run written twice, an append scans
+  the earlier batches' ids against a hash set of its own (files whose statistics leave them out are skipped),
+  and rewrites nothing of theirs.
 
 A dataset written before the run-id files (``version`` 2: the ids in the manifest) is read as it is, and an
 append to it moves its ids to a file first.
@@ -250,12 +251,23 @@ class Store:
         return self._run_ids
 
     def holding(self, run_ids: Sequence[str]) -> list[str]:
-        """Which of ``run_ids`` the dataset holds already."""
+        """Which of ``run_ids`` the dataset holds already.
+
+        The earlier batches' ids are scanned against a hash set of the new ones, and a file (a row group) whose
+        smallest and largest id leave the new ones out is skipped on its statistics alone: runs named in order
+        cost one look at each file's footer.
+        """
         pa = pyarrow_module()
         import pyarrow.compute as pc
+        import pyarrow.dataset as ds
 
         new = pa.array(list(run_ids), type=pa.string())
-        return [str(r) for r in new.filter(pc.is_in(new, value_set=self._id_column())).to_pylist()]
+        if self._listed is not None:
+            old = self._id_column()
+            return [str(r) for r in old.filter(pc.is_in(old, value_set=new)).to_pylist()]
+        files = ds.dataset([str(self.root / f) for f in self.run_files], format="parquet")
+        found = files.to_table(columns=["run_id"], filter=pc.field("run_id").isin(new)).column("run_id")
+        return [str(r) for r in found.to_pylist()]
 
     def keep_run_files(self) -> list[str]:
         """The run-id files to list in the manifest again (a version 2 dataset's ids written to one first)."""
