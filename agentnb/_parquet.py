@@ -12,10 +12,11 @@ written one batch at a time (``append=True``) in the memory of one batch:
 - each frame's rows are cut into their partitions by run: every partition key is a fact of the run, so the
   rows of a partition are a slice of the frame when the runs come in key order (dates do), else one stable
   sort; each piece is written where a Hive partitioning puts it (``pyarrow``'s own directory names);
-- each frame becomes Arrow and then Parquet on a second thread (both release the GIL) while the next frame is
-  built;
-- the manifest gains one line per batch and keeps no run id: an append reads the earlier batches' ids as one
-  Arrow column to refuse a run written twice (a C hash lookup), and rewrites nothing of theirs.
+- Parquet encodes and compresses each frame's files on a second thread (it releases the GIL) while the next
+  frame is built;
+- the manifest gains one line per batch and keeps no run id: to refuse a run written twice, an append scans
+  the earlier batches' ids against a hash set of its own (files whose statistics leave them out are skipped),
+  and rewrites nothing of theirs.
 
 A dataset written before the run-id files (``version`` 2: the ids in the manifest) is read as it is, and an
 append to it moves its ids to a file first.
@@ -104,7 +105,7 @@ def write(root: Path, frames: Iterable[tuple[str, pd.DataFrame]], run_ids: Seque
         payload: whether the events frame carries its payload (recorded: an append must match it).
         append: add the batch to the dataset at ``root`` (else its frames are replaced).
     """
-    pyarrow_module()  # a clear error without pyarrow, before anything is written
+    pa = pyarrow_module()
     root.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "partition_by": keys, "partition_by_run": keys == ["run_id"],
@@ -121,7 +122,8 @@ def write(root: Path, frames: Iterable[tuple[str, pd.DataFrame]], run_ids: Seque
             raise TranscriptError(f"{root} already holds runs {sorted(clash)[:5]}; a dataset holds each run once")
         part, run_files = old.parts, old.keep_run_files()
     groups = _groups(values, keys, len(run_ids))
-    # the frame's files are made on the second thread (Arrow and Parquet release the GIL) while the next is built
+    # the files are encoded on the second thread (Parquet releases the GIL) while the next frame is built; the
+    # frame becomes Arrow here: that conversion holds the GIL, and would hold up the building if done there
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentnb-parquet") as pool:
         pending: list[Future[None]] = []
         for name, df in frames:
@@ -129,7 +131,8 @@ def write(root: Path, frames: Iterable[tuple[str, pd.DataFrame]], run_ids: Seque
             if target.exists() and not append:
                 shutil.rmtree(target)
             target.mkdir(exist_ok=True)
-            pending.append(pool.submit(_write_frame, df, target, part, keys, values, groups))
+            for path, table, rows in _files(df, target, part, keys, values, groups):
+                pending.append(pool.submit(pa.parquet.write_table, table, path, row_group_size=rows))
             del df
             for done in [f for f in pending if f.done()]:
                 done.result()  # a failed write stops the batch now
@@ -141,9 +144,12 @@ def write(root: Path, frames: Iterable[tuple[str, pd.DataFrame]], run_ids: Seque
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
 
 
-def _write_frame(df: pd.DataFrame, target: Path, part: int, keys: list[str], values: Mapping[str, Sequence[str]],
-                 groups: tuple[Any, list[tuple[str, ...]]]) -> None:
-    """One frame of a batch as Parquet: one file, or one per partition (an empty frame writes none then)."""
+def _files(df: pd.DataFrame, target: Path, part: int, keys: list[str], values: Mapping[str, Sequence[str]],
+           groups: tuple[Any, list[tuple[str, ...]]]) -> Iterable[tuple[Path, Any, int]]:
+    """The files of one frame of a batch, with their table and rows per row group.
+
+    One file, or one per partition (an empty frame has none then).
+    """
     pa = pyarrow_module()
     codes = df["run_id"].cat.codes.to_numpy()  # each row's run
     for key in keys:  # partition keys as plain text: Dask refuses a categorical hive partition column
@@ -154,11 +160,11 @@ def _write_frame(df: pd.DataFrame, target: Path, part: int, keys: list[str], val
         table = pa.Table.from_pandas(utf8(df), preserve_index=False)
     del df
     if not keys:
-        pa.parquet.write_table(table, target / f"part-{part}.parquet", row_group_size=_ROW_GROUP)
+        yield target / f"part-{part}.parquet", table, _ROW_GROUP
         return
     for where, piece in _pieces(table, codes, keys, groups):  # a file outside the key directories would not merge
         (target / where).mkdir(parents=True, exist_ok=True)
-        pa.parquet.write_table(piece, target / where / f"part-{part}-0.parquet", row_group_size=_PARTITION_ROW_GROUP)
+        yield target / where / f"part-{part}-0.parquet", piece, _PARTITION_ROW_GROUP
 
 
 def _spread(per_run: Sequence[str], codes: Any, df: pd.DataFrame) -> Any:
@@ -251,12 +257,23 @@ class Store:
         return self._run_ids
 
     def holding(self, run_ids: Sequence[str]) -> list[str]:
-        """Which of ``run_ids`` the dataset holds already."""
+        """Which of ``run_ids`` the dataset holds already.
+
+        The earlier batches' ids are scanned against a hash set of the new ones, and a file (a row group) whose
+        smallest and largest id leave the new ones out is skipped on its statistics alone: runs named in order
+        cost one look at each file's footer.
+        """
         pa = pyarrow_module()
         import pyarrow.compute as pc
+        import pyarrow.dataset as ds
 
         new = pa.array(list(run_ids), type=pa.string())
-        return [str(r) for r in new.filter(pc.is_in(new, value_set=self._id_column())).to_pylist()]
+        if self._listed is not None:
+            old = self._id_column()
+            return [str(r) for r in old.filter(pc.is_in(old, value_set=new)).to_pylist()]
+        files = ds.dataset([str(self.root / f) for f in self.run_files], format="parquet")
+        found = files.to_table(columns=["run_id"], filter=pc.field("run_id").isin(new)).column("run_id")
+        return [str(r) for r in found.to_pylist()]
 
     def keep_run_files(self) -> list[str]:
         """The run-id files to list in the manifest again (a version 2 dataset's ids written to one first)."""

@@ -24,7 +24,7 @@ tables hold before, after and their ratio against the targets (10 M events: fram
 payload <= 60 s, each query <= 0.2 s; peak RSS <= 1.5 GB at any size).
 
     python bench/frames.py --dataset 10000000 --baseline-ref c0fb001
-    python bench/frames.py --dataset 100000000 --no-payload     # the 100 M curve, frames only
+    python bench/frames.py --dataset 100000000 --no-payload --sizes 100000000   # 100 M events, frames only
 """
 
 from __future__ import annotations
@@ -113,50 +113,124 @@ TARGETS = {"frames_s_per_m": 2.0, "payload_s_per_m": 6.0, "query_s": 0.2, "peak_
 """At 10 M events: frames-only write <= 20 s, with payload <= 60 s; each query <= 0.2 s; peak RSS <= 1.5 GB."""
 
 
-def write_dataset(root: str, n_events: int, tpls: list[list[BaseEvent]], payload: bool) -> list[float]:
-    """Write ``n_events`` as one dataset, a million at a time; the seconds of each batch's ``save_parquet``."""
-    written, start, batches = 0, 0, []
-    while written < n_events:
-        runs = synthetic(min(CHUNK, n_events - written), start, tpls)
-        start += len(runs)
-        coll = anb.TranscriptCollection(anb.Transcript(r) for r in runs)
-        t, _ = timed(lambda c=coll, w=written: c.save_parquet(root, partition_by="run_date", payload=payload,
-                                                              append=w > 0))
-        batches.append(t)
-        written += sum(len(r) for r in runs)
-        print(f"  {'payload' if payload else 'frames'}: {written:,} events, {sum(batches):.1f} s, "
-              f"peak RSS {peak_mb():,.0f} MB", file=sys.stderr, flush=True)
-        del coll, runs
-    return batches
+def worker(n_events: int, payload: bool) -> None:
+    """One side of the measurement, step by step in lockstep with the other (see :func:`lockstep`).
 
-
-def measure_one(n_events: int, payload: bool) -> dict[str, Any]:
-    """One size, in this process: the figures ``dataset`` prints (as JSON on stdout)."""
+    Before each step the worker waits for ``prep`` (it prepares what the step needs: a batch's synthetic runs,
+    untimed), says ``ready``, waits for ``go``, runs the step alone on the machine and says what it took.
+    """
     tpls = templates()
-    out: dict[str, Any] = {"events": n_events}
+
+    def step(label: str | None, prepare: Any = lambda: None, run: Any = lambda _: None) -> None:
+        assert sys.stdin.readline().strip() == "prep"
+        thing = prepare()
+        gc.collect()
+        print(json.dumps({"ready": label}), flush=True)
+        if label is None:
+            return
+        assert sys.stdin.readline().strip() == "go"
+        t, c = time.perf_counter(), time.process_time()
+        run(thing)
+        print(json.dumps({"done": label, "wall": time.perf_counter() - t, "cpu": time.process_time() - c,
+                          "rss": peak_mb()}), flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
-        out["frames_batches"] = write_dataset(f"{tmp}/frames", n_events, tpls, payload=False)
-        out["open_s"], big = timed(lambda: anb.load_transcripts(f"{tmp}/frames"))
-        out["runs"] = len(big)
-        out["queries"] = {}
-        for name, query in QUERIES.items():
-            times = [timed(lambda q=query: big.sql(q))[0] for _ in range(5)]
-            out["queries"][name] = statistics.median(times)
-        if payload:
-            shutil.rmtree(f"{tmp}/frames")
-            out["payload_batches"] = write_dataset(f"{tmp}/payload", n_events, tpls, payload=True)
-    out["peak_mb"] = peak_mb()
+        for kind in ("frames", "payload") if payload else ("frames",):
+            written, start, root = 0, 0, f"{tmp}/{kind}"
+            while written < n_events:
+                runs = synthetic(min(CHUNK, n_events - written), start, tpls)
+                start, append, written = start + len(runs), written > 0, written + sum(len(r) for r in runs)
+                step(f"{kind} {written}", lambda r=runs: anb.TranscriptCollection(anb.Transcript(x) for x in r),
+                     lambda c, a=append, p=kind == "payload", d=root: c.save_parquet(d, partition_by="run_date",
+                                                                                     payload=p, append=a))
+                del runs
+            if kind == "frames":
+                step("open", run=lambda _, d=root: anb.load_transcripts(d))
+                big = anb.load_transcripts(root)
+                print(json.dumps({"runs": len(big)}), flush=True)
+                for name, query in QUERIES.items():
+                    for k in range(5):
+                        step(f"query {name} {k}", run=lambda _, q=query, b=big: b.sql(q))
+            shutil.rmtree(root)
+    step(None)  # the end
+
+
+class Side:
+    """A worker process on the agentnb of ``tree`` (None: this checkout)."""
+
+    def __init__(self, n_events: int, payload: bool, tree: Path | None) -> None:
+        root = Path(__file__).resolve().parent.parent
+        env = {**os.environ, "PYTHONPATH": str(tree if tree is not None else root)}
+        argv = [sys.executable, __file__, "--worker", str(n_events), *([] if payload else ["--no-payload"])]
+        self.process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.steps: dict[str, dict[str, float]] = {}
+        self.runs = 0
+
+    def say(self, word: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(word + "\n")
+        self.process.stdin.flush()
+
+    def hear(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"a worker stopped (exit {self.process.wait()})")
+        said: dict[str, Any] = json.loads(line)
+        if "runs" in said:
+            self.runs = said["runs"]
+            return self.hear()
+        return said
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def lockstep(n_events: int, payload: bool, trees: dict[str, Path | None]) -> dict[str, Side]:
+    """Every step of the sides in turn, each alone on the machine (their order alternates step by step), so
+    before and after share the machine's moods batch by batch and query by query."""
+    sides = {label: Side(n_events, payload, tree) for label, tree in trees.items()}
+    order = list(sides)
+    try:
+        while True:
+            for side in sides.values():
+                side.say("prep")
+            labels = {side.hear()["ready"] for side in sides.values()}
+            if len(labels) != 1:
+                raise SystemExit(f"the sides are not in step: {labels}")
+            step = labels.pop()
+            if step is None:
+                break
+            for label in order:
+                sides[label].say("go")
+                done = sides[label].hear()
+                sides[label].steps[done["done"]] = done
+            order.reverse()
+            if not step.startswith("query"):
+                print(f"  {step}: " + ", ".join(f"{k} {sides[k].steps[step]['wall']:.2f} s" for k in sides),
+                      file=sys.stderr, flush=True)
+    finally:
+        for side in sides.values():
+            side.close()
+    return sides
+
+
+def figures(side: Side, n_events: int) -> dict[str, float]:
+    def total(kind: str, what: str) -> float:
+        return sum(v[what] for k, v in side.steps.items() if k.startswith(kind + " "))
+
+    out = {"frames_s": total("frames", "wall"), "frames_cpu": total("frames", "cpu"),
+           "open_s": side.steps["open"]["wall"], "peak_mb": max(v["rss"] for v in side.steps.values())}
+    if any(k.startswith("payload ") for k in side.steps):
+        out["payload_s"], out["payload_cpu"] = total("payload", "wall"), total("payload", "cpu")
+    for name in QUERIES:
+        out[name] = statistics.median(v["wall"] for k, v in side.steps.items() if k.startswith(f"query {name} "))
+    for key in ("frames_s", "frames_cpu", "payload_s", "payload_cpu"):
+        if key in out:
+            out[key + "_per_m"] = out[key] / (n_events / 1e6)
     return out
-
-
-def run_one(n_events: int, payload: bool, tree: Path | None) -> dict[str, Any]:
-    """``measure_one`` in a fresh process, on the agentnb of ``tree`` (None: this checkout)."""
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(tree if tree is not None else root)}
-    argv = [sys.executable, __file__, "--measure-one", str(n_events), *([] if payload else ["--no-payload"])]
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, check=True)
-    figures: dict[str, Any] = json.loads(done.stdout)
-    return figures
 
 
 def baseline_tree(ref: str, into: str) -> Path:
@@ -175,54 +249,49 @@ def curve(n_events: int) -> list[int]:
     return [*sizes, n_events]
 
 
-def dataset(n_events: int, payload: bool, baseline: Path | None, ref: str | None) -> int:
-    sides: dict[str, Path | None] = {}
+def dataset(n_events: int, payload: bool, baseline: Path | None, ref: str | None, sizes: list[int] | None) -> int:
+    trees: dict[str, Path | None] = {}
+    fig: dict[tuple[str, int], dict[str, float]] = {}
+    runs: dict[int, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if ref is not None:
             baseline = baseline_tree(ref, tmp)
         if baseline is not None:
-            sides["before"] = baseline
-        sides["after"] = None
-        results: dict[tuple[str, int], dict[str, Any]] = {}
-        for size in curve(n_events):
-            for side, tree in sides.items():
-                print(f"{size:,} events, {side}:", file=sys.stderr, flush=True)
-                results[(side, size)] = run_one(size, payload, tree)
-    report(results, list(sides), curve(n_events), payload, ref or (str(baseline) if baseline else None))
+            trees["before"] = baseline
+        trees["after"] = None
+        sizes = sizes or curve(n_events)
+        for size in sizes:
+            print(f"{size:,} events ({', '.join(trees)} in lockstep):", file=sys.stderr, flush=True)
+            sides = lockstep(size, payload, trees)
+            for label, side in sides.items():
+                fig[(label, size)] = figures(side, size)
+                runs[size] = side.runs
+    report(fig, list(trees), sizes, payload, runs, ref or (str(baseline) if baseline else None))
     return 0
 
 
-def _figures(r: dict[str, Any]) -> dict[str, float]:
-    m = r["events"] / 1e6
-    out = {"frames_s": sum(r["frames_batches"])}
-    out["frames_s_per_m_total"] = out["frames_s"] / m
-    if "payload_batches" in r:
-        out["payload_s"] = sum(r["payload_batches"])
-        out["payload_s_per_m_total"] = out["payload_s"] / m
-    for name, sec in r["queries"].items():
-        out[name] = sec
-    out["open_s"], out["peak_mb"] = r["open_s"], r["peak_mb"]
-    return out
-
-
-def report(results: dict[tuple[str, int], dict[str, Any]], sides: list[str], sizes: list[int], payload: bool,
-           baseline: str | None) -> None:
-    fig = {k: _figures(v) for k, v in results.items()}
+def report(fig: dict[tuple[str, int], dict[str, float]], sides: list[str], sizes: list[int], payload: bool,
+           runs: dict[int, int], baseline: str | None) -> None:
     head = max(sizes)
+    scale = head / 1e6
     rows: list[tuple[str, str, str]] = [
-        ("write, frames only (s)", "frames_s", f"<= {TARGETS['frames_s_per_m'] * head / 1e6:g}"),
-        ("write, frames only (s per million)", "frames_s_per_m_total", f"<= {TARGETS['frames_s_per_m']:g}"),
+        ("write, frames only (s)", "frames_s", f"<= {TARGETS['frames_s_per_m'] * scale:g}"),
+        ("write, frames only (s per million events)", "frames_s_per_m", f"<= {TARGETS['frames_s_per_m']:g}"),
+        ("  its process CPU (s, both threads)", "frames_cpu", ""),
     ]
     if payload:
-        rows += [("write, with payload (s)", "payload_s", f"<= {TARGETS['payload_s_per_m'] * head / 1e6:g}"),
-                 ("write, with payload (s per million)", "payload_s_per_m_total", f"<= {TARGETS['payload_s_per_m']:g}")]
+        per_m = TARGETS["payload_s_per_m"]
+        rows += [("write, with payload (s)", "payload_s", f"<= {per_m * scale:g}"),
+                 ("write, with payload (s per million events)", "payload_s_per_m", f"<= {per_m:g}"),
+                 ("  its process CPU (s, both threads)", "payload_cpu", "")]
     rows += [(f"DuckDB: {name} (s, median of 5)", name, f"<= {TARGETS['query_s']:g}") for name in QUERIES]
-    rows += [("open the dataset (s)", "open_s", ""), ("peak RSS of the process (MB)", "peak_mb",
-                                                       f"<= {TARGETS['peak_mb']:,.0f}")]
+    rows += [("open the dataset (s)", "open_s", ""),
+             ("peak RSS of the process (MB)", "peak_mb", f"<= {TARGETS['peak_mb']:,.0f}")]
     before = "before" in sides
-    print(f"\nDataset of {head:,} events ({results[('after', head)]['runs']:,} runs, partitioned by run_date, written "
-          f"in batches of {CHUNK:,}); before = {baseline or '(not measured)'}, after = this checkout, same session")
-    print("\n| figure | target | " + ("before | " if before else "") + "after | " + ("ratio |" if before else "")
+    print(f"\nDataset of {head:,} events ({runs[head]:,} runs, partitioned by run_date, written in batches of "
+          f"{CHUNK:,}); before = {baseline or '(not measured)'}, after = this checkout; both sides in lockstep "
+          "(each batch and query of one, then of the other), in one session")
+    print("\n| figure | target | " + ("before | " if before else "") + "after |" + (" ratio |" if before else "")
           + "\n|---|---|" + ("---:|" if before else "") + "---:|" + ("---:|" if before else ""))
     for label, key, target in rows:
         a = fig[("after", head)][key]
@@ -231,24 +300,21 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sides: list[str], siz
             print(f"| {label} | {target} | {b:,.2f} | {a:,.2f} | {b / a if a else 0:.2f}x |")
         else:
             print(f"| {label} | {target} | {a:,.2f} |")
-    print("\nCurve (s; per million in brackets; queries in s; ratio = before / after)\n")
+    print("\nCurve (write: s, and s per million events in brackets; queries: s; ratio: before / after)\n")
     cols = ["frames-only write"] + (["payload write"] if payload else []) + list(QUERIES) + ["peak RSS MB"]
     print("| events | side | " + " | ".join(cols) + " |\n|---:|---|" + "---:|" * len(cols))
+    keys = ["frames_s"] + (["payload_s"] if payload else []) + list(QUERIES) + ["peak_mb"]
     for size in sizes:
         for side in sides:
             f = fig[(side, size)]
-            cells = [f"{f['frames_s']:.1f} ({f['frames_s_per_m_total']:.2f})"]
+            cells = [f"{f['frames_s']:.1f} ({f['frames_s_per_m']:.2f})"]
             if payload:
-                cells.append(f"{f['payload_s']:.1f} ({f['payload_s_per_m_total']:.2f})")
+                cells.append(f"{f['payload_s']:.1f} ({f['payload_s_per_m']:.2f})")
             cells += [f"{f[name]:.3f}" for name in QUERIES] + [f"{f['peak_mb']:,.0f}"]
             print(f"| {size:,} | {side} | " + " | ".join(cells) + " |")
         if before:
             b, a = fig[("before", size)], fig[("after", size)]
-            cells = [f"{b['frames_s'] / a['frames_s']:.2f}x"]
-            if payload:
-                cells.append(f"{b['payload_s'] / a['payload_s']:.2f}x")
-            cells += [f"{b[name] / a[name]:.2f}x" for name in QUERIES] + [f"{b['peak_mb'] / a['peak_mb']:.2f}x"]
-            print(f"| {size:,} | ratio | " + " | ".join(cells) + " |")
+            print(f"| {size:,} | ratio | " + " | ".join(f"{b[k] / a[k]:.2f}x" for k in keys) + " |")
 
 
 def main() -> int:
@@ -259,13 +325,14 @@ def main() -> int:
     ap.add_argument("--no-payload", action="store_true", help="--dataset: the frames-only write only")
     ap.add_argument("--baseline", type=Path, help="--dataset: a checkout of agentnb to measure as 'before'")
     ap.add_argument("--baseline-ref", help="--dataset: a git commit of this repository to measure as 'before'")
-    ap.add_argument("--measure-one", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", type=int, nargs="+", help="--dataset: these sizes instead of 1 M, 10 M, ... N")
+    ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.measure_one:
-        print(json.dumps(measure_one(args.measure_one, not args.no_payload)))
+    if args.worker:
+        worker(args.worker, not args.no_payload)
         return 0
     if args.dataset:
-        return dataset(args.dataset, not args.no_payload, args.baseline, args.baseline_ref)
+        return dataset(args.dataset, not args.no_payload, args.baseline, args.baseline_ref, args.sizes)
 
     t_make, runs = timed(lambda: synthetic(args.events))
     n = sum(len(r) for r in runs)

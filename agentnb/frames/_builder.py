@@ -163,7 +163,8 @@ def to_array(col: Column, vals: list[Any]) -> Any:
     dtype = col.dtype
     if dtype == "Int64":
         try:  # no nulls: straight into an int64 buffer
-            return pd.arrays.IntegerArray(np.array(vals, dtype=np.int64), np.zeros(len(vals), dtype=np.bool_))
+            return pd.arrays.IntegerArray(np.fromiter(vals, dtype=np.int64, count=len(vals)),
+                                          np.zeros(len(vals), dtype=np.bool_))
         except TypeError:
             data, mask = _masked(vals, np.int64)
             return pd.arrays.IntegerArray(data, mask)
@@ -180,7 +181,9 @@ def to_array(col: Column, vals: list[Any]) -> Any:
         return _strings(vals)
     if dtype == "datetime":
         try:
-            idx = pd.DatetimeIndex(vals) if vals else pd.DatetimeIndex([], dtype=DATETIME)
+            # from an object array: pandas would look into a list for nested sequences first
+            idx = (pd.DatetimeIndex(np.fromiter(vals, dtype=object, count=len(vals))) if len(vals)
+                   else pd.DatetimeIndex([], dtype=DATETIME))
         except ValueError:  # a resumed run mixes tz objects (datetime.UTC, pydantic's TzInfo(0) from the log)
             idx = pd.DatetimeIndex(pd.to_datetime(vals, utc=True))
         if idx.tz is None:
