@@ -54,6 +54,7 @@ class Transcript:
 
     def __init__(self, events: list[BaseEvent]) -> None:
         self.events = events
+        self._folded: tuple[int, BaseEvent | None, RunState] | None = None  # see folded()
         self.dropped: str | None = None
         """What :meth:`load` with ``recover=True`` left out (None: nothing)."""
 
@@ -122,7 +123,7 @@ class Transcript:
     @property
     def messages(self) -> list[Message]:
         """The conversation rebuilt from the events."""
-        return self.fold().messages
+        return list(folded(self).messages)
 
     @property
     def frames(self) -> Frames:
@@ -242,13 +243,30 @@ class Transcript:
         transcript.dropped = dropped
         try:
             with gc_paused():
-                transcript.fold()
+                folded(transcript)
         except TranscriptError as exc:
             raise TranscriptError(f"{path}: the events do not form a valid run: {exc}", seq=exc.seq,
                                   event_type=exc.event_type) from exc
         if dropped is not None:
             warnings.warn(f"{path}: kept {len(events)} events, dropped {dropped}", TranscriptRecovered, stacklevel=2)
         return transcript
+
+
+def folded(transcript: Transcript) -> RunState:
+    """The transcript's fold after all its events, folded once: kept while its list of events ends the same.
+
+    :meth:`Transcript.load` folds to check the events; the debugger and :attr:`Transcript.messages` reuse that
+    fold instead of folding a million events again. Callers must not change the state (``Transcript.fold``
+    gives one of their own).
+    """
+    events = transcript.events
+    last = events[-1] if events else None
+    kept = transcript._folded
+    if kept is not None and kept[0] == len(events) and kept[1] is last:
+        return kept[2]
+    state = transcript.fold()
+    transcript._folded = (len(events), last, state)
+    return state
 
 
 def _quick_read(data: bytes) -> list[BaseEvent] | None:

@@ -36,7 +36,7 @@ from .._engine import RunState
 from .._gc import gc_paused
 from .._run import Run
 from .._states import TERMINAL, LoopState
-from .._transcript import Transcript
+from .._transcript import Transcript, folded
 from ..events import BaseEvent, ModelRequested, ToolStarted
 from ..exceptions import AgentnbError
 from . import viewdata
@@ -123,10 +123,13 @@ class Controller:
             self._attach(source)
         else:
             self._replay = list(source.events)
-            self.timeline = Timeline()
             upto = len(self._replay) if start == "end" else max(1, int(start) + 1)
-            with gc_paused():  # a long log's fold builds much that stays alive (see gc_paused)
-                self.timeline.extend(self._replay[:upto])
+            if upto >= len(self._replay):  # the whole log: its fold is the transcript's, not done again
+                self.timeline = Timeline.after(self._replay, folded(source))
+            else:
+                self.timeline = Timeline()
+                with gc_paused():  # a long log's fold builds much that stays alive (see gc_paused)
+                    self.timeline.extend(self._replay[:upto])
             self.selected = len(self.timeline) - 1
         self.refresh()
 

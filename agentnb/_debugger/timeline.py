@@ -12,12 +12,16 @@ turn are the fold's own :class:`~agentnb._engine.CallState` objects, kept per tu
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .._engine import CallState, RunState
+from .._gc import gc_paused
 from .._messages import Message, ToolCallPart
 from ..events import ArgumentsMerged, BaseEvent, ModelRequested, TextMerged
 
@@ -49,6 +53,10 @@ class Timeline:
     def __init__(self, events: Iterable[BaseEvent] = ()) -> None:
         self.events: list[BaseEvent] = []
         self._rs = RunState()
+        self._final: RunState | None = None  # a log folded before (see after): its state, while the index catches up
+        self._indexed = 0  # the events indexed so far (all of them but in a timeline made by after)
+        self._lock = threading.Lock()  # held while a timeline made by after indexes more of its events
+        self._indexer: threading.Thread | None = None
         self._versions: list[list[Message]] = []
         self._version: array[int] = array("i")  # per event: which version of the history was current
         self._length: array[int] = array("i")  # and how long it was
@@ -57,13 +65,42 @@ class Timeline:
         self._turn_calls: dict[int, dict[str, CallState]] = {}  # turn -> the fold's calls of that turn
         self.extend(events)
 
+    @classmethod
+    def after(cls, events: list[BaseEvent], state: RunState) -> Timeline:
+        """The timeline of a log folded before (a loaded transcript): ``state`` is its fold after the last event.
+
+        Nothing is folded again now: the state after the last event is ``state``, and the index behind the
+        earlier moments is built the first time one is asked for, as far as it is asked for (or all of it by
+        :meth:`index_in_background`, once the page shows the run). A million events' debugger opens without
+        a second fold.
+
+        Example:
+            >>> import agentnb as anb
+            >>> loop = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather"))
+            >>> events = loop.start("Weather in Paris?").run().events
+            >>> tl = Timeline.after(events, RunState.fold(events))
+            >>> tl.indexed, tl.messages_at(len(events) - 1) == RunState.fold(events).messages, tl.indexed
+            (0, True, 0)
+            >>> [m.role for m in tl.messages_at(1)], tl.indexed
+            (['user'], 2)
+        """
+        tl = cls()
+        tl.events = list(events)
+        tl._final = state
+        return tl
+
     def __len__(self) -> int:
         return len(self.events)
 
     @property
     def state(self) -> RunState:
         """The folded state after the last event."""
-        return self._rs
+        return self._final if self._final is not None else self._rs
+
+    @property
+    def indexed(self) -> int:
+        """How many events the index behind the earlier moments holds (all but while :meth:`after`'s catches up)."""
+        return self._indexed
 
     def add(self, ev: BaseEvent, state: RunState | None = None) -> None:
         """Index one more event: ``state`` is the run's fold after it (a live run's own), or None to fold it here.
@@ -77,18 +114,61 @@ class Timeline:
 
         ``state``, with a single event: the run's fold after it (see :meth:`add`); None: fold them here.
         """
+        self._ready(len(self.events) - 1)  # a timeline made by after: its index first catches up
+        self._final = None
         if state is not None:
             self._rs = state
+        self.events.extend(events)
+        try:
+            self._index(len(self.events), fold=state is None)
+        except BaseException:
+            del self.events[self._indexed:]  # an event the fold refused is not in the timeline
+            raise
+
+    def index_in_background(self) -> threading.Thread | None:
+        """Build the rest of the index in a daemon thread, a chunk at a time (None: it is built already).
+
+        The queries meanwhile wait for the chunk being built, then build what they need themselves.
+        """
+        if self._indexed >= len(self.events):
+            return None
+        if self._indexer is None or not self._indexer.is_alive():
+            self._indexer = threading.Thread(target=self._index_all, name="agentnb-timeline", daemon=True)
+            self._indexer.start()
+        return self._indexer
+
+    CHUNK = 20_000
+    """Events indexed between two looks at the other threads (see :meth:`index_in_background`)."""
+
+    def _index_all(self) -> None:
+        with gc_paused():  # as the fold of a loaded log (see gc_paused): the index's objects stay alive
+            while self._indexed < len(self.events):
+                time.sleep(0)  # let the other threads in between two chunks
+                self._ready(min(len(self.events), self._indexed + self.CHUNK) - 1)
+
+    def _ready(self, seq: int) -> None:
+        """The index holds event ``seq`` (and all before it): a timeline made by :meth:`after` catches up."""
+        if seq < self._indexed:
+            return
+        with self._lock:
+            if seq >= self._indexed:
+                self._index(min(seq + 1, len(self.events)), fold=True)
+
+    def _index(self, end: int, fold: bool) -> None:
+        """Index the events from :attr:`indexed` to ``end``, folding each first unless ``fold`` is False."""
+        try:
+            self._index_events(itertools.islice(self.events, self._indexed, end), fold)
+        finally:
+            self._indexed = len(self._version)
+
+    def _index_events(self, events: Iterable[BaseEvent], fold: bool) -> None:
         rs = self._rs
-        fold = state is None
-        add_event, versions, counters = self.events.append, self._versions, self._counters
-        add_version, add_length, add_counters = self._version.append, self._length.append, counters.append
-        frag_pos, turn_calls = self._frag_pos, self._turn_calls
+        add_version, add_length, add_counters = self._version.append, self._length.append, self._counters.append
+        versions, counters, frag_pos, turn_calls = self._versions, self._counters, self._frag_pos, self._turn_calls
         prev = counters[-1] if counters else None
         for ev in events:
             if fold:
                 rs.apply(ev)
-            add_event(ev)
             messages = rs.messages
             if not versions or messages is not versions[-1]:
                 versions.append(messages)
@@ -97,8 +177,7 @@ class Timeline:
             if prev is None or prev.turns != rs.turns_completed or prev.tool_calls != rs.tool_calls or (
                 prev.input_tokens != rs.input_tokens or prev.output_tokens != rs.output_tokens
             ):
-                by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
-                prev = Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens, by_model)
+                prev = _counters(rs)
             add_counters(prev)  # most events change no counter: they share the record
             turn_calls[ev.turn] = rs.calls
             cls = type(ev)
@@ -108,41 +187,57 @@ class Timeline:
                 frags = rs.argument_fragments[ev.index]  # type: ignore[attr-defined]
                 frag_pos[ev.seq] = (frags, len(frags))
 
+    def _at_end(self, seq: int) -> bool:
+        """``seq`` is the last event of a timeline whose index has not reached it: the final state answers."""
+        return self._final is not None and seq >= len(self.events) - 1 >= self._indexed
+
     # -- queries ---------------------------------------------------------------------------------------
 
     def messages_at(self, seq: int) -> list[Message]:
         """The conversation right after event ``seq``."""
         if not self.events or seq < 0:
             return []
+        if self._at_end(seq):
+            return self.state.messages[:]
         seq = min(seq, len(self.events) - 1)
+        self._ready(seq)
         return self._versions[self._version[seq]][:self._length[seq]]
 
     def last_message_at(self, seq: int) -> Message | None:
         """The last message of the conversation right after event ``seq`` (without copying the conversation)."""
         if not self.events or seq < 0:
             return None
+        if self._at_end(seq):
+            return self.state.messages[-1] if self.state.messages else None
         seq = min(seq, len(self.events) - 1)
+        self._ready(seq)
         count = self._length[seq]
         return self._versions[self._version[seq]][count - 1] if count else None
 
     def counters_at(self, seq: int) -> Counters:
         """Turns, tool calls and tokens used right after event ``seq``."""
+        if self._at_end(seq):
+            return _counters(self.state)
+        self._ready(min(seq, len(self.events) - 1))
         if not self._counters:
             return Counters(0, 0, 0, 0)
         return self._counters[max(0, min(seq, len(self._counters) - 1))]
 
     def text_buffer(self, seq: int) -> str:
         """The answer text accumulated up to the ``TextMerged`` event ``seq``."""
+        self._ready(seq)
         frags, n = self._frag_pos[seq]
         return "".join(frags[:n])
 
     def argument_buffer(self, seq: int) -> str:
         """A call's argument text accumulated up to the ``ArgumentsMerged`` event ``seq``."""
+        self._ready(seq)
         frags, n = self._frag_pos[seq]
         return "".join(frags[:n])
 
     def call_at(self, seq: int, call_id: str) -> CallState | None:
         """The fold's state of a call of the turn that event ``seq`` belongs to (as it stands now)."""
+        self._ready(len(self.events) - 1)  # "now": the index of all of them
         return self._turn_calls.get(self.events[seq].turn, {}).get(call_id)
 
     def _call(self, seq: int, call_id: str) -> ToolCallPart | None:
@@ -165,6 +260,7 @@ class Timeline:
         ``seq`` names an event of the call's turn; without it, the latest turn with a call of that id.
         """
         call = self.call_at(seq, call_id) if seq is not None else None
+        self._ready(len(self.events) - 1)
         if call is None:
             call = next((calls[call_id] for _, calls in sorted(self._turn_calls.items(), reverse=True)
                          if call_id in calls), None)
@@ -175,8 +271,14 @@ class Timeline:
 
         ``messages_at(k) == versions[v][:n]`` with ``(v, n) = where[k]``; the export stores each message once.
         """
+        self._ready(len(self.events) - 1)
         return self._versions, list(zip(self._version, self._length, strict=True))
 
     def turn_starts(self) -> list[int]:
         """The seq of every ``ModelRequested`` event (where each turn begins)."""
         return [e.seq for e in self.events if isinstance(e, ModelRequested)]
+
+
+def _counters(rs: RunState) -> Counters:
+    by_model = tuple((m, (v[0], v[1])) for m, v in rs.tokens_by_model.items())
+    return Counters(rs.turns_completed, rs.tool_calls, rs.input_tokens, rs.output_tokens, by_model)

@@ -283,6 +283,7 @@ class Debugger(Labelling, intervene.Intervening):
         if not texts:
             self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
         self._tree.update(n, long=not texts)
+        self.timeline.index_in_background()  # a loaded log's earlier moments, for time travel (Timeline.after)
 
     def _encode_rows(self) -> None:
         """The codes, a piece at a time: a hello heard meanwhile sends the rows without waiting.

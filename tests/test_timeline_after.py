@@ -1,0 +1,166 @@
+"""A loaded log's timeline reuses the transcript's fold (agentnb/_debugger/timeline.py: ``Timeline.after``).
+
+Its answers at every moment are those of a timeline that folds the log itself, whatever the order it is asked
+in and whether its index is built by the queries or by its background thread; a debugger opened on a loaded
+transcript folds nothing again before the page has its rows; and a transcript whose events changed since it
+was folded is folded again.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentnb as anb
+from agentnb._debugger.timeline import Timeline
+from agentnb._engine import RunState
+from agentnb._transcript import folded
+from agentnb.events import ArgumentsMerged, BaseEvent, TextMerged
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from debugger import long_run  # noqa: E402
+
+WAIT = 60  # seconds: a safety net against a hang, never a measure
+
+
+def _story(name: str, **options: Any) -> anb.Run:
+    loop = anb.Loop(model=anb.ScriptedModel.story(name, **options), tools=anb.stories.tools(name))
+    return loop.start("go").run()
+
+
+def _runs() -> Iterator[tuple[str, list[BaseEvent]]]:
+    for name in anb.stories.names():
+        yield name, list(_story(name).events)
+        yield f"{name}, streamed", list(_story(name, stream=True, chunk_size=2).events)
+    big = long_run(400)
+    yield "long", list(big.events)
+    yield "a fork of it", list(big.fork(at=len(big.events) // 2).run().events)
+
+
+RUNS = dict(_runs())
+
+
+def answers(tl: Timeline, seq: int) -> tuple[Any, ...]:
+    """Everything a timeline says about the moment after event ``seq``."""
+    ev = tl.events[seq]
+    call_id = getattr(ev, "call_id", None)
+    call = tl.call_at(seq, call_id) if call_id else None
+    return (
+        tl.messages_at(seq), tl.last_message_at(seq), tl.counters_at(seq),
+        tl.text_buffer(seq) if isinstance(ev, TextMerged) else None,
+        tl.argument_buffer(seq) if isinstance(ev, ArgumentsMerged) else None,
+        (call.part, call.status, call.decision) if call is not None else None,
+        tl.call_raw(seq, call_id) if call_id else None, tl.call_arguments(seq, call_id) if call_id else None,
+        tl.approval_decision(call_id, seq) if call_id else None,
+    )
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_every_moment_is_what_a_timeline_folding_the_log_says(name: str) -> None:
+    events = RUNS[name]
+    eager = Timeline(events)
+    order = list(range(len(events)))
+    random.Random(name).shuffle(order)  # asked in any order: the index catches up as far as each one needs
+    lazy = Timeline.after(events, RunState.fold(events))
+    assert [answers(lazy, k) for k in order] == [answers(eager, k) for k in order]
+    assert lazy.history_versions() == eager.history_versions()
+    assert lazy.state.messages == eager.state.messages and lazy.indexed == len(events)
+
+
+@pytest.mark.parametrize("name", ["refund, streamed", "long"])
+def test_built_in_the_background_it_says_the_same(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = RUNS[name]
+    monkeypatch.setattr(Timeline, "CHUNK", 7)
+    lazy = Timeline.after(events, RunState.fold(events))
+    thread = lazy.index_in_background()
+    assert thread is not None
+    mid = [answers(lazy, k) for k in range(0, len(events), 5)]  # the page's clicks while it builds
+    thread.join(WAIT)
+    assert not thread.is_alive() and lazy.indexed == len(events)
+    eager = Timeline(events)
+    assert mid == [answers(eager, k) for k in range(0, len(events), 5)]
+    assert lazy.index_in_background() is None  # built: no second thread
+
+
+def test_the_last_moment_is_answered_without_building_the_index() -> None:
+    events = RUNS["long"]
+    lazy = Timeline.after(events, RunState.fold(events))
+    last = len(events) - 1
+    eager = Timeline(events)
+    assert lazy.messages_at(last) == eager.messages_at(last)
+    assert lazy.last_message_at(last) == eager.last_message_at(last)
+    assert lazy.counters_at(last) == eager.counters_at(last)
+    assert lazy.indexed == 0
+
+
+def test_stepping_on_after_the_end_extends_the_index_and_folds_on(tmp_path: Path) -> None:
+    events = RUNS["long"]
+    cut = len(events) - 5
+    lazy = Timeline.after(events[:cut], RunState.fold(events[:cut]))
+    lazy.extend(events[cut:])
+    eager = Timeline(events)
+    assert [answers(lazy, k) for k in range(len(events))] == [answers(eager, k) for k in range(len(events))]
+    assert lazy.state.seq == len(events)
+
+
+def test_a_refused_event_stays_out_of_the_timeline() -> None:
+    events = RUNS["weather"]
+    tl = Timeline(events[:3])
+    with pytest.raises(anb.TranscriptError):
+        tl.extend([events[4]])  # seq 4 after seq 2
+    assert len(tl) == tl.indexed == 3
+    tl.extend(events[3:])
+    assert len(tl) == len(events)
+
+
+def _opened(path: Path) -> tuple[anb.Debugger, list[dict[str, Any]]]:
+    dbg = anb.Debugger(anb.Transcript.load(path), start="end")
+    sent: list[dict[str, Any]] = []
+    dbg.view.send = lambda content, buffers=None: sent.append(content)
+    return dbg, sent
+
+
+def test_a_debugger_on_a_loaded_transcript_folds_nothing_again_before_the_rows(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    anb.Transcript(RUNS["long"]).save(path)
+    dbg, sent = _opened(path)
+    dbg._repr_mimebundle_()  # the static view and the widget's state: the header, the last card, the meters
+    assert dbg.timeline.indexed == 0
+    folds: list[int] = []
+    apply = RunState.apply
+
+    def counted(rs: RunState, ev: BaseEvent, **kw: Any) -> None:
+        folds.append(ev.seq)
+        apply(rs, ev, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RunState, "apply", counted)
+        dbg.view._handle_custom_msg({"kind": "hello", "page": "p"}, [])
+        assert max(c["end"] for c in sent if c.get("kind") == "rows") == len(RUNS["long"])
+        thread = dbg.timeline.index_in_background()  # the one the hello started
+        if thread is not None:
+            thread.join(WAIT)
+    assert dbg.timeline.indexed == len(RUNS["long"])
+    assert sorted(folds) == list(range(len(RUNS["long"])))  # each event folded once more, for the index only
+    first = answers(dbg.timeline, 3)
+    assert first == answers(Timeline(RUNS["long"]), 3)
+
+
+def test_a_transcript_changed_since_its_fold_is_folded_again(tmp_path: Path) -> None:
+    path = tmp_path / "weather.jsonl"
+    anb.Transcript(RUNS["weather"]).save(path)
+    t = anb.Transcript.load(path)
+    whole = folded(t)
+    assert folded(t) is whole  # load's own fold, kept
+    t.events = t.events[:4]
+    assert folded(t) is not whole and folded(t).seq == 4
+    t.events.append(RUNS["weather"][4])
+    assert folded(t).seq == 5
+    shown = t.messages
+    shown.clear()  # a caller's list: the kept fold is not changed through it
+    assert t.messages == folded(t).messages != []
