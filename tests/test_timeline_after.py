@@ -164,3 +164,31 @@ def test_a_transcript_changed_since_its_fold_is_folded_again(tmp_path: Path) -> 
     shown = t.messages
     shown.clear()  # a caller's list: the kept fold is not changed through it
     assert t.messages == folded(t).messages != []
+
+
+def test_a_long_log_s_index_is_built_after_its_tree_in_the_background(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentnb._debugger import tree as tree_mod
+
+    monkeypatch.setattr(tree_mod.SentTree, "AT_ONCE", 20)  # the long runs' way: the tree built in a thread
+    monkeypatch.setattr(tree_mod.Building, "CHUNK", 7)
+    monkeypatch.setattr(Timeline, "CHUNK", 7)
+    path = tmp_path / "long.jsonl"
+    anb.Transcript(RUNS["long"]).save(path)
+    dbg, sent = _opened(path)
+    started: list[int] = []
+    index_in_background = Timeline.index_in_background
+
+    def noted(tl: Timeline) -> Any:
+        started.append(len(dbg._tree.built().groups) if dbg._tree.built() is not None else -1)
+        return index_in_background(tl)
+
+    monkeypatch.setattr(Timeline, "index_in_background", noted)
+    dbg.view._handle_custom_msg({"kind": "hello", "page": "p"}, [])
+    assert dbg._tree.wait(WAIT)
+    thread = index_in_background(dbg.timeline)
+    if thread is not None:
+        thread.join(WAIT)
+    assert started and started[0] == len(RUNS["long"])  # once the tree was built, not beside it
+    assert dbg.timeline.indexed == len(RUNS["long"])
+    assert any(c.get("kind") == "tree" for c in sent)

@@ -481,10 +481,11 @@ class SentTree:
     """Events whose tree is built at once, with the rows (a few tens of milliseconds); more: in the background."""
 
     def __init__(self, lock: Any, send: Callable[[dict[str, Any], list[bytes]], None],
-                 selected: Callable[[], int]) -> None:
+                 selected: Callable[[], int], built: Callable[[], object] = lambda: None) -> None:
         self._lock = lock
         self._send = send
         self._selected = selected
+        self._built = built  # called once a tree built in the background is sent (the thread's next work)
         self.building: Building | None = None
         """The thread building the tree, while it does."""
         self.restart([])
@@ -573,3 +574,4 @@ class SentTree:
                 self.tree, self.ready, self._full = building.tree, True, building.encoded
             if self.upto:
                 self.update(self.upto, self._long)
+        self._built()

@@ -88,7 +88,8 @@ class Debugger(Labelling, intervene.Intervening):
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._rows = rows_mod.RowEncoder()
-        self._tree = SentTree(self._lock, lambda c, b: self.view.send(c, b), lambda: self.selected)
+        self._tree = SentTree(self._lock, lambda c, b: self.view.send(c, b), lambda: self.selected,
+                              built=lambda: self.timeline.index_in_background())
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
@@ -283,7 +284,8 @@ class Debugger(Labelling, intervene.Intervening):
         if not texts:
             self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
         self._tree.update(n, long=not texts)
-        self.timeline.index_in_background()  # a loaded log's earlier moments, for time travel (Timeline.after)
+        if self._tree.ready:  # a loaded log's earlier moments, for time travel (Timeline.after); a tree built
+            self.timeline.index_in_background()  # in the background first: then (one thread at a time)
 
     def _encode_rows(self) -> None:
         """The codes, a piece at a time: a hello heard meanwhile sends the rows without waiting.
