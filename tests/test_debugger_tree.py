@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import time
+from array import array
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 import agentnb as anb
+from agentnb._debugger import rows as rows_mod
 from agentnb._debugger import tree as tree_mod
 from agentnb._debugger.viewdata import RowEncoder
 from agentnb.events import ArgumentsMerged, TextMerged, ToolFinished, ToolStarted, TurnCompleted
@@ -117,3 +122,13 @@ def test_the_export_carries_the_tree_beside_the_rows() -> None:
     assert bundle["tree"]["g"] == tree_mod.tree_of(run.events).groups
     assert [r[3] for r in bundle["tree"]["nodes"]] == ["run", "turn", "model", "call", "call", "turn", "model"]
     assert tuple(bundle["tree"]["fields"]) == tree_mod.FIELDS
+
+
+@given(st.lists(st.integers(0, 2**31 - 1), max_size=300), st.sampled_from([None, 0x100, 0x10000, 1 << 31]))
+def test_a_column_s_narrow_bytes_are_its_values(values: list[int], vocab: int | None) -> None:
+    """The row codes' 8- and 16-bit buffers (a strided view of the column) hold each value, as the page reads them."""
+    column = array("i", values)
+    if vocab is not None:
+        column = array("i", [v % vocab for v in values])
+    dtype, data = rows_mod._narrow(column, vocab)
+    assert array({"u1": "B", "u2": "H", "i4": "i"}[dtype], data).tolist() == column.tolist()

@@ -28,7 +28,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._visible import visible
 from ..events import BaseEvent
@@ -88,10 +88,22 @@ def _narrow(column: array[int], vocab: int | None) -> tuple[str, bytes]:
     if vocab is None:  # the turn: look at the values
         vocab = max(column) + 1 if column and min(column) >= 0 else 1 << 31
     if vocab <= 0x100:
-        return "u1", array("B", column).tobytes()
+        return "u1", _low(column, "B")
     if vocab <= 0x10000:
-        return "u2", array("H", column).tobytes()
+        return "u2", _low(column, "H")
     return "i4", column.tobytes()
+
+
+def _low(column: array[int], code: Literal["B", "H"]) -> bytes:
+    """The low byte (``B``) or two bytes (``H``) of each 32-bit value, all of them known to fit.
+
+    A strided view of the column's own bytes (one C copy) where the machine is little-endian, as every one a
+    kernel runs on is; the conversion value by value else (a million values: ~0.1 s more).
+    """
+    if sys.byteorder != "little" or column.itemsize != 4:
+        return array(code, column).tobytes()
+    view = memoryview(column).cast("B").cast(code)
+    return view[:: 4 // view.itemsize].tobytes()
 
 
 @dataclass
