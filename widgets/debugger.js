@@ -472,8 +472,13 @@ class DebuggerView {
     root.append(top, this.lineageEl, this.toolbar, this.metersEl, diagramBox, this.approvalsEl, this.bpRow, this.main, this.snapshotEl);
     buildLabels(this);
     // Without a kernel (a saved notebook opened later) no rows ever come: show the saved snapshot instead.
-    this.noKernelTimer = setTimeout(() => this.showSnapshot(), 2500);
-    this.disposers.push(() => clearTimeout(this.noKernelTimer));
+    // Looked at again every 2.5 s until a kernel answers or it shows: a reopened notebook's restored state can
+    // reach the view after its first look (then it found no snapshot, and the page stayed blank).
+    this.noKernelTimer = setInterval(() => {
+      if (this.store.heard || this.saved) clearInterval(this.noKernelTimer);
+      else this.showSnapshot();
+    }, 2500);
+    this.disposers.push(() => clearInterval(this.noKernelTimer));
     root.addEventListener("keydown", (e) => this.onKey(e));
     el.append(root);
     this.resizer = new ResizeObserver(() => {
