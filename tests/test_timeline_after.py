@@ -192,3 +192,25 @@ def test_a_long_log_s_index_is_built_after_its_tree_in_the_background(tmp_path: 
     assert started and started[0] == len(RUNS["long"])  # once the tree was built, not beside it
     assert dbg.timeline.indexed == len(RUNS["long"])
     assert any(c.get("kind") == "tree" for c in sent)
+
+
+def test_a_stopped_background_index_stops_and_queries_still_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = RUNS["long"]
+    monkeypatch.setattr(Timeline, "CHUNK", 7)
+    lazy = Timeline.after(events, RunState.fold(events))
+    seen: list[int] = []
+    ready = Timeline._ready
+
+    def noted(tl: Timeline, seq: int) -> None:
+        seen.append(seq)
+        if len(seen) == 3:
+            tl.stop_indexing()  # as the widget does when another timeline replaces this one
+        ready(tl, seq)
+
+    monkeypatch.setattr(Timeline, "_ready", noted)
+    thread = lazy.index_in_background()
+    assert thread is not None
+    thread.join(WAIT)
+    assert not thread.is_alive() and lazy.indexed == 3 * 7 < len(events)
+    assert answers(lazy, len(events) - 2) == answers(Timeline(events), len(events) - 2)
+    assert lazy.indexed == len(events) - 1

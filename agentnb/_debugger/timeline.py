@@ -57,6 +57,7 @@ class Timeline:
         self._indexed = 0  # the events indexed so far (all of them but in a timeline made by after)
         self._lock = threading.Lock()  # held while a timeline made by after indexes more of its events
         self._indexer: threading.Thread | None = None
+        self._stop = threading.Event()  # the background index is no longer wanted (see stop_indexing)
         self._versions: list[list[Message]] = []
         self._version: array[int] = array("i")  # per event: which version of the history was current
         self._length: array[int] = array("i")  # and how long it was
@@ -132,17 +133,22 @@ class Timeline:
         """
         if self._indexed >= len(self.events):
             return None
+        self._stop.clear()
         if self._indexer is None or not self._indexer.is_alive():
             self._indexer = threading.Thread(target=self._index_all, name="agentnb-timeline", daemon=True)
             self._indexer.start()
         return self._indexer
+
+    def stop_indexing(self) -> None:
+        """Stop a background index at its next chunk (the page shows another timeline); queries still build it."""
+        self._stop.set()
 
     CHUNK = 20_000
     """Events indexed between two looks at the other threads (see :meth:`index_in_background`)."""
 
     def _index_all(self) -> None:
         with gc_paused():  # as the fold of a loaded log (see gc_paused): the index's objects stay alive
-            while self._indexed < len(self.events):
+            while self._indexed < len(self.events) and not self._stop.is_set():
                 time.sleep(0)  # let the other threads in between two chunks
                 self._ready(min(len(self.events), self._indexed + self.CHUNK) - 1)
 

@@ -242,6 +242,8 @@ class Debugger(Labelling, intervene.Intervening):
     def _reset_rows(self) -> None:
         """The page starts its rows again; the encoded rows are kept unless the timeline itself is new."""
         if self._rows_of is not self.timeline:
+            if self._rows_of is not None:
+                self._rows_of.stop_indexing()  # the old timeline's background index: no longer wanted
             self._rows = rows_mod.RowEncoder()
             self._tree.restart(self.timeline.events)
             self._rows_of = self.timeline
