@@ -8,6 +8,12 @@ grows by appending, except when a replacement (the prompt, a compression) starts
 ``messages_at(k)`` is a slice of a list the fold built. Streamed fragments work the same way: the fold keeps
 each attempt's fragments in new lists, and a fragment event's buffer is a prefix of one of them. The calls of a
 turn are the fold's own :class:`~agentnb._engine.CallState` objects, kept per turn.
+
+A loaded transcript was folded once already, to check it: :meth:`Timeline.after` starts from that fold and
+builds the index the first time an earlier moment is asked for (as far as it is asked for), or in a thread
+of its own once the page has its rows. So every query that reads the index first calls ``_ready(seq)``; a
+new query does too (``tests/test_timeline_after.py`` asks each one in a random order against a timeline
+that folded the log itself).
 """
 
 from __future__ import annotations
