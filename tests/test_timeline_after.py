@@ -118,6 +118,17 @@ def test_a_refused_event_stays_out_of_the_timeline() -> None:
     assert len(tl) == len(events)
 
 
+@pytest.fixture
+def long_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of a few hundred events takes a long one's way: rows after the hello, the tree in a thread."""
+    from agentnb._debugger import tree as tree_mod
+
+    monkeypatch.setattr(anb.Debugger, "EARLY_ROWS", 50)
+    monkeypatch.setattr(tree_mod.SentTree, "AT_ONCE", 20)
+    monkeypatch.setattr(tree_mod.Building, "CHUNK", 7)
+    monkeypatch.setattr(Timeline, "CHUNK", 7)
+
+
 def _opened(path: Path) -> tuple[anb.Debugger, list[dict[str, Any]]]:
     dbg = anb.Debugger(anb.Transcript.load(path), start="end")
     sent: list[dict[str, Any]] = []
@@ -125,7 +136,12 @@ def _opened(path: Path) -> tuple[anb.Debugger, list[dict[str, Any]]]:
     return dbg, sent
 
 
-def test_a_debugger_on_a_loaded_transcript_folds_nothing_again_before_the_rows(tmp_path: Path) -> None:
+def _hello(dbg: anb.Debugger) -> None:
+    dbg.view._handle_custom_msg({"kind": "hello", "page": "p"}, [])
+
+
+def test_a_debugger_on_a_loaded_transcript_folds_nothing_again_before_the_rows(tmp_path: Path,
+                                                                                long_way: None) -> None:
     path = tmp_path / "long.jsonl"
     anb.Transcript(RUNS["long"]).save(path)
     dbg, sent = _opened(path)
@@ -140,15 +156,68 @@ def test_a_debugger_on_a_loaded_transcript_folds_nothing_again_before_the_rows(t
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(RunState, "apply", counted)
-        dbg.view._handle_custom_msg({"kind": "hello", "page": "p"}, [])
+        _hello(dbg)
         assert max(c["end"] for c in sent if c.get("kind") == "rows") == len(RUNS["long"])
-        thread = dbg.timeline.index_in_background()  # the one the hello started
-        if thread is not None:
-            thread.join(WAIT)
+        assert dbg._tree.wait(WAIT)  # the tree's thread builds the index first, then the tree
     assert dbg.timeline.indexed == len(RUNS["long"])
     assert sorted(folds) == list(range(len(RUNS["long"])))  # each event folded once more, for the index only
-    first = answers(dbg.timeline, 3)
-    assert first == answers(Timeline(RUNS["long"]), 3)
+    assert answers(dbg.timeline, 3) == answers(Timeline(RUNS["long"]), 3)
+
+
+def test_a_short_log_s_index_is_built_with_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "weather.jsonl"
+    anb.Transcript(RUNS["weather, streamed"]).save(path)
+    dbg, _ = _opened(path)
+    dbg._repr_mimebundle_()
+    assert dbg.timeline.indexed == len(RUNS["weather, streamed"])  # a few milliseconds: no thread for it
+
+
+def test_the_index_is_built_before_the_tree_and_the_card_waits_for_it(tmp_path: Path, long_way: None,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the index is built, a selected event shows as recorded; then its full card replaces it."""
+    import threading
+
+    from agentnb._debugger import tree as tree_mod
+
+    path = tmp_path / "long.jsonl"
+    anb.Transcript(RUNS["long"]).save(path)
+    dbg, sent = _opened(path)
+    gate, reached = threading.Event(), threading.Event()
+    build_index, prepare = Timeline.build_index, tree_mod.TreeEncoder.prepare
+    order: list[str] = []
+
+    def held(tl: Timeline) -> None:
+        order.append("index")
+        reached.set()
+        assert gate.wait(WAIT)
+        build_index(tl)
+
+    def noted(tree: Any, events: Any, end: int) -> None:
+        if not order or order[-1] != "tree":
+            order.append("tree")
+        prepare(tree, events, end)
+
+    monkeypatch.setattr(Timeline, "build_index", held)
+    monkeypatch.setattr(tree_mod.TreeEncoder, "prepare", noted)
+    _hello(dbg)
+    assert reached.wait(WAIT)
+    seq = 5
+    dbg.select(seq)  # the page's click, while the index is being built
+    card = dbg.view.detail
+    assert f'data-seq="{seq}"' in card and 'data-provisional="true"' in card
+    assert RUNS["long"][seq].type in card and "being indexed" in card
+    assert "being indexed" in dbg.view.conversation and dbg.view.meters == ""
+    assert dbg.timeline.indexed == 0  # the click did not build it
+    gate.set()
+    assert dbg._tree.wait(WAIT)
+    assert order == ["index", "tree"]
+    full = dbg.view.detail
+    assert f'data-seq="{seq}"' in full and "data-provisional" not in full  # the full card came by itself
+    from agentnb._debugger import viewdata
+
+    eager = Timeline(RUNS["long"])  # a timeline that folded the log itself
+    assert full == viewdata.detail_html(eager, seq) and dbg.view.conversation == viewdata.conversation_html(eager, seq)
+    assert dbg.view.meters == viewdata.meters_html(eager, seq) != ""
 
 
 def test_a_transcript_changed_since_its_fold_is_folded_again(tmp_path: Path) -> None:
@@ -164,34 +233,6 @@ def test_a_transcript_changed_since_its_fold_is_folded_again(tmp_path: Path) -> 
     shown = t.messages
     shown.clear()  # a caller's list: the kept fold is not changed through it
     assert t.messages == folded(t).messages != []
-
-
-def test_a_long_log_s_index_is_built_after_its_tree_in_the_background(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentnb._debugger import tree as tree_mod
-
-    monkeypatch.setattr(tree_mod.SentTree, "AT_ONCE", 20)  # the long runs' way: the tree built in a thread
-    monkeypatch.setattr(tree_mod.Building, "CHUNK", 7)
-    monkeypatch.setattr(Timeline, "CHUNK", 7)
-    path = tmp_path / "long.jsonl"
-    anb.Transcript(RUNS["long"]).save(path)
-    dbg, sent = _opened(path)
-    started: list[int] = []
-    index_in_background = Timeline.index_in_background
-
-    def noted(tl: Timeline) -> Any:
-        started.append(len(dbg._tree.built().groups) if dbg._tree.built() is not None else -1)
-        return index_in_background(tl)
-
-    monkeypatch.setattr(Timeline, "index_in_background", noted)
-    dbg.view._handle_custom_msg({"kind": "hello", "page": "p"}, [])
-    assert dbg._tree.wait(WAIT)
-    thread = index_in_background(dbg.timeline)
-    if thread is not None:
-        thread.join(WAIT)
-    assert started and started[0] == len(RUNS["long"])  # once the tree was built, not beside it
-    assert dbg.timeline.indexed == len(RUNS["long"])
-    assert any(c.get("kind") == "tree" for c in sent)
 
 
 def test_a_stopped_background_index_stops_and_queries_still_build_it(monkeypatch: pytest.MonkeyPatch) -> None:

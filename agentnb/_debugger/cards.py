@@ -446,7 +446,12 @@ def _b_run_finished(ev: Any, ctx: CardContext) -> str:
 
 def _b_generic(ev: Any, ctx: CardContext) -> str:
     """An event kind this version does not know: every field, as a table of JSON trees."""
-    return '<div class="agentnb-muted">an event kind without its own card: its fields</div>' + kv(
+    return recorded_html(ev, "an event kind without its own card: its fields")
+
+
+def recorded_html(ev: BaseEvent, note: str) -> str:
+    """An event's own fields as recorded, as a table of JSON trees under a note saying why no more is shown."""
+    return f'<div class="agentnb-muted">{esc(note)}</div>' + kv(
         [(name, json_tree(value, open_depth=1)) for name, value in own_fields(ev).items()]
     )
 

@@ -132,8 +132,16 @@ class Timeline:
             del self.events[self._indexed:]  # an event the fold refused is not in the timeline
             raise
 
+    def has_moment(self, seq: int) -> bool:
+        """Whether the moment after event ``seq`` is answered without building the index first.
+
+        True once the index holds every event (a call's state is "as it stands now": all of them), and for the
+        last event, which the state after it answers. The page shows the event as recorded until then.
+        """
+        return self._indexed >= len(self.events) or self._at_end(seq)
+
     def index_in_background(self) -> threading.Thread | None:
-        """Build the rest of the index in a daemon thread, a chunk at a time (None: it is built already).
+        """Build the rest of the index in a daemon thread (:meth:`build_index`; None: it is built already).
 
         The queries meanwhile wait for the chunk being built, then build what they need themselves.
         """
@@ -141,7 +149,7 @@ class Timeline:
             return None
         self._stop.clear()
         if self._indexer is None or not self._indexer.is_alive():
-            self._indexer = threading.Thread(target=self._index_all, name="agentnb-timeline", daemon=True)
+            self._indexer = threading.Thread(target=self.build_index, name="agentnb-timeline", daemon=True)
             self._indexer.start()
         return self._indexer
 
@@ -152,7 +160,11 @@ class Timeline:
     CHUNK = 20_000
     """Events indexed between two looks at the other threads (see :meth:`index_in_background`)."""
 
-    def _index_all(self) -> None:
+    def build_index(self) -> None:
+        """Build the rest of the index here, a chunk at a time, letting other threads in between two chunks.
+
+        Stops early after :meth:`stop_indexing`.
+        """
         with gc_paused():  # as the fold of a loaded log (see gc_paused): the index's objects stay alive
             while self._indexed < len(self.events) and not self._stop.is_set():
                 time.sleep(0)  # let the other threads in between two chunks

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -424,8 +425,10 @@ class Building:
     CHUNK = 20_000
     """Events placed between two looks at :meth:`stop` (where the other threads are let in, too)."""
 
-    def __init__(self, events: list[BaseEvent], done: Callable[[Building], None]) -> None:
+    def __init__(self, events: list[BaseEvent], done: Callable[[Building], None],
+                 before: Callable[[], object] = lambda: None) -> None:
         self.events = events
+        self._before = before
         self.tree = TreeEncoder()
         self.end = 0
         self.encoded: tuple[dict[str, Any], list[bytes]] | None = None
@@ -447,6 +450,11 @@ class Building:
 
     def _run(self) -> None:
         try:
+            try:
+                self._before()  # the thread's first work (a loaded log's time-travel index: widget.py)
+            except Exception as exc:  # a thread's error would go unseen; the queries build what they need
+                warnings.warn(f"agentnb: the work before the tree failed: {type(exc).__name__}: {exc}",
+                              RuntimeWarning, stacklevel=1)
             self._build()
             if not self._stop.is_set():
                 self._done(self)
@@ -481,11 +489,11 @@ class SentTree:
     """Events whose tree is built at once, with the rows (a few tens of milliseconds); more: in the background."""
 
     def __init__(self, lock: Any, send: Callable[[dict[str, Any], list[bytes]], None],
-                 selected: Callable[[], int], built: Callable[[], object] = lambda: None) -> None:
+                 selected: Callable[[], int], before: Callable[[], object] = lambda: None) -> None:
         self._lock = lock
         self._send = send
         self._selected = selected
-        self._built = built  # called once a tree built in the background is sent (the thread's next work)
+        self._before = before  # the building thread's first work, before the tree (holding no lock)
         self.building: Building | None = None
         """The thread building the tree, while it does."""
         self.restart([])
@@ -539,7 +547,7 @@ class SentTree:
                 self.ready = True
             else:
                 if self.building is None and not self.error:  # after the rows: it does not slow them down
-                    self.building = Building(self.events, self._adopt).start()
+                    self.building = Building(self.events, self._adopt, before=self._before).start()
                 if not self._noted:
                     self._noted = True
                     self._send({"kind": "building", "what": "tree", "error": self.error}, [])
@@ -574,4 +582,3 @@ class SentTree:
                 self.tree, self.ready, self._full = building.tree, True, building.encoded
             if self.upto:
                 self.update(self.upto, self._long)
-        self._built()

@@ -71,15 +71,26 @@ def detail_html(tl: Timeline, seq: int, *, light: bool = False) -> str:
     if not len(tl):
         return '<div class="agentnb-muted">no events yet: Step or Continue</div>'
     ev = tl.events[seq]
+    if not tl.has_moment(seq):  # a loaded log's index is still being built (Timeline.after): the event itself
+        return (f'<div class="agentnb-detail-card" data-seq="{ev.seq}" data-provisional="true">'
+                f'<div class="agentnb-detail-summary">{cards.summary_html(ev)}</div>'
+                f"{cards.recorded_html(ev, PROVISIONAL)}</div>")
     ctx = cards.CardContext(tl, light=light)
     return (f'<div class="agentnb-detail-card" data-seq="{ev.seq}"><div class="agentnb-detail-summary">'
             f"{cards.summary_html(ev)}</div>{cards.body_html(ev, ctx)}</div>")
+
+
+PROVISIONAL = ("the event as recorded: the run at this moment (its conversation, its calls, the budget) is being "
+               "indexed, and its full card follows in a moment")
+"""What a card says while a loaded log's index is built (a long one's first seconds)."""
 
 
 def conversation_html(tl: Timeline, seq: int) -> str:
     """The conversation as it stood right after event ``seq`` (time travel)."""
     if not len(tl):
         return ""
+    if not tl.has_moment(seq):
+        return f'<div class="agentnb-muted" data-provisional="true">{cards.esc(PROVISIONAL)}</div>'
     msgs = tl.messages_at(seq)
     ev = tl.events[seq]
     return (f'<div class="agentnb-time-travel" data-seq="{seq}"><div class="agentnb-muted">the conversation after '

@@ -89,7 +89,7 @@ class Debugger(Labelling, intervene.Intervening):
         self._timer: threading.Timer | None = None
         self._rows = rows_mod.RowEncoder()
         self._tree = SentTree(self._lock, lambda c, b: self.view.send(c, b), lambda: self.selected,
-                              built=lambda: self.timeline.index_in_background())
+                              before=self._index_timeline)
         self._rows_of: Timeline | None = None
         self._rows_sent = 0
         self._shown: tuple[Any, ...] = ()
@@ -286,8 +286,19 @@ class Debugger(Labelling, intervene.Intervening):
         if not texts:
             self.view.send({"kind": "texts", **self._rows.answer(events, [[sel - near, sel + near // 4]])})
         self._tree.update(n, long=not texts)
-        if self._tree.ready:  # a loaded log's earlier moments, for time travel (Timeline.after); a tree built
-            self.timeline.index_in_background()  # in the background first: then (one thread at a time)
+        if self._tree.ready:  # a short log's index, at once (a long one's: in the tree's thread, before its tree)
+            self.timeline.build_index()
+
+    def _index_timeline(self) -> None:
+        """In the tree's thread, before the tree: a loaded log's index (clicks and time travel need it first).
+
+        Until it is built the page shows the selected event as recorded; then the selected moment again.
+        """
+        tl = self.timeline
+        tl.build_index()
+        with self._lock:
+            if tl is self.timeline and self._shown[-1:] != (True,):  # the shown moment was provisional
+                self.refresh()
 
     def _encode_rows(self) -> None:
         """The codes, a piece at a time: a hello heard meanwhile sends the rows without waiting.
@@ -347,12 +358,14 @@ class Debugger(Labelling, intervene.Intervening):
                 v.message = self.message
                 self._sync_controls()
                 # a card can change after later events (an approval's status), so the key has the length
-                key = (id(tl), sel, n if sel >= n - 2 or isinstance(tl.events[sel], ApprovalRequested) else -1)
+                ready = not n or tl.has_moment(sel)  # a loaded log's index may still be building (Timeline.after)
+                key = (id(tl), sel, n if sel >= n - 2 or isinstance(tl.events[sel], ApprovalRequested) else -1,
+                       ready)
                 if n and key != self._shown:
                     self._shown = key
                     v.detail = viewdata.detail_html(tl, sel)
                     v.conversation = viewdata.conversation_html(tl, sel)
-                    v.meters = viewdata.meters_html(tl, sel)
+                    v.meters = viewdata.meters_html(tl, sel) if ready else ""
                     v.diagram = viewdata.diagram_html(tl, sel)
                     v.fork_edit = whatif.fork_edit(tl, sel) if self.live else {}
                 elif not n:
