@@ -104,16 +104,17 @@ def expected(events: list[BaseEvent]) -> tuple[list[int], list[dict[str, Any]]]:
                          for n in tree.nodes]
 
 
-def _story(name: str, **options: Any) -> anb.Run:
+def story_run(name: str, **options: Any) -> anb.Run:
     loop = anb.Loop(model=anb.ScriptedModel.story(name, **options), tools=anb.stories.tools(name))
     return loop.start("go").run()
 
 
-def _runs() -> Iterator[tuple[str, list[BaseEvent]]]:
+def runs_of_every_story(long: int = 600) -> Iterator[tuple[str, list[BaseEvent]]]:
+    """Every story, whole and streamed, a long streamed run of about ``long`` events and a fork of it."""
     for name in anb.stories.names():
-        yield name, list(_story(name).events)
-        yield f"{name}, streamed", list(_story(name, stream=True, chunk_size=2).events)
-    big = long_run(600)
+        yield name, list(story_run(name).events)
+        yield f"{name}, streamed", list(story_run(name, stream=True, chunk_size=2).events)
+    big = long_run(long)
     yield "long", list(big.events)
     yield "a fork of it", list(big.fork(at=len(big.events) // 2).run().events)
 
@@ -122,7 +123,7 @@ def _runs() -> Iterator[tuple[str, list[BaseEvent]]]:
 def test_the_tree_built_after_the_rows_is_the_tree_built_in_one_go(monkeypatch: pytest.MonkeyPatch,
                                                                    chunk: int) -> None:
     monkeypatch.setattr(tree_mod.Building, "CHUNK", chunk)
-    for name, events in _runs():
+    for name, events in runs_of_every_story():
         if len(events) <= tree_mod.SentTree.AT_ONCE:
             continue
         dbg = anb.Debugger(anb.Transcript(events), start="end")

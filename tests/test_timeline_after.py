@@ -9,8 +9,6 @@ was folded is folded again.
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +19,12 @@ from agentnb._debugger.timeline import Timeline
 from agentnb._engine import RunState
 from agentnb._transcript import folded
 from agentnb.events import ArgumentsMerged, BaseEvent, TextMerged
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from debugger import long_run  # noqa: E402
+from tests.test_debugger_tree_building import runs_of_every_story
 
 WAIT = 60  # seconds: a safety net against a hang, never a measure
 
 
-def _story(name: str, **options: Any) -> anb.Run:
-    loop = anb.Loop(model=anb.ScriptedModel.story(name, **options), tools=anb.stories.tools(name))
-    return loop.start("go").run()
-
-
-def _runs() -> Iterator[tuple[str, list[BaseEvent]]]:
-    for name in anb.stories.names():
-        yield name, list(_story(name).events)
-        yield f"{name}, streamed", list(_story(name, stream=True, chunk_size=2).events)
-    big = long_run(400)
-    yield "long", list(big.events)
-    yield "a fork of it", list(big.fork(at=len(big.events) // 2).run().events)
-
-
-RUNS = dict(_runs())
+RUNS = dict(runs_of_every_story(long=400))
 
 
 def answers(tl: Timeline, seq: int) -> tuple[Any, ...]:
