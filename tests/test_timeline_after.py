@@ -9,6 +9,7 @@ was folded is folded again.
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,13 @@ def test_built_in_the_background_it_says_the_same(name: str, monkeypatch: pytest
     events = RUNS[name]
     monkeypatch.setattr(Timeline, "CHUNK", 7)
     lazy = Timeline.after(events, RunState.fold(events))
-    thread = lazy.index_in_background()
-    assert thread is not None
+    thread = threading.Thread(target=lazy.build_index)  # as the page's tree thread builds it
+    thread.start()
     mid = [answers(lazy, k) for k in range(0, len(events), 5)]  # the page's clicks while it builds
     thread.join(WAIT)
     assert not thread.is_alive() and lazy.indexed == len(events)
     eager = Timeline(events)
     assert mid == [answers(eager, k) for k in range(0, len(events), 5)]
-    assert lazy.index_in_background() is None  # built: no second thread
 
 
 def test_the_last_moment_is_answered_without_building_the_index() -> None:
@@ -157,8 +157,6 @@ def test_a_short_log_s_index_is_built_with_its_rows(tmp_path: Path) -> None:
 def test_the_index_is_built_before_the_tree_and_the_card_waits_for_it(tmp_path: Path, long_way: None,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """While the index is built, a selected event shows as recorded; then its full card replaces it."""
-    import threading
-
     from agentnb._debugger import tree as tree_mod
 
     path = tmp_path / "long.jsonl"
@@ -231,9 +229,40 @@ def test_a_stopped_background_index_stops_and_queries_still_build_it(monkeypatch
         ready(tl, seq)
 
     monkeypatch.setattr(Timeline, "_ready", noted)
-    thread = lazy.index_in_background()
-    assert thread is not None
+    thread = threading.Thread(target=lazy.build_index)
+    thread.start()
     thread.join(WAIT)
     assert not thread.is_alive() and lazy.indexed == 3 * 7 < len(events)
     assert answers(lazy, len(events) - 2) == answers(Timeline(events), len(events) - 2)
     assert lazy.indexed == len(events) - 1
+
+
+def test_events_appended_while_the_index_is_built_are_indexed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = RUNS["long"]
+    cut = len(events) - 9
+    monkeypatch.setattr(Timeline, "CHUNK", 7)
+    lazy = Timeline.after(events[:cut], RunState.fold(events[:cut]))
+    gate, reached = threading.Event(), threading.Event()
+    index_events = Timeline._index_events
+    main = threading.main_thread()
+
+    def held(tl: Timeline, evs: Any, fold: bool) -> None:
+        if threading.current_thread() is not main and not reached.is_set():
+            reached.set()  # the building thread holds the lock here, in the middle of a chunk
+            assert gate.wait(WAIT)
+        index_events(tl, evs, fold)
+
+    monkeypatch.setattr(Timeline, "_index_events", held)
+    thread = threading.Thread(target=lazy.build_index)
+    thread.start()
+    assert reached.wait(WAIT)
+    appending = threading.Thread(target=lambda: lazy.extend(events[cut:]))
+    appending.start()
+    appending.join(0.2)  # it waits for the chunk: the index is not built twice over
+    assert appending.is_alive() and len(lazy) == cut
+    gate.set()
+    appending.join(WAIT)
+    thread.join(WAIT)
+    eager = Timeline(events)
+    assert len(lazy) == lazy.indexed == len(events) and lazy.state.seq == len(events)
+    assert [answers(lazy, k) for k in range(len(events))] == [answers(eager, k) for k in range(len(events))]

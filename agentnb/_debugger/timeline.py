@@ -62,7 +62,6 @@ class Timeline:
         self._final: RunState | None = None  # a log folded before (see after): its state, while the index catches up
         self._indexed = 0  # the events indexed so far (all of them but in a timeline made by after)
         self._lock = threading.Lock()  # held while a timeline made by after indexes more of its events
-        self._indexer: threading.Thread | None = None
         self._stop = threading.Event()  # the background index is no longer wanted (see stop_indexing)
         self._versions: list[list[Message]] = []
         self._version: array[int] = array("i")  # per event: which version of the history was current
@@ -78,7 +77,7 @@ class Timeline:
 
         Nothing is folded again now: the state after the last event is ``state``, and the index behind the
         earlier moments is built the first time one is asked for, as far as it is asked for (or all of it by
-        :meth:`index_in_background`, once the page shows the run). A million events' debugger opens without
+        :meth:`build_index`, in a thread of the page's once it shows the run). A million events' debugger opens without
         a second fold.
 
         Example:
@@ -121,16 +120,18 @@ class Timeline:
 
         ``state``, with a single event: the run's fold after it (see :meth:`add`); None: fold them here.
         """
-        self._ready(len(self.events) - 1)  # a timeline made by after: its index first catches up
-        self._final = None
-        if state is not None:
-            self._rs = state
-        self.events.extend(events)
-        try:
-            self._index(len(self.events), fold=state is None)
-        except BaseException:
-            del self.events[self._indexed:]  # an event the fold refused is not in the timeline
-            raise
+        with self._lock:  # not beside a thread that builds a loaded log's index
+            if self._indexed < len(self.events):  # a timeline made by after: its index first catches up
+                self._index(len(self.events), fold=True)
+            self._final = None
+            if state is not None:
+                self._rs = state
+            self.events.extend(events)
+            try:
+                self._index(len(self.events), fold=state is None)
+            except BaseException:
+                del self.events[self._indexed:]  # an event the fold refused is not in the timeline
+                raise
 
     def has_moment(self, seq: int) -> bool:
         """Whether the moment after event ``seq`` is answered without building the index first.
@@ -140,31 +141,21 @@ class Timeline:
         """
         return self._indexed >= len(self.events) or self._at_end(seq)
 
-    def index_in_background(self) -> threading.Thread | None:
-        """Build the rest of the index in a daemon thread (:meth:`build_index`; None: it is built already).
-
-        The queries meanwhile wait for the chunk being built, then build what they need themselves.
-        """
-        if self._indexed >= len(self.events):
-            return None
-        self._stop.clear()
-        if self._indexer is None or not self._indexer.is_alive():
-            self._indexer = threading.Thread(target=self.build_index, name="agentnb-timeline", daemon=True)
-            self._indexer.start()
-        return self._indexer
-
     def stop_indexing(self) -> None:
         """Stop a background index at its next chunk (the page shows another timeline); queries still build it."""
         self._stop.set()
 
     CHUNK = 20_000
-    """Events indexed between two looks at the other threads (see :meth:`index_in_background`)."""
+    """Events indexed between two looks at the other threads (see :meth:`build_index`)."""
 
     def build_index(self) -> None:
         """Build the rest of the index here, a chunk at a time, letting other threads in between two chunks.
 
-        Stops early after :meth:`stop_indexing`.
+        Stops early after :meth:`stop_indexing` (called from another thread while this one builds).
         """
+        if self._indexed >= len(self.events):
+            return
+        self._stop.clear()
         with gc_paused():  # as the fold of a loaded log (see gc_paused): the index's objects stay alive
             while self._indexed < len(self.events) and not self._stop.is_set():
                 time.sleep(0)  # let the other threads in between two chunks
