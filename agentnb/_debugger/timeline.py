@@ -10,8 +10,10 @@ each attempt's fragments in new lists, and a fragment event's buffer is a prefix
 turn are the fold's own :class:`~agentnb._engine.CallState` objects, kept per turn.
 
 A loaded transcript was folded once already, to check it: :meth:`Timeline.after` starts from that fold and
-builds the index the first time an earlier moment is asked for (as far as it is asked for), or in a thread
-of its own once the page has its rows. So every query that reads the index first calls ``_ready(seq)``; a
+builds the index the first time an earlier moment is asked for (as far as it is asked for), or all of it in
+the thread that builds the page's tree, once the page has its rows and before the tree (the widget; until
+then the page shows the selected event as recorded). So every query that reads the index first calls
+``_ready(seq)``; a
 new query does too (``tests/test_timeline_after.py`` asks each one in a random order against a timeline
 that folded the log itself).
 """
@@ -77,8 +79,8 @@ class Timeline:
 
         Nothing is folded again now: the state after the last event is ``state``, and the index behind the
         earlier moments is built the first time one is asked for, as far as it is asked for (or all of it by
-        :meth:`build_index`, in a thread of the page's once it shows the run). A million events' debugger opens without
-        a second fold.
+        :meth:`build_index`, which the page's tree thread calls once the page has the rows). A million events'
+        debugger opens without a second fold.
 
         Example:
             >>> import agentnb as anb
