@@ -13,9 +13,8 @@ A loaded transcript was folded once already, to check it: :meth:`Timeline.after`
 builds the index the first time an earlier moment is asked for (as far as it is asked for), or all of it in
 the thread that builds the page's tree, once the page has its rows and before the tree (the widget; until
 then the page shows the selected event as recorded). So every query that reads the index first calls
-``_ready(seq)``; a
-new query does too (``tests/test_timeline_after.py`` asks each one in a random order against a timeline
-that folded the log itself).
+``_ready(seq)``; a new query does too (``tests/test_timeline_after.py`` asks each one in a random order
+against a timeline that folded the log itself).
 """
 
 from __future__ import annotations
