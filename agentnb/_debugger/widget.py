@@ -257,11 +257,11 @@ class Debugger(Labelling, intervene.Intervening):
     def _send_rows(self) -> None:
         """Send the rows the page has not got yet (none before the debugger is displayed).
 
-        Every row's codes go, as binary columns, and the tree's nodes; a long send leaves the texts to the
-        page's asking (:meth:`_answer`). Rows sent before the page's module has loaded are lost, and a page
-        that says hello while the cell that displayed the debugger still runs (``display(dbg); dbg.cont()``)
-        is not heard until the cell ends. So until a hello arrives, each update starts over from row 0 -- for
-        a short run; a long one waits for the hello.
+        Every row's codes go, as binary columns, and the tree's nodes; a long send leaves the texts to the page's
+        asking (:meth:`_answer`). Rows sent before the page's module has loaded are lost, and a page that says
+        hello while the cell that displayed the debugger still runs (``display(dbg); dbg.cont()``) is not heard
+        until the cell ends. So until a hello arrives, each update starts over from row 0 -- for a short run; a
+        long one waits for the hello.
         """
         if not self._displayed:
             return  # no page listens yet; displaying sends everything
@@ -290,10 +290,7 @@ class Debugger(Labelling, intervene.Intervening):
             self.timeline.build_index()
 
     def _index_timeline(self) -> None:
-        """In the tree's thread, before the tree: a loaded log's index (clicks and time travel need it first).
-
-        Until it is built the page shows the selected event as recorded; then the selected moment again.
-        """
+        """In the tree's thread, before the tree: a loaded log's index; then the moment shown as recorded, whole."""
         tl = self.timeline
         tl.build_index()
         with self._lock:
@@ -359,8 +356,7 @@ class Debugger(Labelling, intervene.Intervening):
                 self._sync_controls()
                 # a card can change after later events (an approval's status), so the key has the length
                 ready = not n or tl.has_moment(sel)  # a loaded log's index may still be building (Timeline.after)
-                key = (id(tl), sel, n if sel >= n - 2 or isinstance(tl.events[sel], ApprovalRequested) else -1,
-                       ready)
+                key = (id(tl), sel, n if sel >= n - 2 or isinstance(tl.events[sel], ApprovalRequested) else -1, ready)
                 if n and key != self._shown:
                     self._shown = key
                     v.detail = viewdata.detail_html(tl, sel)
