@@ -214,7 +214,11 @@ class RowStore {
 
 const COLS = ["k", "s", "u", "t", "x"];
 const FRAGMENT_TYPES = new Set(["TextMerged", "ArgumentsMerged"]);
-const stores = new WeakMap();
+const stores = new WeakMap(); // a model without a key (an export's StaticModel) -> its store
+// A kernel's model -> its store, by the key it syncs. anywidget hands `initialize` and each `render` a proxy of
+// its own for one model, so a store kept by the object would be one per proxy: a view drawn after the kernel
+// answered (a reopened notebook's restored widgets) would find an empty store that never hears a reply.
+const keyed = new Map();
 
 /** A kernel message's binary columns ([[name, dtype], ...] and its buffers from `at`) as {name: typed array}. */
 function columnsOf(specs, buffers, at = 0) {
@@ -224,10 +228,14 @@ function columnsOf(specs, buffers, at = 0) {
 }
 
 function storeOf(model) {
-  let store = stores.get(model);
+  const key = model.get("key");
+  let store = key ? keyed.get(key) : stores.get(model);
   if (!store) {
     store = new RowStore();
-    stores.set(model, store);
+    if (key) {
+      keyed.set(key, store);
+      model.on("destroy", () => { clearInterval(store.helloTimer); keyed.delete(key); }); // its comm closed
+    } else stores.set(model, store);
     store.ask = (msg) => model.send(msg);
     let asked = 0;
     model.on("msg:custom", (msg, buffers) => {
@@ -1514,7 +1522,11 @@ function sayHello(model) {
   if (model instanceof StaticModel) { model.send({ kind: "hello" }); return; } // answers at once, in this page
   store.page = store.page || `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   let tries = 0;
-  const hello = () => model.send({ kind: "hello", page: store.page, retry: tries > 0 });
+  const said = (metrics.hellos = metrics.hellos || { sent: 0, errors: [] }); // read by a failing browser test
+  const hello = () => {
+    try { model.send({ kind: "hello", page: store.page, retry: tries > 0 }); said.sent += 1; }
+    catch (err) { said.errors.push(String(err)); }
+  };
   if (!metrics.marks.helloAt) metrics.marks.helloAt = performance.now();
   hello();
   store.helloTimer = setInterval(() => {

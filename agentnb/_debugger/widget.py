@@ -23,7 +23,6 @@ still reads as the run when reopened without the kernel that ran it, and so do G
 nbconvert.
 """
 
-
 from __future__ import annotations
 
 import json
@@ -81,7 +80,7 @@ class Debugger(Labelling, intervene.Intervening):
     # -- view ------------------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.view = DebuggerView()
+        self.view = DebuggerView(key=uuid.uuid4().hex)
         self.updates = 0
         """View updates sent so far (the streaming throttle is measured on it)."""
         self._last_refresh = 0.0
@@ -570,6 +569,7 @@ class DebuggerView(anywidget.AnyWidget):
     _esm = assets.text("debugger.js")
     _css = assets.text("debugger.css")
 
+    key = t.Unicode("").tag(sync=True)  # names the model: the page keeps one store per model, not per proxy
     header = t.Dict().tag(sync=True)
     count = t.Int(0).tag(sync=True)
     selected = t.Int(0).tag(sync=True)

@@ -92,6 +92,7 @@ def _open(browser: Any, server: dict[str, Any], name: str, *, wait_kernel: bool 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     console: list[str] = []
     page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.agentnb_console = console  # read by _assert_live when the kernel's rows never come
     page.agentnb_log = server["log"]
     page.goto(_url(server, name), timeout=T)
@@ -147,6 +148,9 @@ def _assert_live(page: Any) -> None:
     except AssertionError:
         heads = [roots.nth(i).inner_text()[:300] for i in range(roots.count())]
         log = Path(page.agentnb_log).read_text(encoding="utf-8", errors="replace")[-4000:]
+        said = page.evaluate("() => JSON.stringify([(globalThis.agentnbMetrics || {}).hellos, "
+                             "(globalThis.agentnbMetrics || {}).marks])")
+        heads.append(f"hellos said: {said}")
         raise AssertionError("no rows in the paused debugger's widget\nroots: " + repr(heads) + "\nconsole: "
                              + " | ".join(page.agentnb_console[-30:]) + "\nserver log: " + log) from None
     expect(roots.nth(1).locator(".agentnb-header")).to_contain_text("WAITING_APPROVAL")

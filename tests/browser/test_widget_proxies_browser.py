@@ -1,0 +1,94 @@
+"""One model, many proxies: the page keeps one store per kernel model (widgets/debugger.js ``storeOf``).
+
+anywidget hands ``initialize`` and each ``render`` a proxy of its own for one model (``get``, ``send``, ``on``
+bound to a context). When a notebook is reopened while its kernel runs, JupyterLab restores the models first:
+``initialize`` says hello and the kernel's rows can arrive before any view is drawn. A store kept per proxy
+left that view empty (it never hears a reply: the welcome had stopped the hellos), and after 2.5 s it showed
+the saved snapshot, "no kernel answers", over a kernel that had answered. Here the kernel's real answer to a
+hello (captured from a :class:`~agentnb.Debugger`) is delivered between ``initialize`` and ``render`` on a
+model that behaves as anywidget 0.11's proxies do, in Chromium, deterministically.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentnb as anb
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parents[2]
+T = 30_000  # ms
+
+HARNESS = """
+async ({ src, state, replies }) => {
+  const mod = await import(URL.createObjectURL(new Blob([src], { type: "text/javascript" })));
+  // the kernel's model as ipywidgets holds it: one object whose listeners carry a context
+  class Kernel {
+    constructor(state) { this.state = state; this.handlers = []; this.sent = []; }
+    get(k) { return this.state[k]; }
+    set(k, v) { this.state[k] = v; }
+    save_changes() {}
+    send(msg) { this.sent.push(msg); }
+    on(ev, fn, ctx) { this.handlers.push([ev, fn, ctx]); }
+    off(ev, fn, ctx) {
+      this.handlers = this.handlers.filter(([e, f, c]) => !((ev == null || e === ev) && (fn == null || f === fn)
+        && (ctx == null || c === ctx)));
+    }
+    trigger(ev, ...args) { for (const [e, f, c] of [...this.handlers]) if (e === ev) f.apply(c, args); }
+  }
+  // as anywidget 0.11's modelProxy: a new object per call, its listeners bound to the caller's context
+  const proxy = (m, ctx) => ({ get: m.get.bind(m), set: m.set.bind(m), save_changes: m.save_changes.bind(m),
+    send: m.send.bind(m), on: (n, f) => m.on(n, f, ctx), off: (n, f) => m.off(n, f, ctx), widget_manager: {} });
+  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const m = new Kernel(state);
+  mod.default.initialize({ model: proxy(m, m) });
+  // the kernel answers the hello before any view is drawn (a reopened notebook's restored widgets)
+  for (const [msg, bufs] of replies) m.trigger("msg:custom", msg, bufs.map((b) => new DataView(bytes(b).buffer)));
+  for (const id of ["one", "two"]) {
+    mod.default.render({ model: proxy(m, { view: id }), el: document.getElementById(id) });
+  }
+  globalThis.kernelModel = m;
+}
+"""
+
+
+def _answered(dbg: anb.Debugger) -> tuple[dict[str, Any], list[Any]]:
+    """The model's synced state and what the kernel sends back to a page's hello, as the page receives them."""
+    dbg._repr_mimebundle_()  # displayed: the saved snapshot is synced, the rows start over
+    sent: list[Any] = []
+    dbg.view.send = lambda content, buffers=None: sent.append(
+        [content, [base64.b64encode(bytes(b)).decode() for b in buffers or []]])
+    dbg.view._handle_custom_msg({"kind": "hello", "page": "p", "retry": False}, [])
+    state = {k: v for k, v in dbg.view.get_state().items() if k not in ("_esm", "_css")}
+    return json.loads(json.dumps(state)), sent
+
+
+def test_a_view_drawn_after_the_kernel_answered_shows_the_rows(browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("Paris?")
+    dbg = anb.Debugger(run).cont()
+    state, replies = _answered(dbg)
+    assert state["key"] and [r[0]["kind"] for r in replies][-1] == "welcome"
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.set_content('<div id="one"></div><div id="two"></div>')
+        page.add_style_tag(content=(REPO / "widgets" / "debugger.css").read_text(encoding="utf-8"))
+        src = (REPO / "widgets" / "debugger.js").read_text(encoding="utf-8")
+        page.evaluate(HARNESS, {"src": src, "state": state, "replies": replies})
+        for view in ("#one", "#two"):  # both views of the model: one store, the rows the kernel sent
+            expect(page.locator(f"{view} .anb-row").first).to_be_visible(timeout=T)
+        page.wait_for_timeout(3500)  # past the 2.5 s after which a view that heard nothing shows the snapshot
+        for view in ("#one", "#two"):
+            expect(page.locator(f"{view} .agentnb-header")).not_to_contain_text("no kernel answers")
+            expect(page.locator(f"{view} .anb-row").first).to_be_visible()
+        hellos = page.evaluate("() => kernelModel.sent.filter((m) => m.kind === 'hello').length")
+        assert hellos == 1, "a view said hello again although its model's store had been answered"
+        assert page.locator("#one .anb-row").count() == page.locator("#two .anb-row").count() > 0
+    finally:
+        page.close()
