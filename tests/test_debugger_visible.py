@@ -95,6 +95,21 @@ def test_the_approvals_pane_shows_json_escapes_and_approving_the_text_as_shown_r
     assert dbg.view.error == "" and received == [RLO]
 
 
+def test_edited_arguments_that_are_not_a_json_object_are_refused_on_the_page_and_nothing_runs() -> None:
+    run, received = transfer_run()
+    dbg = anb.Debugger(run)
+    (panel,) = dbg.view.pending
+    for text, error in [("{oops", "not JSON: "), ("[1, 2]", "the arguments must be a JSON object"),
+                        ('"just text"', "the arguments must be a JSON object")]:
+        dbg.view._handle_custom_msg({"kind": "call", "method": "approve",
+                                     "args": {"call_id": panel["call_id"], "arguments": text}}, [])
+        assert dbg.view.error.startswith(error), (text, dbg.view.error)
+        assert received == [] and [c.call_id for c in run.pending_approvals()] == [panel["call_id"]]
+    dbg.view._handle_custom_msg({"kind": "call", "method": "approve", "args": {"call_id": panel["call_id"]}}, [])
+    dbg.wait()  # no edit: the call as the model asked for it
+    assert dbg.view.error == "" and len(received) == 1 and run.state is anb.LoopState.COMPLETED
+
+
 def test_the_static_view_and_the_wire_view_write_it_out() -> None:
     run, _ = transfer_run()
     tl = Timeline(run.events)

@@ -11,7 +11,10 @@
 //     matching seqs ({kind: "found"}). A live run's new rows come with their texts, appended;
 //   - the selected moment (card, conversation, meters, diagram, wire view, approvals) as synced traits.
 // The timeline is virtualized: only the rows in sight (plus a margin) are in the DOM, so 100,000 events
-// scroll like 100. Clicking a row sets `selected`; the kernel answers with that moment (time travel).
+// scroll like 100. Clicking a row sets `selected`; the kernel answers with that moment (time travel). Once the
+// list has stood still for a moment, the page asks for the cards of the rows in sight ({kind: "cards?"},
+// answered by {kind: "cards"}, drawn from a log of `n` events): a click on one shows its card at once, and
+// the kernel's answer (the same card) leaves it as it is; a card of a shorter log than the page's is not used.
 // Every control sends {kind: "call", method, args}, which calls the debugger's public method of that name.
 //
 // The same module runs without a kernel: `standalone()` (used by the self-contained HTML export) drives the
@@ -72,6 +75,9 @@ const ROW_MARGIN = 200; // rows whose texts are asked for beyond those in sight 
 const NODE_MARGIN = 60; // tree nodes likewise
 const ASK_EVERY_MS = 80; // while scrolling, the texts in sight are asked for at most this often
 const ASK_AGAIN_MS = 4000; // a request unanswered this long is made again (a busy kernel, a lost message)
+const CARDS_AFTER_MS = 150; // the cards of the rows in sight are asked for once the list is this long still
+const CARDS_AT_ONCE = 64; // at most this many in one request (agentnb/_debugger/viewdata.py CARDS_AT_ONCE)
+const CARDS_KEPT = 600; // cards kept in the page (the oldest go first)
 const DTYPES = { u1: Uint8Array, u2: Uint16Array, i4: Int32Array, f8: Float64Array };
 
 /** A binary buffer of a comm message (a DataView) as a typed array of its own (copied: aligned). */
@@ -108,7 +114,8 @@ class RowStore {
     this.building = ""; // the kernel builds a long run's tree after its rows: "tree", or why it could not
     this.types = []; this.states = []; this.tools = [""]; this.statuses = [""]; this.typeClasses = [];
     this.n = 0;
-    this.asked = { rows: new Map(), nodes: new Map() };
+    this.asked = { rows: new Map(), nodes: new Map(), cards: new Map() };
+    this.cards = new Map(); this.cardsN = -1; // seq -> its card, drawn by the kernel from a log of cardsN events
     this.found = null; this.searching = "";
     this.version = (this.version || 0) + 1;
     this.emit({ reset: true });
@@ -196,6 +203,22 @@ class RowStore {
     for (const [a, b] of out) for (let i = a; i < b; i++) asked.set(i, now);
     return out;
   }
+  /** The kernel's answer to wantCards(): the cards of rows in sight, drawn from a log of `msg.n` events. */
+  applyCards(msg) {
+    if (msg.n !== this.cardsN) { this.cards.clear(); this.cardsN = msg.n; }
+    msg.seqs.forEach((seq, j) => { this.cards.delete(seq); this.cards.set(seq, msg.html[j]); });
+    for (const seq of this.cards.keys()) { if (this.cards.size <= CARDS_KEPT) break; this.cards.delete(seq); }
+  }
+  /** Ask for the cards of these rows that are neither here nor asked for: a click on one then shows at once. */
+  wantCards(seqs, n) {
+    const now = performance.now();
+    const todo = [...new Set(seqs)].filter((i) => !(this.cardsN === n && this.cards.has(i)) &&
+      !(now - (this.asked.cards.get(i) ?? -Infinity) < ASK_AGAIN_MS)).slice(0, CARDS_AT_ONCE);
+    for (const i of todo) this.asked.cards.set(i, now);
+    if (todo.length) this.ask({ kind: "cards?", seqs: todo });
+  }
+  /** The card of event `seq` if the kernel drew it from the log as it stands (`n` events), else undefined. */
+  cardOf(seq, n) { return this.cardsN === n ? this.cards.get(seq) : undefined; }
   /** Ask which rows match these words (unless that is known or asked); `found` answers. */
   search(words) {
     const key = words.join("\u0000");
@@ -256,6 +279,7 @@ function storeOf(model) {
         } else msg.records = msg.nodes;
         store.applyTree(msg);
       } else if (msg.kind === "texts") store.applyTexts(msg);
+      else if (msg.kind === "cards") store.applyCards(msg);
       else if (msg.kind === "found") store.applyFound(msg, msg.seqs || typed("i4", buffers[0]));
       else if (msg.kind === "reset") store.reset();
       else if (msg.kind === "building") { store.building = msg.error ? `error: ${msg.error}` : msg.what; store.emit({ building: true }); }
@@ -328,6 +352,14 @@ class DebuggerView {
     this.bpRow.hidden = true;
   }
 
+  /** The selected event's card (the same text again leaves the pane as it is: its scroll, what is open). */
+  showDetail(html) {
+    metrics.marks.detailAt = performance.now();
+    if (html === this.shownDetail) return;
+    this.shownDetail = html;
+    this.panes.event.innerHTML = html;
+  }
+
   hideSnapshot() {
     if (this.snapshotEl.hidden) return;
     this.snapshotEl.hidden = true;
@@ -342,6 +374,7 @@ class DebuggerView {
   dispose() {
     for (const fn of this.disposers) fn();
     clearTimeout(this.askTimer);
+    clearTimeout(this.cardsTimer);
     if (this.resizer) this.resizer.disconnect();
   }
 
@@ -587,7 +620,7 @@ class DebuggerView {
       case "controls": case "running": this.drawControls(); break;
       case "meters": this.metersEl.innerHTML = v || ""; break;
       case "diagram": this.diagramEl.innerHTML = v || ""; break;
-      case "detail": metrics.marks.detailAt = performance.now(); this.panes.event.innerHTML = v || ""; break;
+      case "detail": this.showDetail(v || ""); break;
       case "conversation": this.panes.conversation.innerHTML = v || ""; break;
       case "plots": this.panes.plots.innerHTML = v || '<div class="agentnb-muted">drawing…</div>'; break;
       case "wire": this.drawWire(v || {}); break;
@@ -1112,7 +1145,24 @@ class DebuggerView {
     else if (parts.length && st.n >= (this.model.get("count") || 0)) { // every row's codes, those in sight with texts
       if (!metrics.marks.painted) metrics.marks.painted = performance.now();
       if (tree && st.gn >= st.n && !metrics.marks.treePainted) metrics.marks.treePainted = performance.now();
+      this.askCards(first, last);
     }
+  }
+
+  /** Once the list stands still, ask for the cards of the events in sight (not while a run moves: they would
+   * be stale at its next event), so a click shows its card without waiting for the kernel. */
+  askCards(first, last) {
+    clearTimeout(this.cardsTimer);
+    if (this.static || this.saved || this.model.get("running")) return;
+    this.cardsTimer = setTimeout(() => {
+      const seqs = [];
+      for (let pos = first; pos < last; pos++) {
+        const e = this.tree ? this.tRows[pos] : this.seqAt(pos);
+        const seq = e >= 0 ? e : (this.store.nodes[-e - 1] || {}).b; // a node's row selects its last event
+        if (seq !== undefined) seqs.push(seq);
+      }
+      this.store.wantCards(seqs, this.model.get("count"));
+    }, CARDS_AFTER_MS);
   }
 
   /** Ask the kernel for the texts in sight: at once after a quiet spell, else once the scrolling settles
@@ -1192,6 +1242,8 @@ class DebuggerView {
     this.sel = seq;
     this.model.set("selected", seq);
     this.model.save_changes(); // to the kernel first (the card comes from there); the rows are drawn at the next frame
+    const card = this.store.cardOf(seq, this.model.get("count"));
+    if (card !== undefined) this.showDetail(card); // drawn by the kernel already: its answer will be the same
     this.schedulePaint(false, true);
   }
 

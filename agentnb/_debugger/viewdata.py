@@ -80,6 +80,32 @@ def detail_html(tl: Timeline, seq: int, *, light: bool = False) -> str:
             f"{cards.summary_html(ev)}</div>{cards.body_html(ev, ctx)}</div>")
 
 
+CARDS_AT_ONCE = 64
+"""The most cards one ``cards?`` request is answered with (the rows in sight, and a few more)."""
+
+
+def cards_answer(tl: Timeline, content: dict[str, Any]) -> dict[str, Any]:
+    """The cards of the events a page asked for (``cards?``: the rows in sight), so a click on one shows at once.
+
+    The same cards :func:`detail_html` gives, of the moments that are indexed (:meth:`Timeline.has_moment`),
+    at most :data:`CARDS_AT_ONCE`; ``n`` is the length of the log they were drawn from, and the page drops them
+    when the log grows (an approval's card changes with the events after it). Anything that is not a list of
+    seqs of this log is left out.
+
+    Example:
+        >>> import agentnb as anb
+        >>> run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("?")
+        >>> tl = Timeline(run.run().events)
+        >>> got = cards_answer(tl, {"kind": "cards?", "seqs": [1, 1, -1, "2", True, 10**9]})
+        >>> got["seqs"], got["n"] == len(tl), got["html"] == [detail_html(tl, 1)]
+        ([1], True, True)
+    """
+    n, asked = len(tl), content.get("seqs")
+    wanted = [s for s in asked if type(s) is int and 0 <= s < n] if isinstance(asked, list) else []
+    seqs = [s for s in dict.fromkeys(wanted[:CARDS_AT_ONCE]) if tl.has_moment(s)]
+    return {"kind": "cards", "n": n, "seqs": seqs, "html": [detail_html(tl, s) for s in seqs]}
+
+
 PROVISIONAL = ("the event as recorded: the run at this moment (its conversation, its calls, the budget) is being "
                "indexed, and its full card follows in a moment")
 """What a card says while a loaded log's index is built (a long one's first seconds)."""

@@ -83,3 +83,25 @@ def page_edit(args: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, di
             return None, None, "the arguments must be a JSON object"
         return None, {call_id: parsed}, ""
     return None, None, ""
+
+
+def approval_edit(arguments: Any) -> tuple[dict[str, Any] | None, str]:
+    """The arguments a person edited in an approval card (JSON text, or an object), or a clear error for the page.
+
+    ``None`` (nothing edited) approves the call as the model asked for it.
+
+    Example:
+        >>> approval_edit('{"order_id": 42}'), approval_edit(None), approval_edit("[1]")[1]
+        (({'order_id': 42}, ''), (None, ''), 'the arguments must be a JSON object')
+        >>> approval_edit("{oops")[1]
+        'not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)'
+    """
+    if arguments is None:
+        return None, ""
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(parsed, dict):
+        return None, "the arguments must be a JSON object"
+    return parsed, ""

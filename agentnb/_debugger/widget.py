@@ -10,8 +10,9 @@ page sends a message that calls the same public method a test calls, so tests dr
 Data flow. Event rows (see :mod:`.rows`) go to the page once, in custom messages, and a live run sends
 only the new ones: every row's codes (type, state, turn, tool, status) as binary buffers, and its texts
 (summary, time) only while it is in sight, when the page asks (``texts?``; a search over summaries is
-``search?``); the widget's synced state holds just the selected moment (a card, the conversation, the
-meters, the header), so a saved notebook's widget state stays small however long the run. A live run
+``search?``; the cards of the rows in sight, so a click shows at once, ``cards?``); the widget's synced
+state holds just the selected moment (a card, the conversation, the meters, the header), so a saved
+notebook's widget state stays small however long the run. A live run
 updates the page at most ``updates_per_second`` times a second however fast fragments stream in: each event
 only marks the view dirty, and a timer flushes it. Continue started from the page runs in a background
 thread, so the kernel stays free to receive Pause while a model call streams.
@@ -154,13 +155,17 @@ class Debugger(Labelling, intervene.Intervening):
             if method is not None:
                 args = content.get("args") or {}
                 self._safely(lambda: method(self, args))
-        elif kind in ("texts?", "search?"):
+        elif kind in ("texts?", "search?", "cards?"):
             self._safely(lambda: self._answer(content))
 
     def _answer(self, content: dict[str, Any]) -> None:
-        """A page's request for what it was not sent at once: texts of rows and tree nodes, a search's seqs."""
+        """A page's request for what it was not sent at once: texts, a search's seqs, the cards of rows in sight."""
         with self._lock:
-            if self._rows_of is self.timeline:  # else the rows start again (a reset is on its way): it asks again
+            if self._rows_of is not self.timeline:  # the rows start again (a reset is on its way): it asks again
+                return
+            if content.get("kind") == "cards?":
+                self.view.send(viewdata.cards_answer(self.timeline, content))
+            else:
                 self.view.send(*rows_mod.answer(self._rows, self._tree.labels, self.timeline.events, content))
 
     def _on_selected(self, change: dict[str, Any]) -> None:
@@ -190,17 +195,8 @@ class Debugger(Labelling, intervene.Intervening):
             self.refresh()
 
     def _approve_from_page(self, call_id: str, arguments: Any) -> None:
-        self.view.error = ""
-        if arguments is None:
-            self.approve(call_id, by=self.by, background=True)
-            return
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            self.view.error = f"not JSON: {exc}"
-            return
-        if not isinstance(parsed, dict):
-            self.view.error = "the arguments must be a JSON object"
+        parsed, self.view.error = whatif.approval_edit(arguments)
+        if self.view.error:
             return
         from pydantic import ValidationError
 

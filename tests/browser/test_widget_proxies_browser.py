@@ -68,6 +68,16 @@ def _answered(dbg: anb.Debugger) -> tuple[dict[str, Any], list[Any]]:
     return json.loads(json.dumps(state)), sent
 
 
+def _page(browser: Any, state: dict[str, Any], replies: list[Any]) -> Any:
+    """A page whose two views (``#one``, ``#two``) show one model, the kernel's answer delivered before them."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_content('<div id="one"></div><div id="two"></div>')
+    page.add_style_tag(content=(REPO / "widgets" / "debugger.css").read_text(encoding="utf-8"))
+    src = (REPO / "widgets" / "debugger.js").read_text(encoding="utf-8")
+    page.evaluate(HARNESS, {"src": src, "state": state, "replies": replies})
+    return page
+
+
 def test_a_view_drawn_after_the_kernel_answered_shows_the_rows(browser: Any) -> None:
     from playwright.sync_api import expect
 
@@ -75,12 +85,8 @@ def test_a_view_drawn_after_the_kernel_answered_shows_the_rows(browser: Any) -> 
     dbg = anb.Debugger(run).cont()
     state, replies = _answered(dbg)
     assert state["key"] and [r[0]["kind"] for r in replies][-1] == "welcome"
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = _page(browser, state, replies)
     try:
-        page.set_content('<div id="one"></div><div id="two"></div>')
-        page.add_style_tag(content=(REPO / "widgets" / "debugger.css").read_text(encoding="utf-8"))
-        src = (REPO / "widgets" / "debugger.js").read_text(encoding="utf-8")
-        page.evaluate(HARNESS, {"src": src, "state": state, "replies": replies})
         for view in ("#one", "#two"):  # both views of the model: one store, the rows the kernel sent
             expect(page.locator(f"{view} .anb-row").first).to_be_visible(timeout=T)
         page.wait_for_timeout(3500)  # past the 2.5 s after which a view that heard nothing shows the snapshot
@@ -90,5 +96,47 @@ def test_a_view_drawn_after_the_kernel_answered_shows_the_rows(browser: Any) -> 
         hellos = page.evaluate("() => kernelModel.sent.filter((m) => m.kind === 'hello').length")
         assert hellos == 1, "a view said hello again although its model's store had been answered"
         assert page.locator("#one .anb-row").count() == page.locator("#two .anb-row").count() > 0
+    finally:
+        page.close()
+
+
+def test_a_click_on_a_row_in_sight_shows_its_card_before_the_kernel_answers(browser: Any) -> None:
+    """The page asks for the cards of the rows in sight once its list stands still (``cards?``); a click on one
+    shows it at once, and a card drawn from a shorter log than the page's is never shown."""
+    from playwright.sync_api import expect
+
+    from agentnb._debugger import viewdata
+
+    run = anb.Loop(model=anb.ScriptedModel.story("refund"), tools=anb.stories.tools("refund")).start("Refund 42")
+    dbg = anb.Debugger(run).cont()
+    dbg.approve(dbg.pending()[0])
+    state, replies = _answered(dbg)
+    page = _page(browser, state, replies)
+    try:
+        expect(page.locator("#one .anb-row").first).to_be_visible(timeout=T)
+        page.wait_for_function("() => kernelModel.sent.some((m) => m.kind === 'cards?')", timeout=T)
+        asked = page.evaluate("() => kernelModel.sent.filter((m) => m.kind === 'cards?').flatMap((m) => m.seqs)")
+        shown = [int(s) for s in page.locator("#one .anb-row").evaluate_all("rs => rs.map((r) => r.dataset.seq)")]
+        assert shown and set(shown) <= set(asked), (shown, asked)  # what a click on each row in sight selects
+        assert len(asked) == len(set(asked))  # once each, though two views show them
+        answer = viewdata.cards_answer(dbg.timeline, {"kind": "cards?", "seqs": asked})
+        page.evaluate("(msg) => kernelModel.trigger('msg:custom', msg, [])", answer)
+        # the kernel says nothing more: what shows is the card the page was sent
+        shown = list(dict.fromkeys(shown))
+        for seq in (shown[1], shown[3]):
+            page.locator(f'#one .anb-row[data-seq="{seq}"] .anb-summary').first.click()
+            card = page.locator(f'#one .agentnb-detail-card[data-seq="{seq}"]')
+            expect(card).to_be_visible(timeout=2000)
+            sent = answer["html"][answer["seqs"].index(seq)]
+            as_sent = page.evaluate("(h) => { const d = document.createElement('div'); d.innerHTML = h; "
+                                    "return d.firstElementChild.outerHTML; }", sent)
+            assert card.evaluate("el => el.outerHTML") == as_sent
+            assert page.evaluate("() => kernelModel.state.selected") == seq  # and the kernel is told
+        # the log grew: the cards the page holds are of a shorter log, and a click waits for the kernel's card
+        page.evaluate("() => { kernelModel.state.count += 1; kernelModel.trigger('change:count'); }")
+        page.locator(f'#one .anb-row[data-seq="{shown[2]}"] .anb-summary').first.click()
+        page.wait_for_timeout(500)
+        assert page.locator(f'#one .agentnb-detail-card[data-seq="{shown[2]}"]').count() == 0
+        expect(page.locator(f'#one .agentnb-detail-card[data-seq="{shown[3]}"]')).to_have_count(1)
     finally:
         page.close()
