@@ -70,6 +70,20 @@ def test_the_answer_never_holds_more_than_it_may(seqs: list[int]) -> None:
     assert got["html"] == [viewdata.detail_html(tl, s) for s in got["seqs"]]
 
 
+def test_a_long_card_is_left_to_the_click() -> None:
+    @anb.tool
+    def dump(n: int) -> str:
+        """A long result."""
+        return "x" * n
+
+    script = [{"tool_calls": [{"name": "dump", "arguments": {"n": viewdata.CARD_SENT_CHARS}}]}, {"text": "done"}]
+    run = anb.Loop(model=anb.ScriptedModel(script), tools=[dump]).start("go").run()
+    tl = Timeline(run.events)
+    done = next(e.seq for e in tl.events if e.type == "ToolFinished")
+    got = viewdata.cards_answer(tl, {"kind": "cards?", "seqs": [0, done]})
+    assert len(viewdata.detail_html(tl, done)) > viewdata.CARD_SENT_CHARS and got["seqs"] == [0]
+
+
 def test_a_moment_not_indexed_yet_is_not_sent(tmp_path: Any) -> None:
     run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("?")
     run.run().transcript.save(tmp_path / "t.jsonl")

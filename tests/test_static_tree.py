@@ -73,3 +73,28 @@ def test_a_call_compression_skips_shows_skipped_in_the_tree_and_the_static_view(
     assert {by_call[c] for c in skipped} == {"skipped"}
     html = viewdata.fallback_html(Timeline(run.events), live=False)
     assert sum("<i>skipped</i>" in c for c in _items(html, "call")) == len(skipped)
+
+
+def test_the_tree_drawn_once_per_length_is_the_tree_of_the_events_as_they_stand(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(static_tree, "STATIC_TREE_EVENTS", 12)
+    built: list[int] = []
+    real = static_tree.tree_of
+
+    def counting(events: list[anb.events.BaseEvent]) -> object:
+        built.append(len(events))
+        return real(events)
+
+    monkeypatch.setattr(static_tree, "tree_of", counting)
+    run = anb.Loop(model=anb.ScriptedModel.story("parallel"), tools=anb.stories.tools("parallel")).start("?")
+    tl, lengths, builds = Timeline(), set(), 0
+    while run.step() is not None:
+        tl.extend(run.events[len(tl):])
+        lengths.add(min(len(tl), 12))
+        before = len(built)
+        shown = [static_tree.static_tree(tl, rows) for rows in (400, 100)]  # the output, then the snapshot
+        builds += len(built) - before
+        fresh = Timeline(run.events)
+        assert shown == [static_tree.static_tree(fresh, rows) for rows in (400, 100)], len(tl)
+    # once per length while the log is short, then the tree of its first 12 events, once
+    assert len(run.events) > 12 and builds == len(lengths)

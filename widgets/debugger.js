@@ -77,7 +77,7 @@ const ASK_EVERY_MS = 80; // while scrolling, the texts in sight are asked for at
 const ASK_AGAIN_MS = 4000; // a request unanswered this long is made again (a busy kernel, a lost message)
 const CARDS_AFTER_MS = 150; // the cards of the rows in sight are asked for once the list is this long still
 const CARDS_AT_ONCE = 64; // at most this many in one request (agentnb/_debugger/viewdata.py CARDS_AT_ONCE)
-const CARDS_KEPT = 600; // cards kept in the page (the oldest go first)
+const CARDS_KEPT = 400; // cards kept in the page (the oldest go first; each at most 40,000 characters)
 const DTYPES = { u1: Uint8Array, u2: Uint16Array, i4: Int32Array, f8: Float64Array };
 
 /** A binary buffer of a comm message (a DataView) as a typed array of its own (copied: aligned). */

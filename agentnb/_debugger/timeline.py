@@ -23,15 +23,16 @@ import itertools
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._engine import CallState, RunState
 from .._gc import gc_paused
 from .._messages import Message, ToolCallPart
 from ..events import ArgumentsMerged, BaseEvent, ModelRequested, TextMerged
 
+T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Counters:
@@ -70,6 +71,7 @@ class Timeline:
         self._counters: list[Counters] = []
         self._frag_pos: dict[int, tuple[list[str], int]] = {}  # fragment event seq -> (the fold's list, length)
         self._turn_calls: dict[int, dict[str, CallState]] = {}  # turn -> the fold's calls of that turn
+        self._kept: dict[str, tuple[tuple[int, int], Any]] = {}  # see kept
         self.extend(events)
 
     @classmethod
@@ -141,6 +143,18 @@ class Timeline:
         last event, which the state after it answers. The page shows the event as recorded until then.
         """
         return self._indexed >= len(self.events) or self._at_end(seq)
+
+    def kept(self, name: str, upto: int, make: Callable[[], T]) -> T:
+        """``make()`` of the first ``upto`` events, made once: the events of a log never change, they only grow.
+
+        One value per ``name`` is kept, that of the last ``upto`` asked for (the static view's tree of the first
+        events is drawn twice when the debugger is displayed: its output, and the widget's saved snapshot).
+        """
+        key = (upto, id(self.events[upto - 1]) if 0 < upto <= len(self.events) else 0)  # and its last event
+        held = self._kept.get(name)
+        if held is None or held[0] != key:
+            held = self._kept[name] = (key, make())
+        return held[1]
 
     def stop_indexing(self) -> None:
         """Stop a background index at its next chunk (the page shows another timeline); queries still build it."""

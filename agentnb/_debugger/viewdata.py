@@ -82,15 +82,17 @@ def detail_html(tl: Timeline, seq: int, *, light: bool = False) -> str:
 
 CARDS_AT_ONCE = 64
 """The most cards one ``cards?`` request is answered with (the rows in sight, and a few more)."""
+CARD_SENT_CHARS = 40_000
+"""A card longer than this is not sent ahead (a long tool result): a click on its row asks for it."""
 
 
 def cards_answer(tl: Timeline, content: dict[str, Any]) -> dict[str, Any]:
     """The cards of the events a page asked for (``cards?``: the rows in sight), so a click on one shows at once.
 
     The same cards :func:`detail_html` gives, of the moments that are indexed (:meth:`Timeline.has_moment`),
-    at most :data:`CARDS_AT_ONCE`; ``n`` is the length of the log they were drawn from, and the page drops them
-    when the log grows (an approval's card changes with the events after it). Anything that is not a list of
-    seqs of this log is left out.
+    at most :data:`CARDS_AT_ONCE`, none longer than :data:`CARD_SENT_CHARS`; ``n`` is the length of the log
+    they were drawn from, and the page drops them when the log grows (an approval's card changes with the
+    events after it). Anything that is not a list of seqs of this log is left out.
 
     Example:
         >>> import agentnb as anb
@@ -102,8 +104,9 @@ def cards_answer(tl: Timeline, content: dict[str, Any]) -> dict[str, Any]:
     """
     n, asked = len(tl), content.get("seqs")
     wanted = [s for s in asked if type(s) is int and 0 <= s < n] if isinstance(asked, list) else []
-    seqs = [s for s in dict.fromkeys(wanted[:CARDS_AT_ONCE]) if tl.has_moment(s)]
-    return {"kind": "cards", "n": n, "seqs": seqs, "html": [detail_html(tl, s) for s in seqs]}
+    drawn = [(s, detail_html(tl, s)) for s in dict.fromkeys(wanted[:CARDS_AT_ONCE]) if tl.has_moment(s)]
+    kept = [(s, card) for s, card in drawn if len(card) <= CARD_SENT_CHARS]
+    return {"kind": "cards", "n": n, "seqs": [s for s, _ in kept], "html": [card for _, card in kept]}
 
 
 PROVISIONAL = ("the event as recorded: the run at this moment (its conversation, its calls, the budget) is being "
