@@ -1554,6 +1554,9 @@ function drawReplayEdit(view, fe, box) {
 // -- anywidget entry points --------------------------------------------------------------------------------
 
 function initialize({ model }) {
+  // anywidget drops the listeners an earlier initialize added (a reloaded module): start a store that listens
+  const key = model.get("key");
+  if (key && keyed.has(key)) { clearInterval(keyed.get(key).helloTimer); keyed.delete(key); }
   storeOf(model);
   sayHello(model);
 }
