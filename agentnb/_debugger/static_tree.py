@@ -87,13 +87,12 @@ def static_tree(tl: Timeline, rows: int, built: TreeEncoder | None = None) -> st
     if built is not None and len(built.groups) >= n:
         return tree_html(built, rows)
     upto = min(n, STATIC_TREE_EVENTS)
-    tree = tl.kept("static tree", upto, lambda: tree_of(tl.events[:upto]))
+    drawn = tree_html(tl.kept("static tree", upto, lambda: tree_of(tl.events[:upto])), rows)
     if n <= STATIC_TREE_EVENTS:
-        return tree_html(tree, rows)
-    cut = tree_html(tree, rows)
+        return drawn
     note = (f'<div class="agentnb-muted">the tree of the first {STATIC_TREE_EVENTS:,} of {n:,} events (the live '
             "debugger draws all of it); every event is listed below</div>")
-    return cut.replace("</summary>", f"</summary>{note}", 1)
+    return drawn.replace("</summary>", f"</summary>{note}", 1)
 
 
 __all__ = ["STATIC_TREE_EVENTS", "static_tree", "tree_html"]

@@ -34,6 +34,7 @@ from ..events import ArgumentsMerged, BaseEvent, ModelRequested, TextMerged
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True, slots=True)
 class Counters:
     """Budget use after an event."""

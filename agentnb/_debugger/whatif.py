@@ -75,13 +75,8 @@ def page_edit(args: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, di
         except ValueError:
             return {call_id: text}, None, ""  # plain text is a result too
     if "arguments" in args:
-        try:
-            parsed = json.loads(str(args["arguments"]))
-        except ValueError as exc:
-            return None, None, f"not JSON: {exc}"
-        if not isinstance(parsed, dict):
-            return None, None, "the arguments must be a JSON object"
-        return None, {call_id: parsed}, ""
+        parsed, error = approval_edit(str(args["arguments"]))  # read as text, as the page's editor holds it
+        return None, ({call_id: parsed} if parsed is not None else None), error
     return None, None, ""
 
 
