@@ -242,6 +242,11 @@ const stores = new WeakMap(); // a model without a key (an export's StaticModel)
 // its own for one model, so a store kept by the object would be one per proxy: a view drawn after the kernel
 // answered (a reopened notebook's restored widgets) would find an empty store that never hears a reply.
 const keyed = new Map();
+/** Stop keeping a kernel model's store: its comm closed, or the model is initialized again. */
+function forget(key) {
+  const store = keyed.get(key);
+  if (store) { clearInterval(store.helloTimer); keyed.delete(key); }
+}
 
 /** A kernel message's binary columns ([[name, dtype], ...] and its buffers from `at`) as {name: typed array}. */
 function columnsOf(specs, buffers, at = 0) {
@@ -257,7 +262,7 @@ function storeOf(model) {
     store = new RowStore();
     if (key) {
       keyed.set(key, store);
-      model.on("destroy", () => { clearInterval(store.helloTimer); keyed.delete(key); }); // its comm closed
+      model.on("destroy", () => forget(key)); // its comm closed
     } else stores.set(model, store);
     store.ask = (msg) => model.send(msg);
     let asked = 0;
@@ -1556,7 +1561,7 @@ function drawReplayEdit(view, fe, box) {
 function initialize({ model }) {
   // anywidget drops the listeners an earlier initialize added (a reloaded module): start a store that listens
   const key = model.get("key");
-  if (key && keyed.has(key)) { clearInterval(keyed.get(key).helloTimer); keyed.delete(key); }
+  if (key) forget(key);
   storeOf(model);
   sayHello(model);
 }
