@@ -20,15 +20,15 @@ from agentnb._engine import RunState
 
 @pytest.fixture
 def folds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every ``RunState.apply`` call, as the seq of the event it folded."""
+    """Every event folded into a ``RunState`` (``apply`` and ``extend`` both fold through ``_fold_in``), by seq."""
     seen: list[int] = []
-    apply = RunState.apply
+    fold_in = RunState._fold_in
 
-    def counted(self: RunState, event: Any, *, checked: bool = False) -> None:
+    def counted(self: RunState, event: Any) -> None:
         seen.append(event.seq)
-        apply(self, event, checked=checked)
+        fold_in(self, event)
 
-    monkeypatch.setattr(RunState, "apply", counted)
+    monkeypatch.setattr(RunState, "_fold_in", counted)
     return seen
 
 
