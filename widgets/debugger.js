@@ -488,6 +488,16 @@ class DebuggerView {
     this.list = h("div", { class: "anb-list agentnb-timeline", role: "listbox", "aria-label": "events" }, this.spacer);
     this.list.addEventListener("scroll", () => this.paint());
     this.list.addEventListener("click", (e) => this.onRowClick(e));
+    // A press on a row holds the rows still until it is released: redrawn under the pointer (a live run's
+    // events, texts arriving), the row pressed would be gone by the release and the click lost.
+    this.list.addEventListener("pointerdown", () => { this.pressed = true; });
+    for (const ev of ["pointerup", "pointercancel", "pointerleave"]) {
+      this.list.addEventListener(ev, () => {
+        if (!this.pressed) return;
+        this.pressed = false;
+        if (this.paintHeld) { this.paintHeld = false; requestAnimationFrame(() => this.paint()); } // after the click
+      });
+    }
     const nav = (name, label, fn) => h("button", { class: `anb-btn anb-nav agentnb-btn-${name}`, "aria-label": label,
       title: label, onclick: fn }, { first: "|◀", prev: "◀", next: "▶", last: "▶|" }[name]);
     const navRow = h("div", { class: "anb-navrow" },
@@ -1102,6 +1112,7 @@ class DebuggerView {
   }
 
   paint() {
+    if (this.pressed) { this.paintHeld = true; return; } // drawn once the press is released (see the list)
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;

@@ -148,3 +148,38 @@ def test_a_click_on_a_row_in_sight_shows_its_card_before_the_kernel_answers(brow
         expect(page.locator(f'#one .agentnb-detail-card[data-seq="{shown[3]}"]')).to_have_count(1)
     finally:
         page.close()
+
+
+def _press_redraw_release(page: Any, target: Any) -> None:
+    """Press on ``target``, have the list redrawn under the pointer (as a live run's events do), release."""
+    box = target.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.evaluate("() => document.querySelector('#one .anb-list').dispatchEvent(new Event('scroll'))")  # paint()
+    page.wait_for_timeout(50)
+    page.mouse.up()
+
+
+def test_a_click_is_not_lost_when_the_rows_are_redrawn_while_the_button_is_down(browser: Any) -> None:
+    """The rows are drawn anew for every change (a live run streams them): a press on a row, or on a tree node's
+    twisty, followed by a redraw before the release, still counts as a click on it."""
+    from playwright.sync_api import expect
+
+    run = anb.Loop(model=anb.ScriptedModel.story("weather"), tools=anb.stories.tools("weather")).start("Paris?")
+    dbg = anb.Debugger(run).cont()
+    state, replies = _answered(dbg)
+    page = _page(browser, state, replies)
+    try:
+        node = page.locator('#one .anb-node[aria-expanded="false"]').first
+        expect(node).to_be_visible(timeout=T)
+        which = node.get_attribute("data-node")
+        _press_redraw_release(page, node.locator(".anb-twisty"))
+        expect(page.locator(f'#one .anb-node[data-node="{which}"]')).to_have_attribute("aria-expanded", "true")
+        rows = page.locator("#one .anb-row[data-seq]:not(.anb-node)")
+        seqs = [int(s) for s in rows.evaluate_all("rs => rs.map((r) => r.dataset.seq)")]
+        target = next(s for s in seqs if s != page.evaluate("() => kernelModel.state.selected"))
+        _press_redraw_release(page, page.locator(f'#one .anb-row[data-seq="{target}"]:not(.anb-node) .anb-summary'))
+        page.wait_for_function(f"() => kernelModel.state.selected === {target}", timeout=2000)
+    finally:
+        page.close()
