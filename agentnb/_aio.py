@@ -11,7 +11,8 @@ closes its socket directly, and its number is free for the next connection. The 
 then schedule the client's ``aclose()`` on the loop, which asks the loop to stop reading *that number* -- by
 then another connection's, whose answer then sits unread until its timeout (seen as 20-second stalls of a
 few requests in a batch of 64). The loop here refuses such a request from a transport whose socket is already
-closed (:class:`_Loop`): it no longer owns the number it names.
+closed (:class:`_Loop`): it no longer owns the number it names. The same holds for a subprocess's pipes (an MCP
+server over stdio dropped without closing it).
 """
 
 from __future__ import annotations
@@ -65,9 +66,14 @@ class _Loop(asyncio.SelectorEventLoop):
 
 
 def _closed(owner: Any) -> bool:
-    """True for a transport whose socket is closed: the number it was given may be another socket's now."""
-    sock = getattr(owner, "_sock", None) if isinstance(owner, asyncio.BaseTransport) else None
-    return isinstance(sock, socket.socket) and sock.fileno() == -1
+    """True for a transport whose socket or pipe is closed: the number it was given may be another file's now."""
+    if not isinstance(owner, asyncio.BaseTransport):
+        return False
+    sock = getattr(owner, "_sock", None)  # a connection's transport
+    if isinstance(sock, socket.socket):
+        return sock.fileno() == -1
+    pipe = getattr(owner, "_pipe", None)  # a subprocess's pipe (an MCP server over stdio)
+    return pipe is not None and bool(getattr(pipe, "closed", False))
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:

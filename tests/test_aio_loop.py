@@ -10,6 +10,7 @@ stalls of a few requests in ``bench/batch.py`` at concurrency 64); the loop of :
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -133,3 +134,33 @@ def test_a_client_dropped_without_close_does_not_stall_another_clients_request()
     assert done["run"].output == "second", done["run"].reason
     assert not [e for e in done["run"].events if e.type == "ModelRetried"]
     assert time.monotonic() - t0 < 3.5  # answered after its 0.6 s, not after the 4 s timeout
+
+
+async def pipe_dropped_then_reused() -> bytes:
+    """As :func:`dropped_then_reused`, for a pipe's transport (an MCP server's stdio): read, then dropped."""
+    loop = asyncio.get_running_loop()
+    r1, _w1 = os.pipe()
+    old, _ = await loop.connect_read_pipe(asyncio.Protocol, os.fdopen(r1, "rb", buffering=0))
+    old._pipe.close()  # type: ignore[attr-defined]  # what _UnixReadPipeTransport.__del__ does
+    r2, w2 = os.pipe()
+    assert r2 == r1, "the new pipe did not get the freed number"
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(r2, "rb", buffering=0))
+    old.close()  # the dropped client's cleanup, on the loop
+    os.write(w2, b"pong\n")
+    try:
+        return await asyncio.wait_for(reader.readline(), 2.0)
+    except TimeoutError:
+        return b"(no answer read within 2 s)"
+    finally:
+        os.close(w2)
+        os.close(_w1)
+
+
+def test_a_pipe_on_a_reused_number_is_read_after_the_dropped_ones_close() -> None:
+    stock = asyncio.new_event_loop()
+    try:
+        assert stock.run_until_complete(pipe_dropped_then_reused()) == b"(no answer read within 2 s)"
+    finally:
+        stock.close()
+    assert _aio.run_coroutine(pipe_dropped_then_reused(), timeout=10) == b"pong\n"
