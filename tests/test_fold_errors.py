@@ -309,31 +309,6 @@ def test_a_log_broken_at_random_folds_or_is_refused_naming_the_event(events: Log
             break
 
 
-def _one_by_one(events: Log) -> tuple[RunState, tuple[type, str] | None]:
-    rs = RunState()
-    try:
-        for ev in events:
-            rs.apply(ev)
-    except anb.TranscriptError as exc:
-        return rs, (type(exc), str(exc))
-    return rs, None
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(broken_logs())
-def test_extend_folds_and_refuses_as_apply_does_event_by_event(events: Log) -> None:
-    """``RunState.extend`` (what ``fold`` and ``Transcript.load`` use) is ``apply`` in a loop: same state and error."""
-    want, refused = _one_by_one(events)
-    got = RunState()
-    try:
-        got.extend(events)
-        error = None
-    except anb.TranscriptError as exc:
-        error = (type(exc), str(exc))
-    assert error == refused
-    assert got == want and got.last is want.last  # the events before a refused one stay folded in, as with apply
-
-
 _JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2, 30), st.sampled_from(["", "x", "READY", "call_1_1"]),
                          st.just([]), st.just({}), st.just([{"x": 1}]))
 """What an edit puts in a field: a value of the right type now and then, mostly not."""

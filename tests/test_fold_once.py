@@ -20,15 +20,15 @@ from agentnb._engine import RunState
 
 @pytest.fixture
 def folds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every event folded into a ``RunState`` (``apply`` and ``extend`` both fold through ``_fold_in``), by seq."""
+    """Every ``RunState.apply`` call, as the seq of the event it folded."""
     seen: list[int] = []
-    fold_in = RunState._fold_in
+    apply = RunState.apply
 
-    def counted(self: RunState, event: Any) -> None:
+    def counted(self: RunState, event: Any, *, checked: bool = False) -> None:
         seen.append(event.seq)
-        fold_in(self, event)
+        apply(self, event, checked=checked)
 
-    monkeypatch.setattr(RunState, "_fold_in", counted)
+    monkeypatch.setattr(RunState, "apply", counted)
     return seen
 
 
