@@ -486,11 +486,12 @@ class DebuggerView {
     this.rowsEl = h("div", { class: "anb-rows" });
     this.spacer = h("div", { class: "anb-spacer" }, this.rowsEl);
     this.list = h("div", { class: "anb-list agentnb-timeline", role: "listbox", "aria-label": "events" }, this.spacer);
-    this.list.addEventListener("scroll", () => this.paint());
+    this.list.addEventListener("scroll", () => this.paint(true));
     this.list.addEventListener("click", (e) => this.onRowClick(e));
     // A press on a row holds the rows still until it is released: redrawn under the pointer (a live run's
-    // events, texts arriving), the row pressed would be gone by the release and the click lost.
-    this.list.addEventListener("pointerdown", () => { this.pressed = true; });
+    // events, texts arriving), the row pressed would be gone by the release and the click lost. Scrolling
+    // still draws (the rows move under the pointer anyway), and a press on the scrollbar holds nothing.
+    this.list.addEventListener("pointerdown", (e) => { if (e.target.closest(".anb-row")) this.pressed = true; });
     for (const ev of ["pointerup", "pointercancel", "pointerleave"]) {
       this.list.addEventListener(ev, () => {
         if (!this.pressed) return;
@@ -1111,8 +1112,8 @@ class DebuggerView {
     this.paint();
   }
 
-  paint() {
-    if (this.pressed) { this.paintHeld = true; return; } // drawn once the press is released (see the list)
+  paint(scrolled = false) {
+    if (this.pressed && !scrolled) { this.paintHeld = true; return; } // drawn once the press is released (see the list)
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
