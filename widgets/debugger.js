@@ -37,6 +37,7 @@ const KEYS_HELP = [
 ];
 
 const metrics = (globalThis.agentnbMetrics = globalThis.agentnbMetrics || { lags: [], marks: {} });
+const PRESS_HOLD_MS = 1000; // the longest a press holds the rows still (a release the list never hears)
 metrics.lazyTexts = true; // marks.painted: the first paint with every row's codes and the texts in sight
 
 function esc(s) {
@@ -491,7 +492,9 @@ class DebuggerView {
     // A press on a row holds the rows still until it is released: redrawn under the pointer (a live run's
     // events, texts arriving), the row pressed would be gone by the release and the click lost. Scrolling
     // still draws (the rows move under the pointer anyway), and a press on the scrollbar holds nothing.
-    this.list.addEventListener("pointerdown", (e) => { if (e.target.closest(".anb-row")) this.pressed = true; });
+    this.list.addEventListener("pointerdown", (e) => {
+      if (e.target.closest(".anb-row")) { this.pressed = true; this.pressedAt = performance.now(); }
+    });
     for (const ev of ["pointerup", "pointercancel", "pointerleave"]) {
       this.list.addEventListener(ev, () => {
         if (!this.pressed) return;
@@ -1113,7 +1116,10 @@ class DebuggerView {
   }
 
   paint(scrolled = false) {
-    if (this.pressed && !scrolled) { this.paintHeld = true; return; } // drawn once the press is released (see the list)
+    if (this.pressed && !scrolled && performance.now() - this.pressedAt < PRESS_HOLD_MS) { // see the list
+      this.paintHeld = true; // drawn once the press is released
+      return;
+    }
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;
