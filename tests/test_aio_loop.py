@@ -114,7 +114,9 @@ def test_a_client_dropped_without_close_does_not_stall_another_clients_request()
         run = anb.Loop(model=anb.OpenAIChatModel(first, model="gpt-4.1")).start("one").run()
         assert run.output == "first"
         loop = _aio._background_loop()
-        idle = [t for t in list(loop._transports.values()) if not t.is_closing()]  # type: ignore[attr-defined]
+        port = int(emu.url("openai").split(":")[2].split("/")[0])
+        idle = [t for t in list(loop._transports.values())  # type: ignore[attr-defined]
+                if not t.is_closing() and (t.get_extra_info("peername") or ("", 0))[1] == port]  # the first client's
         assert idle, "the first client kept no connection open"
         for transport in idle:  # the collector frees the dropped client: weak references first, then __del__
             loop._transports.pop(transport._sock_fd)  # type: ignore[attr-defined]
