@@ -499,7 +499,7 @@ class DebuggerView {
       this.list.addEventListener(ev, () => {
         if (!this.pressed) return;
         this.pressed = false;
-        if (this.paintHeld) { this.paintHeld = false; requestAnimationFrame(() => this.paint()); } // after the click
+        if (this.paintHeld) { this.paintHeld = false; this.schedulePaint(false); } // after the click, with what waited
       });
     }
     const nav = (name, label, fn) => h("button", { class: `anb-btn anb-nav agentnb-btn-${name}`, "aria-label": label,
@@ -1099,6 +1099,7 @@ class DebuggerView {
     this.paintQueued = true;
     requestAnimationFrame(() => {
       this.paintQueued = false;
+      if (this.holding()) { this.paintHeld = true; return; } // a queued reveal (following the run) waits too
       const show = this.revealQueued || (this.followQueued && this.model.get("follow"));
       this.revealQueued = this.followQueued = false;
       this.paint();
@@ -1115,11 +1116,11 @@ class DebuggerView {
     this.paint();
   }
 
+  /** A press on a row holds the rows still (see the list), for PRESS_HOLD_MS at most. */
+  holding() { return this.pressed && performance.now() - this.pressedAt < PRESS_HOLD_MS; }
+
   paint(scrolled = false) {
-    if (this.pressed && !scrolled && performance.now() - this.pressedAt < PRESS_HOLD_MS) { // see the list
-      this.paintHeld = true; // drawn once the press is released
-      return;
-    }
+    if (!scrolled && this.holding()) { this.paintHeld = true; return; } // drawn once the press is released
     const st = this.store, list = this.list;
     const total = this.shown;
     this.spacer.style.height = `${total * ROW_H}px`;

@@ -199,5 +199,23 @@ def test_a_click_is_not_lost_when_the_rows_are_redrawn_while_the_button_is_down(
         page.wait_for_function("() => !document.querySelector('#one .anb-rows').firstElementChild.dataset.probe",
                                timeout=2000)
         page.mouse.up()
+        # following the run while the button is down: the kernel selects the last event, but the list does not
+        # scroll to it under the pointer; the click then selects the row pressed
+        page.locator("#one .agentnb-view-flat").click()  # the list: an event's row is at its seq
+        page.evaluate("() => { document.querySelector('#one .anb-list').scrollTop = 0; }")
+        page.wait_for_timeout(100)
+        box = page.locator("#one .anb-list").bounding_box()  # the list view's own place
+        assert box is not None
+        x, y = box["x"] + 40, box["y"] + 10
+        pressed = int(page.evaluate(f"() => document.elementFromPoint({x}, {y}).closest('.anb-row').dataset.seq"))
+        page.mouse.move(x, y)
+        page.mouse.down()
+        last = max(seqs)
+        assert last != pressed
+        page.evaluate(f"() => {{ kernelModel.state.selected = {last}; kernelModel.trigger('change:selected'); }}")
+        page.wait_for_timeout(300)
+        assert page.evaluate("() => document.querySelector('#one .anb-list').scrollTop") == 0
+        page.mouse.up()
+        page.wait_for_function(f"() => kernelModel.state.selected === {pressed}", timeout=2000)
     finally:
         page.close()
