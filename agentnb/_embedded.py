@@ -1,6 +1,7 @@
 """The run an HTML export carries: its events as JSON Lines, gzip-compressed, in base64, in one inert element.
 
-:func:`embedded_block` writes the element (the export, :mod:`agentnb._debugger.export`, puts it in every page);
+:func:`embedded_lines_text` and :func:`embedded_element` write the element (the export,
+:mod:`agentnb._debugger.export`, puts it in every page, compressing in a second thread);
 :func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb._transcript`,
 then reads them as it reads a ``.jsonl`` file, with the same checks). Below both, so neither imports the other.
 An element of type ``application/x-ndjson`` is never run by a browser, and base64 holds nothing ``</script>``
@@ -29,10 +30,13 @@ _OPEN = f'<script type="application/x-ndjson" id="{EMBEDDED_ID}" data-transcript
 _EMBEDDED = re.compile(re.escape(_OPEN.encode("ascii")) + rb"([A-Za-z0-9+/=]*)</script>")
 
 
-def embedded_block(events: list[BaseEvent]) -> str:
-    """The ``<script>`` element an HTML export holds the events in: their JSON Lines, gzip, base64 (inert)."""
-    lines = "".join(visible(event_to_json(ev), json=True)[0] + "\n" for ev in events).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(lines, compresslevel=6, mtime=0)).decode("ascii")
+def embedded_lines_text(events: list[BaseEvent]) -> bytes:
+    """The JSON Lines the element holds, before compression (hidden characters written as JSON escapes)."""
+    return "".join(visible(event_to_json(ev), json=True)[0] + "\n" for ev in events).encode("utf-8")
+
+
+def embedded_element(packed: str) -> str:
+    """The element around ``packed``: :func:`embedded_lines_text`, gzip-compressed, in base64."""
     return f"{_OPEN}{packed}</script>\n"
 
 
@@ -43,7 +47,7 @@ def is_html(head: bytes) -> bool:
 
 
 def embedded_lines(page: bytes, path: str | Path) -> bytes:
-    """The JSON Lines an HTML export embeds (:func:`embedded_block`)."""
+    """The JSON Lines an HTML export embeds (:func:`embedded_element`)."""
     found = _EMBEDDED.findall(page)
     if len(found) != 1:
         what = "several transcripts" if found else "no transcript"
