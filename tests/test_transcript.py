@@ -298,3 +298,37 @@ def test_only_a_big_paused_build_ages_what_it_built() -> None:
     with gc_paused():
         big = [[] for _ in range(AGE_AFTER)]
     assert oldest(big[-1])
+
+
+def test_a_pause_ending_in_another_thread_leaves_the_collector_off_under_this_one() -> None:
+    """The collector is one per process: a debugger's background index ending its pause must not turn it on
+    while a load in the cell's thread is still building (it would walk the growing heap again and again)."""
+    import threading
+
+    from agentnb._gc import gc_paused
+
+    was = gc.isenabled()
+    gc.enable()
+    inside, leave = threading.Event(), threading.Event()
+
+    def background() -> None:
+        with gc_paused():
+            inside.set()
+            leave.wait(10)
+
+    try:
+        worker = threading.Thread(target=background)
+        worker.start()
+        assert inside.wait(10)
+        with gc_paused():  # this thread's build begins while the other one's pause is open
+            leave.set()
+            worker.join(10)  # ...and the other one's ends first
+            assert not gc.isenabled()
+        assert gc.isenabled()  # the last pause to end turns it back on
+        gc.disable()
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that disabled it keeps it disabled
+    finally:
+        leave.set()
+        gc.enable() if was else gc.disable()

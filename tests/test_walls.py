@@ -195,8 +195,25 @@ def imports_of(name: str, source: str, *, is_package: bool, known: Iterable[str]
             else:
                 visit(ast.iter_child_nodes(node), kind, function)
 
-    visit(ast.parse(source).body, "module", None)
+    visit(_parse(source).body, "module", None)
     return edges
+
+
+def _parse(source: str) -> ast.Module:
+    """``ast.parse``, again if CPython 3.11 says its recursion count did not match (python/cpython#106905).
+
+    3.11 keeps the AST builder's recursion count per interpreter, not per thread, so another thread building
+    an AST at the same time -- a traceback formatted in a server's thread, which parses the failing line for
+    its carets -- makes a correct parse fail with ``SystemError``; the source is the same the next time.
+    """
+    for _ in range(4):
+        try:
+            return ast.parse(source)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc):
+                raise
+            error = exc
+    raise error
 
 
 @cache
