@@ -1,7 +1,9 @@
 """The run an HTML export carries: its events as JSON Lines, gzip-compressed, in base64, in one inert element.
 
-:func:`embedded_lines_text` and :func:`embedded_element` write the element (the export,
-:mod:`agentnb._debugger.export`, puts it in every page, compressing in a second thread);
+The lines are cut into pages of :data:`PAGE_LINES` events, each compressed on its own and written on a line of
+its own, so the page reads one page to show one event. :func:`embedded_pages` and :func:`embedded_element`
+write the element (the export, :mod:`agentnb._debugger.export`, puts it in every page, compressing the pages in
+worker threads);
 :func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb._transcript`,
 then reads them as it reads a ``.jsonl`` file, with the same checks). Below both, so neither imports the other.
 An element of type ``application/x-ndjson`` is never run by a browser, and base64 holds nothing ``</script>``
@@ -25,19 +27,28 @@ from .exceptions import TranscriptError
 EMBEDDED_ID = "agentnb-transcript"
 """The id of the element of an HTML export that holds the run's events."""
 
-_OPEN = f'<script type="application/x-ndjson" id="{EMBEDDED_ID}" data-transcript="jsonl+gzip+base64">'
+PAGE_LINES = 10_000
+"""Events per page of the element: each page is its own gzip member in base64, the pages one per line, so the
+page inflates only the page of an event it shows (a few megabytes, not a long run's whole log)."""
+
+_OPEN = f'<script type="application/x-ndjson" id="{EMBEDDED_ID}" data-transcript="jsonl+gzip+base64"'
 """The element's opening tag (its attribute says what it holds: the JSON Lines of a transcript, not JSON)."""
-_EMBEDDED = re.compile(re.escape(_OPEN.encode("ascii")) + rb"([A-Za-z0-9+/=]*)</script>")
+_EMBEDDED = re.compile(re.escape(_OPEN.encode("ascii"))
+                       + rb'(?: data-page-lines="[0-9]+")?>([A-Za-z0-9+/=\n]*)</script>')
+"""The element, paged or not (an export made before the pages holds one)."""
 
 
-def embedded_lines_text(events: list[BaseEvent]) -> bytes:
-    """The JSON Lines the element holds, before compression (hidden characters written as JSON escapes)."""
-    return "".join(visible(event_to_json(ev), json=True)[0] + "\n" for ev in events).encode("utf-8")
+def embedded_pages(events: list[BaseEvent]) -> list[bytes]:
+    """The JSON Lines the element holds, page by page, before compression (hidden characters as JSON escapes)."""
+    page_lines = PAGE_LINES
+    lines = [visible(event_to_json(ev), json=True)[0] + "\n" for ev in events]
+    return ["".join(lines[i:i + page_lines]).encode("utf-8") for i in range(0, len(lines), page_lines)] or [b""]
 
 
-def embedded_element(packed: str) -> str:
-    """The element around ``packed``: :func:`embedded_lines_text`, gzip-compressed, in base64."""
-    return f"{_OPEN}{packed}</script>\n"
+def embedded_element(packed: list[str]) -> str:
+    """The element around the pages of :func:`embedded_pages`, each gzip-compressed, in base64."""
+    body = "\n".join(packed)
+    return f'{_OPEN} data-page-lines="{PAGE_LINES}">{body}</script>\n'
 
 
 def is_html(head: bytes) -> bool:
@@ -55,6 +66,12 @@ def embedded_lines(page: bytes, path: str | Path) -> bytes:
                               "events in <script id=\"agentnb-transcript\">; exports made before it was added "
                               "do not)")
     try:
-        return gzip.decompress(base64.b64decode(found[0], validate=True))
+        return b"".join(_inflated(page) for page in found[0].split(b"\n"))
     except (ValueError, OSError, EOFError) as exc:
         raise TranscriptError(f"{path}: the transcript embedded in this HTML file is damaged ({exc})") from exc
+
+
+def _inflated(page: bytes) -> bytes:
+    if not page:  # even no events make a gzip member: an empty page lost its text
+        raise ValueError("a page is empty")
+    return gzip.decompress(base64.b64decode(page, validate=True))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import agentnb as anb
+from agentnb import _embedded as embedded
 from agentnb._debugger import bundle
 from agentnb._debugger.bundle import carded, export_bundle
 from agentnb._debugger.timeline import Timeline
@@ -33,6 +34,17 @@ def streamed_run(turns: int = 6) -> anb.Run:
         {"name": "echo", "arguments": {"text": f"{HOSTILE} {i}"}}]} for i in range(turns)]
     model = anb.ScriptedModel([*script, {"text": "done"}], stream=True, chunk_size=4)
     return anb.Loop(model=model, tools=[echo], max_turns=turns + 2).start("go").run()
+
+
+TRANSCRIPT = re.compile(r'id="agentnb-transcript" data-transcript="jsonl\+gzip\+base64"'
+                        r' data-page-lines="(\d+)">([A-Za-z0-9+/=\n]+)</script>')
+
+
+def embedded_pages_of(page: str) -> list[bytes]:
+    """The pages of an export's embedded transcript, each inflated (one base64 gzip member per line)."""
+    found = TRANSCRIPT.search(page)
+    assert found is not None
+    return [gzip.decompress(base64.b64decode(p, validate=True)) for p in found.group(2).split("\n")]
 
 
 def test_under_the_budget_every_event_keeps_its_card() -> None:
@@ -68,9 +80,7 @@ def test_a_page_past_its_budget_reads_back_the_same_events_and_holds_no_hidden_c
     back = anb.Transcript.load(tmp_path / "run.html")
     assert [event_to_json(e) for e in back.events] == [event_to_json(e) for e in run.events]
     assert any(isinstance(e, TextMerged) and "\ud83d" in e.fragment for e in back.events)  # a lone surrogate too
-    packed = re.search(r'id="agentnb-transcript" data-transcript="jsonl\+gzip\+base64">([^<]+)</script>', page)
-    assert packed is not None
-    lines = gzip.decompress(base64.b64decode(packed.group(1))).decode("utf-8").splitlines()
+    lines = b"".join(embedded_pages_of(page)).decode("utf-8").splitlines()
     assert len(lines) == len(run.events)
     assert all(visible(line)[1] is False for line in lines)  # the page may show a line as it is
     assert any("\\u202e" in line for line in lines) and any("\\udb40\\udc41" in line for line in lines)
@@ -109,3 +119,52 @@ def test_under_a_small_wire_budget_the_latest_requests_that_fit_are_kept_whole(
         nxt = every[starts[len(new)]]
         assert size + sum(len(v["request"]) + len(v["response"]) + sum(map(len, v["sent"].values()))
                           for v in nxt.values()) > budget
+
+
+def test_the_embedded_transcript_is_paged_so_the_page_inflates_only_the_page_of_an_event(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = streamed_run()
+    monkeypatch.setattr(embedded, "PAGE_LINES", 7)
+    page = run.transcript.to_html(tmp_path / "run.html").read_text(encoding="utf-8")
+    found = TRANSCRIPT.search(page)
+    assert found is not None and found.group(1) == "7"
+    pages = embedded_pages_of(page)
+    assert len(pages) == -(-len(run.events) // 7) > 2
+    for k, text in enumerate(pages):  # page k: events 7k to 7k + 6, whole lines
+        lines = text.decode("utf-8").splitlines()
+        assert text.endswith(b"\n") and len(lines) == min(7, len(run.events) - 7 * k)
+        assert [json.loads(line)["seq"] for line in lines] == list(range(7 * k, 7 * k + len(lines)))
+    back = anb.Transcript.load(tmp_path / "run.html")
+    assert [event_to_json(e) for e in back.events] == [event_to_json(e) for e in run.events]
+
+
+def test_an_export_made_before_the_pages_still_loads(tmp_path: Path) -> None:
+    run = streamed_run(2)
+    page = run.transcript.to_html(tmp_path / "run.html").read_text(encoding="utf-8")
+    whole = base64.b64encode(gzip.compress(b"".join(embedded_pages_of(page)))).decode("ascii")
+    element = f'id="agentnb-transcript" data-transcript="jsonl+gzip+base64">{whole}</script>'
+    old = TRANSCRIPT.sub(lambda _: element, page)
+    assert old != page and TRANSCRIPT.search(old) is None
+    (tmp_path / "old.html").write_text(old, encoding="utf-8")
+    back = anb.Transcript.load(tmp_path / "old.html")
+    assert [event_to_json(e) for e in back.events] == [event_to_json(e) for e in run.events]
+
+
+@pytest.mark.parametrize("damage", ["a page cut short", "a page that is not base64", "an empty page"])
+def test_a_damaged_page_is_refused_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    damage: str) -> None:
+    run = streamed_run(3)
+    monkeypatch.setattr(embedded, "PAGE_LINES", 5)
+    page = run.transcript.to_html(tmp_path / "run.html").read_text(encoding="utf-8")
+    found = TRANSCRIPT.search(page)
+    assert found is not None
+    pages = found.group(2).split("\n")
+    second = base64.b64decode(pages[1])
+    pages[1] = {"a page cut short": base64.b64encode(second[: len(second) // 2]).decode("ascii"),
+                "a page that is not base64": pages[1][:-5] + "*" + pages[1][-4:],
+                "an empty page": ""}[damage]
+    broken = page[:found.start(2)] + "\n".join(pages) + page[found.end(2):]
+    (tmp_path / "broken.html").write_text(broken, encoding="utf-8")
+    with pytest.raises(anb.TranscriptError, match=r"broken\.html: (the transcript embedded in this HTML file is "
+                                                  r"damaged|an HTML file with no transcript embedded)"):
+        anb.Transcript.load(tmp_path / "broken.html")

@@ -1683,20 +1683,23 @@ class StaticModel {
   }
   /** An event whose card the export left out (past its budget): its row's summary and the event as recorded. */
   recorded(seq) {
-    if (this.lines === undefined) {
-      this.lines = null;  // read the embedded transcript once, on the first such event, then draw it
-      const script = document.getElementById("agentnb-transcript");
-      // kept as bytes, each line decoded when shown: a million events' text is not held as strings
-      inflate(script ? script.textContent : "").then((r) => r.arrayBuffer()).then((buffer) => {
+    const book = this.book || (this.book = transcriptPages(document.getElementById("agentnb-transcript")));
+    const at = Math.floor(seq / book.size), page = book.got.get(at);
+    if (page === undefined) {
+      book.got.set(at, null);  // inflate only this event's page, once; then draw it
+      const [a, b] = book.bounds[at] || [0, 0];
+      // kept as bytes, each line decoded when shown: a page's text is not held as strings
+      inflate(book.text.slice(a, b)).then((r) => r.arrayBuffer()).then((buffer) => {
         const bytes = new Uint8Array(buffer), starts = [0];
         for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) starts.push(i + 1);
-        this.lines = { bytes, starts };
+        for (const old of book.got.keys()) if (book.got.size >= PAGES_KEPT && old !== at) book.got.delete(old);
+        book.got.set(at, { bytes, starts });
         this.later({});
       });
     }
-    if (!this.lines) return '<div class="agentnb-muted">loading…</div>';
-    const { bytes, starts } = this.lines;
-    const line = seq + 1 < starts.length ? new TextDecoder().decode(bytes.subarray(starts[seq], starts[seq + 1] - 1)) : "";
+    if (!page) return '<div class="agentnb-muted">loading…</div>';
+    const { bytes, starts } = page, i = at ? seq - at * book.size : seq;
+    const line = i + 1 < starts.length ? new TextDecoder().decode(bytes.subarray(starts[i], starts[i + 1] - 1)) : "";
     const rows = this.d.rows, k = rows.k[seq];
     return `<div class="agentnb-detail-card" data-seq="${seq}"><div class="agentnb-detail-summary">` +
       `<span class="agentnb-seq">${seq}</span><span class="agentnb-kind ${rows.type_classes[k]}">${esc(rows.types[k])}` +
@@ -1736,6 +1739,17 @@ class StaticModel {
 async function decode(text, encoding) {
   if (encoding !== "gzip+base64") return JSON.parse(text);
   return JSON.parse(await (await inflate(text)).text());
+}
+
+const PAGES_KEPT = 8;
+/** The pages of an export's embedded transcript (agentnb/_embedded.py): one base64 gzip member per line of the
+ * element, each of `data-page-lines` events (an export made before the pages has one, of them all). */
+function transcriptPages(script) {
+  const text = script ? script.textContent : "", bounds = [];
+  let a = 0;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) { bounds.push([a, i]); a = i + 1; }
+  bounds.push([a, text.length]);
+  return { text, bounds, size: Number(script && script.dataset.pageLines) || Infinity, got: new Map() };
 }
 
 /** Base64 of gzip, inflated with the browser's own decoders (a data: URL read with fetch, a DecompressionStream). */

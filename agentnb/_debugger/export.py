@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic_core import to_json
 
-from .._embedded import embedded_element, embedded_lines_text
+from .._embedded import embedded_element, embedded_pages
 from .._gc import gc_paused
 from ..events import BaseEvent
 from . import assets
@@ -59,13 +59,13 @@ def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     title_text = title or f"agentnb · {run_id}"
     module = assets.text("debugger.js")
     with gc_paused(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentnb-export") as pool:
-        events = pool.submit(_gzip_base64, embedded_lines_text(timeline.events))
+        pages = [pool.submit(_gzip_base64, page) for page in embedded_pages(timeline.events)]
         bundle = export_bundle(timeline, title=title or "agentnb")
         # the cards and wire bodies (most of the bytes) in a second block, read after the timeline is drawn
         later = pool.submit(_gzip_base64, _json({"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}))
         first = pool.submit(_gzip_base64, _json(bundle))
         blocks = f"{_packed('agentnb-data', first.result())}{_packed('agentnb-data-later', later.result())}"
-        embedded = embedded_element(events.result())
+        embedded = embedded_element([page.result() for page in pages])
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -56,3 +56,51 @@ def test_a_left_out_card_shows_the_event_as_recorded(browser: Any, tmp_path: Pat
         assert not errors, errors
     finally:
         page.close()
+
+
+def test_left_out_cards_on_different_pages_each_show_their_own_line(browser: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page inflates the embedded transcript a page at a time: events on the first, a middle and the last
+    page of it (and back to the first, after the cache let it go) each show the event as recorded."""
+    from playwright.sync_api import expect
+
+    from agentnb import _embedded
+
+    @anb.tool
+    def echo(text: str) -> str:
+        """Echo a text."""
+        return text
+
+    turns = [{"text": f"turn {i}", "tool_calls": [{"name": "echo", "arguments": {"text": f"t{i}"}}]} for i in range(12)]
+    model = anb.ScriptedModel([*turns, {"text": "done"}], stream=True, chunk_size=2)
+    run = anb.Loop(model=model, tools=[echo], max_turns=20).start("go").run()
+    monkeypatch.setattr(bundle, "CARD_BUDGET", 3)
+    monkeypatch.setattr(_embedded, "PAGE_LINES", 4)
+    path = run.transcript.to_html(tmp_path / "paged.html")
+    n = len(run.events)
+    pages = -(-n // 4)
+    assert pages > 10  # more pages than the page keeps inflated (8): the first is let go and read again
+    wanted = [1, 4 * (pages // 2) + 1, 4 * (pages - 1) - 2, *range(5, 4 * 10, 4), 2]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri(), timeout=T)
+        page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
+        root = page.locator(".agentnb-debugger")
+        card = root.locator(".agentnb-detail-card")
+        root.locator(".agentnb-view-flat").click()
+        for seq in wanted:
+            page.evaluate("""async (seq) => {  // the list draws the rows in sight: bring this one there, after
+                // the frames in which the last click's selection is revealed (that would scroll back to it)
+                await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+                const list = document.querySelector('.anb-list'), row = list.querySelector('.anb-row');
+                list.scrollTop = Math.max(0, seq * row.offsetHeight - 200); }""", seq)
+            root.locator(f".anb-row[data-seq='{seq}'] .anb-summary").click(timeout=T)
+            expect(card).to_have_attribute("data-seq", str(seq), timeout=T)
+            recorded = card.locator(".agentnb-recorded")
+            expect(recorded).to_contain_text(f'"seq":{seq},', timeout=T)
+            expect(recorded).to_contain_text(f'"type":"{run.events[seq].type}"')
+        assert not errors, errors
+    finally:
+        page.close()
