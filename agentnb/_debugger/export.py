@@ -51,9 +51,9 @@ def _json(value: object) -> bytes:
 def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     """The page as a string (see :func:`write_html`).
 
-    The three blocks are compressed in a second thread while this one builds what comes next (zlib lets go of
-    the interpreter while it deflates), and the collector is paused: what is built stays alive until the page
-    is written (see :func:`agentnb._gc.gc_paused`).
+    The blocks (the bundle, its later half, each page of the embedded transcript) are compressed in two worker
+    threads while this one builds what comes next (zlib lets go of the interpreter while it deflates), and the
+    collector is paused: what is built stays alive until the page is written (see :func:`agentnb._gc.gc_paused`).
     """
     run_id = timeline.state.run_id or "run"
     title_text = title or f"agentnb · {run_id}"
