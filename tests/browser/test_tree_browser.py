@@ -94,7 +94,14 @@ def _shots(page: Any, tree: Any, compare: Any, artifacts: Path, theme: str) -> N
     model.locator(".anb-twisty").click()
     calls = tree.locator(".anb-node.agentnb-node-call")
     for i in range(2):  # one call opened at a time: the tree redraws after each click, so wait for it
-        calls.nth(i).locator(".anb-twisty").click()  # a press holds the rows still: a redraw cannot lose it
+        twisty = calls.nth(i).locator(".anb-twisty")
+        twisty.click()  # a press holds the rows still: a redraw between press and release cannot lose it
+        try:
+            expect(calls.nth(i)).to_have_attribute("aria-expanded", "true", timeout=5_000)
+        except AssertionError:
+            # seen once in four full runs: the second call's click did not open it (not a redraw during the
+            # press, which is held; the cause is not known) -- clicked again, once, only while it is still shut
+            twisty.click()
         expect(tree.locator(".anb-row.agentnb-ev-ToolStarted")).to_have_count(i + 1, timeout=T)
     page.mouse.move(0, 0)
     tree.locator(".anb-list").screenshot(path=str(artifacts / f"waterfall-{theme}.png"))
