@@ -1,9 +1,9 @@
 """The run an HTML export carries: its events as JSON Lines, gzip-compressed, in base64, in one inert element.
 
 The lines are cut into pages of :data:`PAGE_LINES` events, each compressed on its own and written on a line of
-its own, so the page reads one page to show one event. :func:`embedded_pages` and :func:`embedded_element`
-write the element (the export, :mod:`agentnb._debugger.export`, puts it in every page, compressing the pages in
-worker threads);
+its own, so the page reads one page to show one event. :func:`embedded_pages`, :func:`packed` and
+:func:`embedded_element` write the element (the export, :mod:`agentnb._debugger.export`, puts it in every page,
+compressing the pages in worker threads);
 :func:`embedded_lines` reads the JSON Lines back out of a page (``Transcript.load``, :mod:`agentnb._transcript`,
 then reads them as it reads a ``.jsonl`` file, with the same checks). Below both, so neither imports the other.
 An element of type ``application/x-ndjson`` is never run by a browser, and base64 holds nothing ``</script>``
@@ -45,9 +45,18 @@ def embedded_pages(events: list[BaseEvent]) -> list[bytes]:
     return ["".join(lines[i:i + page_lines]).encode("utf-8") for i in range(0, len(lines), page_lines)] or [b""]
 
 
-def embedded_element(packed: list[str]) -> str:
-    """The element around the pages of :func:`embedded_pages`, each gzip-compressed, in base64."""
-    body = "\n".join(packed)
+def packed(data: bytes) -> str:
+    """``data`` gzip-compressed (level 6, no timestamp: the same bytes each time), in base64.
+
+    Each page of the element, and the export's other blocks (``data-encoding="gzip+base64"``), which the page
+    inflates alike.
+    """
+    return base64.b64encode(gzip.compress(data, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def embedded_element(pages: list[str]) -> str:
+    """The element around the pages of :func:`embedded_pages`, each :func:`packed`."""
+    body = "\n".join(pages)
     return f'{_OPEN} data-page-lines="{PAGE_LINES}">{body}</script>\n'
 
 

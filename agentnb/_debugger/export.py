@@ -15,15 +15,13 @@ so ``Transcript.load("run.html")`` reads the run back, losslessly.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import html
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic_core import to_json
 
-from .._embedded import embedded_element, embedded_pages
+from .._embedded import embedded_element, embedded_pages, packed
 from .._gc import gc_paused
 from ..events import BaseEvent
 from . import assets
@@ -36,12 +34,8 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def _gzip_base64(data: bytes) -> str:
-    return base64.b64encode(gzip.compress(data, compresslevel=6, mtime=0)).decode("ascii")
-
-
-def _packed(element_id: str, packed: str) -> str:
-    return f'<script type="application/octet-stream" id="{element_id}" data-encoding="gzip+base64">{packed}</script>\n'
+def _block(element_id: str, text: str) -> str:
+    return f'<script type="application/octet-stream" id="{element_id}" data-encoding="gzip+base64">{text}</script>\n'
 
 
 def _json(value: object) -> bytes:
@@ -59,12 +53,12 @@ def render_html(timeline: Timeline, *, title: str | None = None) -> str:
     title_text = title or f"agentnb · {run_id}"
     module = assets.text("debugger.js")
     with gc_paused(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentnb-export") as pool:
-        pages = [pool.submit(_gzip_base64, page) for page in embedded_pages(timeline.events)]
+        pages = [pool.submit(packed, page) for page in embedded_pages(timeline.events)]
         bundle = export_bundle(timeline, title=title or "agentnb")
         # the cards and wire bodies (most of the bytes) in a second block, read after the timeline is drawn
-        later = pool.submit(_gzip_base64, _json({"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}))
-        first = pool.submit(_gzip_base64, _json(bundle))
-        blocks = f"{_packed('agentnb-data', first.result())}{_packed('agentnb-data-later', later.result())}"
+        later = pool.submit(packed, _json({"detail": bundle.pop("detail"), "wire": bundle.pop("wire")}))
+        first = pool.submit(packed, _json(bundle))
+        blocks = f"{_block('agentnb-data', first.result())}{_block('agentnb-data-later', later.result())}"
         embedded = embedded_element([page.result() for page in pages])
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

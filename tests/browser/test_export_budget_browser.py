@@ -4,8 +4,6 @@ recorded (read from the page's embedded transcript), with a hidden character wri
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +12,12 @@ import pytest
 import agentnb as anb
 from agentnb._debugger import bundle
 
+from .exported import opened
+
 pytestmark = pytest.mark.browser
 
 T = 60_000
 CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-
-
-@contextmanager
-def opened(browser: Any, path: Path) -> Iterator[tuple[Any, list[str]]]:
-    """An exported page, ready, and the errors it raised so far (the block must end with none)."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(path.as_uri(), timeout=T)
-        page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
-        yield page, errors
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_a_left_out_card_shows_the_event_as_recorded(browser: Any, tmp_path: Path,
@@ -51,7 +36,7 @@ def test_a_left_out_card_shows_the_event_as_recorded(browser: Any, tmp_path: Pat
     path = run.transcript.to_html(tmp_path / "budget.html")
     left_out = next(e for e in run.events if e.type == "TextMerged" and "\u202e" in e.fragment)
     kept = len(run.events) - 1
-    with opened(browser, path) as (page, _):
+    with opened(browser, path, T) as (page, _):
         root = page.locator(".agentnb-debugger")
         card = root.locator(".agentnb-detail-card")
         expect(card).to_have_attribute("data-seq", str(kept), timeout=T)  # the last event keeps its own card
@@ -90,7 +75,7 @@ def test_left_out_cards_on_different_pages_each_show_their_own_line(browser: Any
     pages = -(-n // 4)
     assert pages > 10  # more pages than the page keeps inflated (8): the first is let go and read again
     wanted = [1, 4 * (pages // 2) + 1, 4 * (pages - 1) - 2, *range(5, 4 * 10, 4), 2]
-    with opened(browser, path) as (page, _):
+    with opened(browser, path, T) as (page, _):
         root = page.locator(".agentnb-debugger")
         card = root.locator(".agentnb-detail-card")
         root.locator(".agentnb-view-flat").click()

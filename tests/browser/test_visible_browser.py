@@ -17,6 +17,8 @@ import pytest
 import agentnb as anb
 from agentnb._visible import FLAG
 
+from .exported import opened
+
 pytestmark = pytest.mark.browser
 
 T = 60_000  # ms; about 10x what these steps take on a loaded 2-core machine
@@ -75,12 +77,7 @@ def test_the_export_from_file_shows_the_override_written_out(browser: Any, tmp_p
     run.run()
     path = run.transcript.to_html(tmp_path / "override.html")
     asked = next(e.seq for e in run.events if e.type == "ApprovalRequested")
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(path.as_uri(), timeout=T)
-        page.locator("#agentnb-app[data-ready='true']").wait_for(timeout=T)
+    with opened(browser, path, T) as (page, _):
         root = page.locator(".agentnb-debugger")
         root.locator(".agentnb-view-flat").click()  # the tree folds the approval into its call's row
         row = root.locator(f".anb-row[data-seq='{asked}']")
@@ -92,9 +89,6 @@ def test_the_export_from_file_shows_the_override_written_out(browser: Any, tmp_p
         expect(card.locator(".agentnb-hidden-flag")).to_contain_text(FLAG)
         assert_drawn_as_it_runs(root)
         page.screenshot(path=str(artifacts / "visible-export.png"))
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_the_widget_in_jupyterlab_shows_the_waiting_call_written_out(lab: dict[str, Any], browser: Any,
