@@ -66,7 +66,7 @@ def test_a_worker_killed_mid_write_leaves_every_run_loadable_and_resumable(
         time.sleep(rng.uniform(0.05, 0.6))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert proc.returncode == -signal.SIGKILL
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""  # it died first: why
         unfinished = 0
         for i in range(4):
             run_id = f"{prefix}-{i}"
